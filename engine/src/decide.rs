@@ -1,0 +1,259 @@
+use crate::rules::{self, ARENA_UNITS, LoadError, MAX_RULES};
+use crate::{DialogKind, RuleTarget};
+
+/// What the page's call does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Call the browser's own dialog (the pilot is off, or beforeunload without a rule).
+    Native = 0,
+    Accept = 1,
+    Dismiss = 2,
+}
+
+/// What made the decision; every reported event names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecidedBy {
+    PilotOff = 0,
+    Rule = 1,
+    DefaultPolicy = 2,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub outcome: Outcome,
+    pub by: DecidedBy,
+    /// The rule slot that decided, when `by == Rule`.
+    pub slot: Option<u8>,
+    /// False while the tab's rules have not reached this document yet: a default then
+    /// stands in for a rule that may exist.
+    pub rules_loaded: bool,
+}
+
+impl Decision {
+    /// `outcome | by << 2 | rules_loaded << 4 | (slot + 1) << 8`, for the C ABI.
+    pub fn pack(self) -> u32 {
+        let slot = self.slot.map_or(0, |s| u32::from(s) + 1);
+        self.outcome as u32 | (self.by as u32) << 2 | u32::from(self.rules_loaded) << 4 | slot << 8
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    id: u32,
+    target: RuleTarget,
+    accept: bool,
+    once: bool,
+    live: bool,
+    text: Option<(u16, u16)>,
+}
+
+impl Slot {
+    // All zeros, so the slots stay in .bss instead of the in-page code.
+    const EMPTY: Slot = Slot {
+        id: 0,
+        target: RuleTarget::One(DialogKind::Alert),
+        accept: false,
+        once: false,
+        live: false,
+        text: None,
+    };
+}
+
+/// One document's engine: the pilot switch, the tab's rules, and the decision.
+pub struct Engine {
+    enabled: bool,
+    loaded: bool,
+    len: usize,
+    slots: [Slot; MAX_RULES],
+    arena: [u16; ARENA_UNITS],
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Engine {
+    pub const fn new() -> Self {
+        Self { enabled: false, loaded: false, len: 0, slots: [Slot::EMPTY; MAX_RULES], arena: [0; ARENA_UNITS] }
+    }
+
+    /// The AI Web Pilot switch. Off: every dialog keeps its native behaviour.
+    pub fn set_enabled(&mut self, on: bool) {
+        self.enabled = on;
+    }
+
+    /// Replaces the rules with the encoded set in `input`. On error nothing changes.
+    pub fn load(&mut self, input: &[u16]) -> Result<usize, LoadError> {
+        let mut text_units = 0usize;
+        rules::parse(input, |r| text_units += r.text.map_or(0, <[u16]>::len))?;
+        if text_units > ARENA_UNITS {
+            return Err(LoadError::TooManyRules);
+        }
+        let (mut n, mut used) = (0, 0usize);
+        let (slots, arena) = (&mut self.slots, &mut self.arena);
+        rules::parse(input, |r| {
+            let text = r.text.and_then(|t| {
+                let dst = arena.get_mut(used..used + t.len())?;
+                dst.copy_from_slice(t);
+                let span = (used as u16, t.len() as u16);
+                used += t.len();
+                Some(span)
+            });
+            if let Some(slot) = slots.get_mut(n) {
+                *slot = Slot { id: r.id, target: r.target, accept: r.accept, once: r.once, live: true, text };
+            }
+            n += 1;
+        })?;
+        self.len = n;
+        self.loaded = true;
+        Ok(n)
+    }
+
+    /// Decides one dialog. A rule for the exact kind beats an `all` rule; among equals the
+    /// later one (the newer setup) wins. A `once` rule is spent by the dialog it answers.
+    pub fn decide(&mut self, kind: DialogKind) -> Decision {
+        let rules_loaded = self.loaded;
+        if !self.enabled {
+            return Decision { outcome: Outcome::Native, by: DecidedBy::PilotOff, slot: None, rules_loaded };
+        }
+        if let Some(i) = self.pick(kind) {
+            let slot = &mut self.slots[i];
+            slot.live = !slot.once;
+            let outcome = if slot.accept { Outcome::Accept } else { Outcome::Dismiss };
+            return Decision { outcome, by: DecidedBy::Rule, slot: Some(i as u8), rules_loaded };
+        }
+        let outcome = match kind {
+            DialogKind::Alert => Outcome::Accept,
+            DialogKind::Confirm | DialogKind::Prompt => Outcome::Dismiss,
+            // Without a rule the page's own beforeunload behaviour stands.
+            DialogKind::BeforeUnload => Outcome::Native,
+        };
+        Decision { outcome, by: DecidedBy::DefaultPolicy, slot: None, rules_loaded }
+    }
+
+    fn pick(&self, kind: DialogKind) -> Option<usize> {
+        let live = self.slots.get(..self.len)?;
+        let best = |exact: bool| {
+            live.iter().rposition(|s| s.live && s.target.matches(kind) && (s.target != RuleTarget::All) == exact)
+        };
+        best(true).or_else(|| best(false))
+    }
+
+    pub fn rule_id(&self, slot: usize) -> Option<u32> {
+        self.slots.get(..self.len)?.get(slot).map(|s| s.id)
+    }
+
+    /// The prompt text of a rule, if it set one.
+    pub fn rule_text(&self, slot: usize) -> Option<&[u16]> {
+        let (start, len) = self.slots.get(..self.len)?.get(slot)?.text?;
+        self.arena.get(usize::from(start)..usize::from(start) + usize::from(len))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::Encoder;
+
+    fn engine(rules: &[(u32, RuleTarget, bool, bool, Option<&str>)]) -> Engine {
+        let mut e = Encoder::new();
+        for &(id, t, a, o, x) in rules {
+            e.rule(id, t, a, o, x);
+        }
+        let mut engine = Engine::new();
+        engine.set_enabled(true);
+        let wire: Vec<u16> = e.finish().encode_utf16().collect();
+        engine.load(&wire).unwrap();
+        engine
+    }
+
+    const CONFIRM: RuleTarget = RuleTarget::One(DialogKind::Confirm);
+    const PROMPT: RuleTarget = RuleTarget::One(DialogKind::Prompt);
+
+    #[test]
+    fn default_policy_accepts_alert_and_refuses_confirm_and_prompt() {
+        let mut e = engine(&[]);
+        let d = |e: &mut Engine, k| {
+            let d = e.decide(k);
+            assert_eq!(d.by, DecidedBy::DefaultPolicy);
+            d.outcome
+        };
+        assert_eq!(d(&mut e, DialogKind::Alert), Outcome::Accept);
+        assert_eq!(d(&mut e, DialogKind::Confirm), Outcome::Dismiss);
+        assert_eq!(d(&mut e, DialogKind::Prompt), Outcome::Dismiss);
+        assert_eq!(d(&mut e, DialogKind::BeforeUnload), Outcome::Native);
+    }
+
+    #[test]
+    fn pilot_off_keeps_native_behaviour_even_with_rules() {
+        let mut e = engine(&[(1, CONFIRM, true, false, None)]);
+        e.set_enabled(false);
+        let d = e.decide(DialogKind::Confirm);
+        assert_eq!((d.outcome, d.by), (Outcome::Native, DecidedBy::PilotOff));
+    }
+
+    #[test]
+    fn once_rule_answers_one_dialog_then_default_returns() {
+        let mut e = engine(&[(5, CONFIRM, true, true, None)]);
+        let first = e.decide(DialogKind::Confirm);
+        assert_eq!((first.outcome, first.by), (Outcome::Accept, DecidedBy::Rule));
+        assert_eq!(e.rule_id(first.slot.unwrap().into()), Some(5));
+        let second = e.decide(DialogKind::Confirm);
+        assert_eq!((second.outcome, second.by), (Outcome::Dismiss, DecidedBy::DefaultPolicy));
+    }
+
+    #[test]
+    fn persistent_rule_keeps_answering() {
+        let mut e = engine(&[(1, CONFIRM, false, false, None)]);
+        for _ in 0..3 {
+            assert_eq!(e.decide(DialogKind::Confirm).by, DecidedBy::Rule);
+        }
+    }
+
+    #[test]
+    fn exact_kind_beats_all_and_newer_beats_older() {
+        let mut e = engine(&[
+            (1, RuleTarget::All, false, false, None),
+            (2, CONFIRM, true, false, None),
+            (3, CONFIRM, false, false, None),
+        ]);
+        let d = e.decide(DialogKind::Confirm);
+        assert_eq!(e.rule_id(d.slot.unwrap().into()), Some(3));
+        let d = e.decide(DialogKind::Prompt);
+        assert_eq!(e.rule_id(d.slot.unwrap().into()), Some(1));
+    }
+
+    #[test]
+    fn prompt_text_comes_from_the_rule() {
+        let mut e = engine(&[(9, PROMPT, true, true, Some("Ada 🌍"))]);
+        let d = e.decide(DialogKind::Prompt);
+        let text = e.rule_text(d.slot.unwrap().into()).unwrap();
+        assert_eq!(String::from_utf16(text).unwrap(), "Ada 🌍");
+    }
+
+    #[test]
+    fn failed_load_keeps_previous_rules() {
+        let mut e = engine(&[(1, CONFIRM, true, false, None)]);
+        let bad: Vec<u16> = "U1Ri2;t1x9:short".encode_utf16().collect();
+        assert_eq!(e.load(&bad), Err(LoadError::Truncated));
+        let d = e.decide(DialogKind::Confirm);
+        assert_eq!(e.rule_id(d.slot.unwrap().into()), Some(1));
+    }
+
+    #[test]
+    fn rules_loaded_flag_is_honest() {
+        let mut e = Engine::new();
+        e.set_enabled(true);
+        assert!(!e.decide(DialogKind::Confirm).rules_loaded);
+        e.load(&"U1".encode_utf16().collect::<Vec<_>>()).unwrap();
+        assert!(e.decide(DialogKind::Confirm).rules_loaded);
+    }
+
+    #[test]
+    fn pack_layout_is_stable() {
+        let d = Decision { outcome: Outcome::Dismiss, by: DecidedBy::Rule, slot: Some(3), rules_loaded: true };
+        assert_eq!(d.pack(), 2 | 1 << 2 | 1 << 4 | 4 << 8);
+    }
+}

@@ -1,0 +1,74 @@
+//! The C ABI the page's loader calls (numbers in, strings through linear memory).
+//! Single-threaded by construction: one instance per document.
+
+use crate::{DialogKind, Engine, MAX_TEXT_UNITS};
+
+const IO_UNITS: usize = crate::rules::ARENA_UNITS + 1024;
+
+static mut ENGINE: Engine = Engine::new();
+static mut IO: [u16; IO_UNITS] = [0; IO_UNITS];
+
+fn engine() -> &'static mut Engine {
+    // SAFETY: wasm32 without threads; no reference outlives one exported call.
+    unsafe { &mut *(&raw mut ENGINE) }
+}
+
+fn io() -> &'static mut [u16; IO_UNITS] {
+    // SAFETY: as above.
+    unsafe { &mut *(&raw mut IO) }
+}
+
+/// Byte offset of the UTF-16 exchange buffer.
+#[unsafe(no_mangle)]
+pub extern "C" fn io_ptr() -> u32 {
+    io().as_ptr() as u32
+}
+
+/// Capacity of the exchange buffer, in code units.
+#[unsafe(no_mangle)]
+pub extern "C" fn io_cap() -> u32 {
+    IO_UNITS as u32
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn set_enabled(on: u32) {
+    engine().set_enabled(on != 0);
+}
+
+/// Loads the rule set written to the buffer; returns the rule count or a negative error.
+#[unsafe(no_mangle)]
+pub extern "C" fn load_rules(len: u32) -> i32 {
+    let Some(input) = io().get(..len as usize) else { return -2 };
+    match engine().load(input) {
+        Ok(n) => n as i32,
+        Err(e) => e.code(),
+    }
+}
+
+/// Decides a dialog of `kind`; see `Decision::pack` for the result layout.
+#[unsafe(no_mangle)]
+pub extern "C" fn decide(kind: u32) -> u32 {
+    match DialogKind::from_u8(kind as u8) {
+        Some(k) => engine().decide(k).pack(),
+        None => 0,
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rule_id(slot: u32) -> u32 {
+    engine().rule_id(slot as usize).unwrap_or(0)
+}
+
+/// Copies the rule's prompt text into the buffer; returns its length, or -1 for none.
+#[unsafe(no_mangle)]
+pub extern "C" fn rule_text(slot: u32) -> i32 {
+    let Some(text) = engine().rule_text(slot as usize) else { return -1 };
+    let n = text.len().min(MAX_TEXT_UNITS);
+    io()[..n].copy_from_slice(&text[..n]);
+    n as i32
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    core::arch::wasm32::unreachable()
+}

@@ -1,0 +1,90 @@
+/// The four dialogs a page can raise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum DialogKind {
+    Alert = 0,
+    Confirm = 1,
+    Prompt = 2,
+    BeforeUnload = 3,
+}
+
+impl DialogKind {
+    pub const ALL: [DialogKind; 4] = [Self::Alert, Self::Confirm, Self::Prompt, Self::BeforeUnload];
+
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(v)).copied()
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Alert => "alert",
+            Self::Confirm => "confirm",
+            Self::Prompt => "prompt",
+            Self::BeforeUnload => "beforeunload",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// What a rule applies to: one kind, or every kind (`dialog_type: "all"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RuleTarget {
+    One(DialogKind),
+    All,
+}
+
+impl RuleTarget {
+    const ALL_CODE: u8 = 4;
+
+    pub fn code(self) -> u8 {
+        match self {
+            Self::One(k) => k as u8,
+            Self::All => Self::ALL_CODE,
+        }
+    }
+
+    pub fn from_code(v: u8) -> Option<Self> {
+        if v == Self::ALL_CODE {
+            Some(Self::All)
+        } else {
+            DialogKind::from_u8(v).map(Self::One)
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::One(k) => k.as_str(),
+            Self::All => "all",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        if s == "all" { Some(Self::All) } else { DialogKind::parse(s).map(Self::One) }
+    }
+
+    pub fn matches(self, kind: DialogKind) -> bool {
+        match self {
+            Self::One(k) => k == kind,
+            Self::All => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip() {
+        for code in 0..=4 {
+            let t = RuleTarget::from_code(code).unwrap();
+            assert_eq!(t.code(), code);
+            assert_eq!(RuleTarget::parse(t.as_str()), Some(t));
+        }
+        assert_eq!(RuleTarget::from_code(5), None);
+        assert_eq!(RuleTarget::parse("Confirm"), None);
+    }
+}

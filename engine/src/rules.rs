@@ -1,0 +1,306 @@
+//! The wire format of one tab's rules, in UTF-16 code units (what a JS string is made
+//! of, so the page can copy it into linear memory without a text decoder):
+//!
+//! ```text
+//! rules := "U1" rule*
+//! rule  := "R" field*              fields in any order, each at most once
+//! field := "i" decimal ";"         rule id (u32), required
+//!        | "t" digit               target: 0 alert, 1 confirm, 2 prompt, 3 beforeunload, 4 all; required
+//!        | "a" ("0" | "1")         accept (default 1)
+//!        | "o" ("0" | "1")         once (default 1)
+//!        | "x" decimal ":" units   prompt text: length in code units, then the units
+//! ```
+
+use crate::RuleTarget;
+
+/// At most this many rules per tab reach the page.
+pub const MAX_RULES: usize = 32;
+/// At most this many UTF-16 code units of prompt text per rule.
+pub const MAX_TEXT_UNITS: usize = 4096;
+/// Room for all rule texts of a tab together.
+pub const ARENA_UNITS: usize = 16 * 1024;
+
+/// Why a rule set was refused. The engine keeps its previous rules when this happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadError {
+    BadHeader,
+    Truncated,
+    Unexpected { at: usize },
+    MissingField { rule: usize },
+    DuplicateField { at: usize },
+    TooManyRules,
+    TextTooLong { rule: usize },
+}
+
+impl LoadError {
+    /// Negative status code for the C ABI.
+    pub fn code(self) -> i32 {
+        match self {
+            Self::BadHeader => -1,
+            Self::Truncated => -2,
+            Self::Unexpected { .. } => -3,
+            Self::MissingField { .. } => -4,
+            Self::DuplicateField { .. } => -5,
+            Self::TooManyRules => -6,
+            Self::TextTooLong { .. } => -7,
+        }
+    }
+}
+
+/// One decoded rule; `text` borrows from the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleSpec<'a> {
+    pub id: u32,
+    pub target: RuleTarget,
+    pub accept: bool,
+    pub once: bool,
+    pub text: Option<&'a [u16]>,
+}
+
+const HEADER: [u16; 2] = [b'U' as u16, b'1' as u16];
+
+/// Decodes `input`, handing each rule to `each`. Returns the number of rules.
+pub fn parse<'a>(input: &'a [u16], mut each: impl FnMut(RuleSpec<'a>)) -> Result<usize, LoadError> {
+    let mut cur = Cursor { input, at: 0 };
+    if cur.take(2)? != HEADER {
+        return Err(LoadError::BadHeader);
+    }
+    let mut count = 0;
+    while !cur.done() {
+        if cur.next()? != u16::from(b'R') {
+            return Err(LoadError::Unexpected { at: cur.at - 1 });
+        }
+        if count == MAX_RULES {
+            return Err(LoadError::TooManyRules);
+        }
+        each(parse_rule(&mut cur, count)?);
+        count += 1;
+    }
+    Ok(count)
+}
+
+fn parse_rule<'a>(cur: &mut Cursor<'a>, index: usize) -> Result<RuleSpec<'a>, LoadError> {
+    let (mut id, mut target, mut accept, mut once, mut text) = (None, None, None, None, None);
+    while let Some(tag) = cur.peek() {
+        if tag == u16::from(b'R') {
+            break;
+        }
+        let at = cur.at;
+        cur.at += 1;
+        let dup = match tag as u8 {
+            b'i' => {
+                let v = cur.decimal(b';')?;
+                id.replace(v).is_some()
+            }
+            b't' => {
+                let v = RuleTarget::from_code(cur.digit()?).ok_or(LoadError::Unexpected { at })?;
+                target.replace(v).is_some()
+            }
+            b'a' => {
+                let v = cur.bit()?;
+                accept.replace(v).is_some()
+            }
+            b'o' => {
+                let v = cur.bit()?;
+                once.replace(v).is_some()
+            }
+            b'x' => {
+                let len = cur.decimal(b':')? as usize;
+                if len > MAX_TEXT_UNITS {
+                    return Err(LoadError::TextTooLong { rule: index });
+                }
+                let v = cur.take(len)?;
+                text.replace(v).is_some()
+            }
+            _ => return Err(LoadError::Unexpected { at }),
+        };
+        if dup {
+            return Err(LoadError::DuplicateField { at });
+        }
+    }
+    Ok(RuleSpec {
+        id: id.ok_or(LoadError::MissingField { rule: index })?,
+        target: target.ok_or(LoadError::MissingField { rule: index })?,
+        accept: accept.unwrap_or(true),
+        once: once.unwrap_or(true),
+        text,
+    })
+}
+
+struct Cursor<'a> {
+    input: &'a [u16],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn done(&self) -> bool {
+        self.at >= self.input.len()
+    }
+
+    fn peek(&self) -> Option<u16> {
+        self.input.get(self.at).copied()
+    }
+
+    fn next(&mut self) -> Result<u16, LoadError> {
+        let v = self.peek().ok_or(LoadError::Truncated)?;
+        self.at += 1;
+        Ok(v)
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u16], LoadError> {
+        let end = self.at.checked_add(n).ok_or(LoadError::Truncated)?;
+        let v = self.input.get(self.at..end).ok_or(LoadError::Truncated)?;
+        self.at = end;
+        Ok(v)
+    }
+
+    fn digit(&mut self) -> Result<u8, LoadError> {
+        let at = self.at;
+        let u = self.next()?;
+        match u {
+            0x30..=0x39 => Ok((u - 0x30) as u8),
+            _ => Err(LoadError::Unexpected { at }),
+        }
+    }
+
+    fn bit(&mut self) -> Result<bool, LoadError> {
+        let at = self.at;
+        match self.digit()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(LoadError::Unexpected { at }),
+        }
+    }
+
+    /// Up to ten digits, then `end`.
+    fn decimal(&mut self, end: u8) -> Result<u32, LoadError> {
+        let mut v: u32 = 0;
+        for n in 0..=10 {
+            let at = self.at;
+            let u = self.next()?;
+            if u == u16::from(end) && n > 0 {
+                return Ok(v);
+            }
+            if !(0x30..=0x39).contains(&u) {
+                return Err(LoadError::Unexpected { at });
+            }
+            v = v
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(u32::from(u - 0x30)))
+                .ok_or(LoadError::Unexpected { at })?;
+        }
+        Err(LoadError::Unexpected { at: self.at })
+    }
+}
+
+/// Builds the wire form of a rule set (host side).
+#[cfg(feature = "encode")]
+#[derive(Debug, Default)]
+pub struct Encoder {
+    out: String,
+}
+
+#[cfg(feature = "encode")]
+impl Encoder {
+    pub fn new() -> Self {
+        Self { out: String::from("U1") }
+    }
+
+    pub fn rule(&mut self, id: u32, target: RuleTarget, accept: bool, once: bool, text: Option<&str>) {
+        use std::fmt::Write;
+        let _ = write!(self.out, "Ri{id};t{}a{}o{}", target.code(), u8::from(accept), u8::from(once));
+        if let Some(t) = text {
+            let _ = write!(self.out, "x{}:{t}", t.encode_utf16().count());
+        }
+    }
+
+    pub fn finish(self) -> String {
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DialogKind;
+
+    fn units(s: &str) -> Vec<u16> {
+        s.encode_utf16().collect()
+    }
+
+    fn collect(s: &str) -> Result<Vec<(u32, RuleTarget, bool, bool, Option<String>)>, LoadError> {
+        let input = units(s);
+        let mut out = Vec::new();
+        parse(&input, |r| {
+            out.push((r.id, r.target, r.accept, r.once, r.text.map(String::from_utf16_lossy)))
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn encoder_output_parses_back() {
+        let mut e = Encoder::new();
+        e.rule(7, RuleTarget::One(DialogKind::Prompt), true, false, Some("héllo 🌍 R;x:"));
+        e.rule(8, RuleTarget::All, false, true, None);
+        let got = collect(&e.finish()).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                (7, RuleTarget::One(DialogKind::Prompt), true, false, Some("héllo 🌍 R;x:".into())),
+                (8, RuleTarget::All, false, true, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_rule_set_is_valid() {
+        assert_eq!(collect("U1").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn defaults_accept_and_once() {
+        assert_eq!(collect("URi1;t1").unwrap_err(), LoadError::BadHeader);
+        assert_eq!(collect("U1Ri1;t1").unwrap(), vec![(1, RuleTarget::One(DialogKind::Confirm), true, true, None)]);
+    }
+
+    #[test]
+    fn malformed_inputs_are_refused_not_panicked_on() {
+        assert_eq!(collect("").unwrap_err(), LoadError::Truncated);
+        assert_eq!(collect("U2").unwrap_err(), LoadError::BadHeader);
+        assert_eq!(collect("U1X").unwrap_err(), LoadError::Unexpected { at: 2 });
+        assert_eq!(collect("U1Rt1").unwrap_err(), LoadError::MissingField { rule: 0 });
+        assert_eq!(collect("U1Ri1;").unwrap_err(), LoadError::MissingField { rule: 0 });
+        assert_eq!(collect("U1Ri1;t9").unwrap_err(), LoadError::Unexpected { at: 6 });
+        assert_eq!(collect("U1Ri1;t1t2").unwrap_err(), LoadError::DuplicateField { at: 8 });
+        assert_eq!(collect("U1Ri;t1").unwrap_err(), LoadError::Unexpected { at: 4 });
+        assert_eq!(collect("U1Ri99999999999;t1").unwrap_err(), LoadError::Unexpected { at: 13 });
+        assert_eq!(collect("U1Ri1;t1x5:ab").unwrap_err(), LoadError::Truncated);
+        assert_eq!(collect("U1Ri1;t1a2").unwrap_err(), LoadError::Unexpected { at: 9 });
+        assert_eq!(collect("U1Ri1;t1x4097:").unwrap_err(), LoadError::TextTooLong { rule: 0 });
+    }
+
+    #[test]
+    fn rule_count_is_capped() {
+        let many: String = (0..=MAX_RULES).map(|i| format!("Ri{i};t0")).collect();
+        assert_eq!(collect(&format!("U1{many}")).unwrap_err(), LoadError::TooManyRules);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        // A cheap deterministic fuzz: every prefix and many mutations of a valid input.
+        let base = units("U1Ri12;t2a0o1x3:a;bRi3;t4");
+        let mut seed = 0x9E37_79B9u32;
+        for cut in 0..=base.len() {
+            let _ = parse(&base[..cut], |_| {});
+        }
+        for _ in 0..20_000 {
+            let mut v = base.clone();
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            let i = seed as usize % v.len();
+            v[i] = (seed >> 16) as u16 % 128;
+            let _ = parse(&v, |_| {});
+        }
+    }
+}

@@ -1,0 +1,152 @@
+// Unmodal service worker: routes messages between the pages and the native host (the
+// state of record). It keeps only caches: the pilot switch and each tab's encoded rules.
+'use strict';
+
+const HOST = 'dev.unmodal.host';
+const PILOT_SCRIPT = 'unmodal-pilot';
+const MAX_FIELD = 8192;
+
+let port = null;
+let hostState = { connected: false, error: null, since: null };
+let pilot = false;
+const rulesByTab = new Map(); // tabId -> rules wire string (see engine/src/rules.rs)
+const recent = []; // last few dialogs, for the popup
+
+// ---- Native host ----
+let backoff = 250;
+function connect() {
+  try {
+    port = chrome.runtime.connectNative(HOST);
+  } catch (err) {
+    hostState = { connected: false, error: String(err), since: Date.now() };
+    return retry();
+  }
+  port.onMessage.addListener(onHostMessage);
+  port.onDisconnect.addListener(() => {
+    const err = chrome.runtime.lastError;
+    hostState = { connected: false, error: err ? err.message : 'host exited', since: Date.now() };
+    port = null;
+    retry();
+  });
+  hostState = { connected: true, error: null, since: Date.now() };
+  backoff = 250;
+  toHost({ type: 'hello', version: chrome.runtime.getManifest().version, pilot });
+  sendTabs();
+}
+
+function retry() {
+  setTimeout(connect, backoff);
+  backoff = Math.min(backoff * 2, 30000);
+}
+
+function toHost(msg) {
+  if (!port) return;
+  try {
+    port.postMessage(msg);
+  } catch {
+    // The port died between checks; onDisconnect reconnects.
+  }
+}
+
+function onHostMessage(msg) {
+  if (!msg || typeof msg !== 'object') return;
+  if (msg.type === 'rules' && Number.isInteger(msg.tab_id) && typeof msg.rules === 'string') {
+    rulesByTab.set(msg.tab_id, msg.rules);
+    pushConfig(msg.tab_id);
+  }
+}
+
+// ---- Tabs: the host needs the list and the tracked tab (active in the last focused window) ----
+let tabsTimer = null;
+function sendTabs() {
+  clearTimeout(tabsTimer);
+  tabsTimer = setTimeout(async () => {
+    const [tabs, focused] = await Promise.all([
+      chrome.tabs.query({}),
+      chrome.tabs.query({ active: true, lastFocusedWindow: true }),
+    ]);
+    const own = chrome.runtime.getURL('');
+    const tracked = focused.find((t) => !(t.url || '').startsWith(own)) ?? null;
+    for (const id of rulesByTab.keys()) if (!tabs.some((t) => t.id === id)) rulesByTab.delete(id);
+    toHost({
+      type: 'tabs',
+      tracked: tracked ? tracked.id : null,
+      tabs: tabs.map((t) => ({ id: t.id, window_id: t.windowId, url: t.url ?? '', title: t.title ?? '', active: t.active })),
+    });
+  }, 20);
+}
+chrome.tabs.onCreated.addListener(sendTabs);
+chrome.tabs.onRemoved.addListener(sendTabs);
+chrome.tabs.onActivated.addListener(sendTabs);
+chrome.tabs.onUpdated.addListener((_id, change) => {
+  if (change.url || change.title || change.status === 'complete') sendTabs();
+});
+chrome.windows.onFocusChanged.addListener(sendTabs);
+
+// ---- Pages ----
+function pushConfig(tabId) {
+  chrome.tabs.sendMessage(tabId, { type: 'config', pilot, rules: rulesByTab.get(tabId) ?? '' }).catch(() => {});
+}
+
+const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : v);
+
+chrome.runtime.onMessage.addListener((msg, sender, reply) => {
+  if (sender.id !== chrome.runtime.id || !msg || typeof msg !== 'object') return;
+  if (msg.type === 'status') {
+    reply({ host: hostState, pilot, recent });
+    return;
+  }
+  if (!sender.tab) return;
+  if (msg.type === 'hello') {
+    reply({ type: 'config', pilot, rules: rulesByTab.get(sender.tab.id) ?? '' });
+  } else if (msg.type === 'dialog' && msg.report && typeof msg.report === 'object') {
+    const r = msg.report;
+    // Tab, frame and URLs come from the browser, never from the page.
+    toHost({
+      type: 'dialog',
+      tab_id: sender.tab.id,
+      frame_id: sender.frameId ?? 0,
+      document_id: sender.documentId ?? null,
+      url: clip(sender.url ?? ''),
+      page_url: clip(sender.tab.url ?? ''),
+      report: r,
+    });
+    if (r.phase !== 'open') {
+      recent.unshift({ kind: clip(r.kind), message: clip(r.message ?? ''), by: r.decided_by ?? 'native', accepted: r.accepted, t: r.t });
+      recent.length = Math.min(recent.length, 5);
+    }
+  }
+});
+
+// ---- AI Web Pilot: only a human switches it, in the popup (storage written there) ----
+async function applyPilot(on) {
+  pilot = on;
+  const registered = await chrome.scripting.getRegisteredContentScripts({ ids: [PILOT_SCRIPT] });
+  if (on && registered.length === 0) {
+    await chrome.scripting.registerContentScripts([{
+      id: PILOT_SCRIPT,
+      js: ['pilot.js'],
+      matches: ['<all_urls>'],
+      runAt: 'document_start',
+      allFrames: true,
+      matchOriginAsFallback: true,
+      world: 'ISOLATED',
+    }]);
+  } else if (!on && registered.length > 0) {
+    await chrome.scripting.unregisterContentScripts({ ids: [PILOT_SCRIPT] });
+  }
+  toHost({ type: 'pilot', on });
+  for (const tab of await chrome.tabs.query({})) pushConfig(tab.id);
+}
+
+chrome.storage.onChanged.addListener((changes, area) => {
+  if (area === 'local' && changes.pilot) applyPilot(changes.pilot.newValue === true);
+});
+
+(async () => {
+  // Only extension pages may write the switch; content scripts are refused.
+  await chrome.storage.local.setAccessLevel?.({ accessLevel: 'TRUSTED_CONTEXTS' }).catch(() => {});
+  const { pilot: on } = await chrome.storage.local.get('pilot');
+  await applyPilot(on === true);
+  connect();
+})();

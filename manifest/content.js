@@ -1,0 +1,63 @@
+// Unmodal bridge: ISOLATED world, document_start, every frame; listed before inject.js so
+// it runs first. Carries config to the page hook and dialog reports to the service worker.
+(() => {
+  'use strict';
+  const HELLO = 'unmodal:hello';
+  const MAX_REPORT_CHARS = 16 * 1024;
+  let toMain = null;
+  let pilot = globalThis.__unmodalPilot === true; // set by pilot.js if it ran first
+  let pending = null;
+
+  const send = (cfg) => {
+    if (toMain === null) {
+      pending = cfg;
+      return;
+    }
+    document.dispatchEvent(new CustomEvent(toMain, { detail: cfg }));
+  };
+
+  // inject.js hands over its secret once, before any page script exists; afterwards the
+  // well-known name is dead, so the page can neither re-key nor read the channel.
+  const onHello = (event) => {
+    document.removeEventListener(HELLO, onHello, true);
+    const secret = event.detail;
+    if (typeof secret !== 'string' || !/^u[0-9a-z]{4,60}$/.test(secret)) return;
+    toMain = secret + 'm';
+    document.addEventListener(secret + 'i', onReport, true);
+    send(pilot ? '1' : '0');
+    if (pending !== null) send(pending);
+    pending = null;
+  };
+  document.addEventListener(HELLO, onHello, true);
+
+  // pilot.js is registered by the service worker only while the human has the pilot on;
+  // whichever of the two scripts runs second tells the page hook, before page scripts run.
+  globalThis.__unmodalPilotOn = () => {
+    pilot = true;
+    send('1');
+  };
+
+  const config = (msg) => {
+    if (!msg || typeof msg.pilot !== 'boolean') return;
+    pilot = msg.pilot;
+    send((pilot ? '1' : '0') + (typeof msg.rules === 'string' ? msg.rules : ''));
+  };
+
+  const onReport = (event) => {
+    const r = event.detail;
+    if (!r || typeof r !== 'object' || typeof r.seq !== 'number') return;
+    let size;
+    try {
+      size = JSON.stringify(r).length;
+    } catch {
+      return;
+    }
+    if (size > MAX_REPORT_CHARS) return;
+    chrome.runtime.sendMessage({ type: 'dialog', report: r }).catch(() => {});
+  };
+
+  chrome.runtime.onMessage.addListener((msg) => {
+    if (msg && msg.type === 'config') config(msg);
+  });
+  chrome.runtime.sendMessage({ type: 'hello' }).then(config, () => {});
+})();

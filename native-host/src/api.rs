@@ -1,0 +1,215 @@
+//! The agent-facing parameters (MCP tool arguments) and their validation. The MCP server
+//! checks them before forwarding; the host checks them again (anything on the user's
+//! socket may call it).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use unmodal_engine::{MAX_TEXT_UNITS, RuleTarget};
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum InteractAction {
+    /// Respond to, pre-configure, clear or query browser dialogs.
+    HandleDialog,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DialogTypeArg {
+    Alert,
+    Confirm,
+    Prompt,
+    Beforeunload,
+    All,
+}
+
+impl DialogTypeArg {
+    pub fn target(self) -> RuleTarget {
+        use unmodal_engine::DialogKind as K;
+        match self {
+            Self::Alert => RuleTarget::One(K::Alert),
+            Self::Confirm => RuleTarget::One(K::Confirm),
+            Self::Prompt => RuleTarget::One(K::Prompt),
+            Self::Beforeunload => RuleTarget::One(K::BeforeUnload),
+            Self::All => RuleTarget::All,
+        }
+    }
+}
+
+/// `interact` arguments, as in the dialog-handling spec.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InteractArgs {
+    /// What to do. `handle_dialog`: answer the pending dialog, or with `setup: true`
+    /// pre-configure how future dialogs are answered.
+    pub action: InteractAction,
+    /// true = OK/accept, false = Cancel/dismiss. Default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept: Option<bool>,
+    /// Text a prompt() returns when accepted. Ignored for other dialog types.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Target tab id (see `observe` with `what: "tabs"`). Default: the tracked tab, i.e.
+    /// the active tab of the last focused window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab_id: Option<i64>,
+    /// true = configure an auto-response for future dialogs (do this before the action
+    /// that triggers the dialog).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<bool>,
+    /// Which dialogs a setup applies to. Required with `setup: true` unless `clear`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog_type: Option<DialogTypeArg>,
+    /// true = answer only the next matching dialog, then revert to the default policy;
+    /// false = keep answering until cleared. Default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub once: Option<bool>,
+    /// With setup: remove auto-responses for `dialog_type` (default "all").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clear: Option<bool>,
+    /// true = only report pending dialogs and active auto-responses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ObserveWhat {
+    /// Pending dialogs, recent dialogs (who answered each, and why), active auto-responses.
+    Dialogs,
+    /// The tabs of the connected browser and which one is tracked.
+    Tabs,
+}
+
+/// `observe` arguments.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObserveArgs {
+    /// What to observe.
+    pub what: ObserveWhat,
+    /// Target tab id for `dialogs`. Default: the tracked tab.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab_id: Option<i64>,
+}
+
+/// A validated `handle_dialog` call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DialogCall {
+    Setup { tab: Option<i64>, target: RuleTarget, accept: bool, text: Option<String>, once: bool },
+    Clear { tab: Option<i64>, target: RuleTarget },
+    Status { tab: Option<i64> },
+    Respond { tab: Option<i64>, accept: bool, text: Option<String> },
+}
+
+/// A parameter the caller got wrong; the message says how to get it right.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid parameter `{param}`: {message}")]
+pub struct ParamError {
+    pub param: &'static str,
+    pub message: String,
+}
+
+fn bad(param: &'static str, message: impl Into<String>) -> ParamError {
+    ParamError { param, message: message.into() }
+}
+
+impl InteractArgs {
+    pub fn validate(&self) -> Result<DialogCall, ParamError> {
+        let tab = self.tab_id;
+        if let Some(id) = tab
+            && id < 0
+        {
+            return Err(bad("tab_id", format!("{id} is not a tab id; tab ids are positive")));
+        }
+        if let Some(t) = &self.text
+            && t.encode_utf16().count() > MAX_TEXT_UNITS
+        {
+            return Err(bad("text", format!("at most {MAX_TEXT_UNITS} characters")));
+        }
+        let setup = self.setup.unwrap_or(false);
+        if self.status == Some(true) {
+            if setup || self.clear == Some(true) {
+                return Err(bad("status", "status: true only reads; send it without setup or clear"));
+            }
+            return Ok(DialogCall::Status { tab });
+        }
+        if self.clear == Some(true) {
+            let target = self.dialog_type.map_or(RuleTarget::All, DialogTypeArg::target);
+            return Ok(DialogCall::Clear { tab, target });
+        }
+        if setup {
+            let Some(kind) = self.dialog_type else {
+                return Err(bad(
+                    "dialog_type",
+                    "required with setup: true; one of alert, confirm, prompt, beforeunload, all",
+                ));
+            };
+            return Ok(DialogCall::Setup {
+                tab,
+                target: kind.target(),
+                accept: self.accept.unwrap_or(true),
+                text: self.text.clone(),
+                once: self.once.unwrap_or(true),
+            });
+        }
+        if self.dialog_type.is_some() {
+            return Err(bad("dialog_type", "only with setup: true; to answer the pending dialog, leave it out"));
+        }
+        if self.once.is_some() {
+            return Err(bad("once", "only with setup: true"));
+        }
+        Ok(DialogCall::Respond { tab, accept: self.accept.unwrap_or(true), text: self.text.clone() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use unmodal_engine::DialogKind;
+
+    fn call(v: serde_json::Value) -> Result<DialogCall, ParamError> {
+        serde_json::from_value::<InteractArgs>(v).unwrap().validate()
+    }
+
+    #[test]
+    fn spec_requests_validate() {
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","accept":true,"once":true})),
+            Ok(DialogCall::Setup {
+                tab: None,
+                target: RuleTarget::One(DialogKind::Confirm),
+                accept: true,
+                text: None,
+                once: true
+            })
+        );
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"all","clear":true})),
+            Ok(DialogCall::Clear { tab: None, target: RuleTarget::All })
+        );
+        assert_eq!(call(json!({"action":"handle_dialog","status":true})), Ok(DialogCall::Status { tab: None }));
+        assert_eq!(
+            call(json!({"action":"handle_dialog","accept":true,"text":"x","tab_id":4})),
+            Ok(DialogCall::Respond { tab: Some(4), accept: true, text: Some("x".into()) })
+        );
+    }
+
+    #[test]
+    fn defaults_are_accept_and_once() {
+        let c = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"prompt"})).unwrap();
+        assert!(matches!(c, DialogCall::Setup { accept: true, once: true, .. }));
+    }
+
+    #[test]
+    fn errors_name_the_parameter() {
+        let param = |v| call(v).unwrap_err().param;
+        assert_eq!(param(json!({"action":"handle_dialog","setup":true})), "dialog_type");
+        assert_eq!(param(json!({"action":"handle_dialog","dialog_type":"alert"})), "dialog_type");
+        assert_eq!(param(json!({"action":"handle_dialog","once":false})), "once");
+        assert_eq!(param(json!({"action":"handle_dialog","tab_id":-3})), "tab_id");
+        assert_eq!(param(json!({"action":"handle_dialog","status":true,"setup":true})), "status");
+        let long = "x".repeat(MAX_TEXT_UNITS + 1);
+        assert_eq!(param(json!({"action":"handle_dialog","setup":true,"dialog_type":"prompt","text":long})), "text");
+    }
+}

@@ -1,0 +1,153 @@
+//! Dialog reports from the page, as they arrive (untrusted), and the records the host keeps.
+
+use serde::{Deserialize, Serialize};
+use unmodal_engine::DialogKind;
+
+/// Page text is cut to this many characters before it is stored or shown.
+pub const MAX_MESSAGE_CHARS: usize = 4096;
+
+/// One message from the service worker about a dialog. Tab, frame and URLs were added by
+/// the browser; `report` came from the page hook.
+#[derive(Debug, Deserialize)]
+pub struct DialogMsg {
+    pub tab_id: i64,
+    #[serde(default)]
+    pub frame_id: i64,
+    #[serde(default)]
+    pub document_id: Option<String>,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub page_url: String,
+    pub report: Report,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Report {
+    pub seq: u64,
+    pub phase: Phase,
+    pub kind: String,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub message_cut: bool,
+    #[serde(default)]
+    pub default_text: Option<String>,
+    #[serde(default)]
+    pub decided_by: Option<String>,
+    #[serde(default)]
+    pub rules_loaded: bool,
+    #[serde(default)]
+    pub rule_id: Option<u32>,
+    #[serde(default)]
+    pub accepted: Option<bool>,
+    #[serde(default)]
+    pub value: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The engine answered it.
+    Decided,
+    /// The browser's own dialog opened (pilot off).
+    Open,
+    /// That native dialog closed.
+    Closed,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedBy {
+    Rule,
+    DefaultPolicy,
+    PilotOff,
+}
+
+impl DecidedBy {
+    pub fn parse(s: Option<&str>) -> Option<Self> {
+        match s? {
+            "rule" => Some(Self::Rule),
+            "default_policy" => Some(Self::DefaultPolicy),
+            "pilot_off" => Some(Self::PilotOff),
+            _ => None,
+        }
+    }
+}
+
+/// Who closed a dialog (the vocabulary of the reactive design, seed 002).
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ClosedBy {
+    Rule,
+    DefaultPolicy,
+    /// The browser's own dialog, answered outside Unmodal (a human, the browser).
+    Remote,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DialogRecord {
+    pub id: u64,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub message: String,
+    pub message_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_text: Option<String>,
+    /// "open" while a native dialog is showing, then "closed".
+    pub state: &'static str,
+    pub accepted: Option<bool>,
+    /// What prompt() returned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_text: Option<String>,
+    pub decided_by: DecidedBy,
+    pub closed_by: Option<ClosedBy>,
+    pub rule_id: Option<u32>,
+    /// False when the default stood in because the tab's rules had not reached the
+    /// document yet.
+    pub rules_loaded: bool,
+    pub explanation: String,
+    pub url: String,
+    pub page_url: String,
+    pub tab_id: i64,
+    pub frame_id: i64,
+    pub timestamp: String,
+    #[serde(skip)]
+    pub key: DocSeq,
+}
+
+/// Identifies a dialog within its document, to pair a native dialog's open and close.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct DocSeq {
+    pub tab: i64,
+    pub frame: i64,
+    pub document: String,
+    pub seq: u64,
+}
+
+pub fn clip(s: &str, max_chars: usize) -> (String, bool) {
+    match s.char_indices().nth(max_chars) {
+        Some((cut, _)) => (s[..cut].to_string(), true),
+        None => (s.to_string(), false),
+    }
+}
+
+pub fn parse_kind(s: &str) -> Option<DialogKind> {
+    DialogKind::parse(s)
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clip_counts_characters_not_bytes() {
+        assert_eq!(clip("héllo", 3), ("hél".to_string(), true));
+        assert_eq!(clip("abc", 3), ("abc".to_string(), false));
+        assert_eq!(clip("", 0), (String::new(), false));
+    }
+}

@@ -1,0 +1,347 @@
+//! The state of record: tabs, rules per tab, the 50-entry dialog history and the pending
+//! queue. Mutated only under one short lock; nothing here waits on the browser.
+
+use super::record::{
+    self, ClosedBy, DecidedBy, DialogMsg, DialogRecord, DocSeq, MAX_MESSAGE_CHARS, Phase,
+};
+use ringbuf::HeapRb;
+use ringbuf::traits::{Consumer, Observer, RingBuffer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use unmodal_engine::{DialogKind, RuleTarget, rules::Encoder};
+
+pub const HISTORY: usize = 50;
+pub const MAX_PENDING: usize = 5;
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct Tab {
+    pub id: i64,
+    #[serde(default)]
+    pub window_id: i64,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub active: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pub id: u32,
+    pub target: RuleTarget,
+    pub accept: bool,
+    pub once: bool,
+    pub text: Option<String>,
+}
+
+impl Rule {
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "rule_id": self.id,
+            "dialog_type": self.target.as_str(),
+            "accept": self.accept,
+            "once": self.once,
+        });
+        if let Some(t) = &self.text {
+            v["text"] = json!(t);
+        }
+        v
+    }
+}
+
+pub struct State {
+    pub pilot: bool,
+    pub extension_version: Option<String>,
+    pub tabs: Vec<Tab>,
+    pub tracked: Option<i64>,
+    pub rules: HashMap<i64, Vec<Rule>>,
+    next_rule_id: u32,
+    pub history: HeapRb<DialogRecord>,
+    pub evicted: u64,
+    /// Ids of dialogs that want the agent's attention: open native dialogs, and dialogs the
+    /// default policy answered that the agent has not acknowledged yet.
+    pub pending: VecDeque<u64>,
+    next_record_id: u64,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl State {
+    pub fn new() -> Self {
+        Self {
+            pilot: false,
+            extension_version: None,
+            tabs: Vec::new(),
+            tracked: None,
+            rules: HashMap::new(),
+            next_rule_id: 1,
+            history: HeapRb::new(HISTORY),
+            evicted: 0,
+            pending: VecDeque::new(),
+            next_record_id: 1,
+        }
+    }
+
+    // ---- Messages from the extension; each returns what to send back ----
+
+    pub fn on_extension(&mut self, msg: &Value) -> Result<Vec<Value>, String> {
+        let kind = msg.get("type").and_then(Value::as_str).ok_or("message without a type")?;
+        match kind {
+            "hello" => {
+                self.extension_version = msg.get("version").and_then(Value::as_str).map(str::to_owned);
+                self.pilot = msg.get("pilot").and_then(Value::as_bool).unwrap_or(false);
+                Ok(self.rules.keys().map(|&tab| self.rules_message(tab)).collect())
+            }
+            "pilot" => {
+                self.pilot = msg.get("on").and_then(Value::as_bool).ok_or("pilot without `on`")?;
+                Ok(Vec::new())
+            }
+            "tabs" => {
+                let tabs: Vec<Tab> = serde_json::from_value(msg.get("tabs").cloned().unwrap_or_default())
+                    .map_err(|e| format!("bad tabs list: {e}"))?;
+                self.tracked = msg.get("tracked").and_then(Value::as_i64);
+                self.rules.retain(|id, _| tabs.iter().any(|t| t.id == *id));
+                self.tabs = tabs;
+                Ok(Vec::new())
+            }
+            "dialog" => {
+                let m: DialogMsg = serde_json::from_value(msg.clone()).map_err(|e| format!("bad dialog report: {e}"))?;
+                self.on_dialog(m)
+            }
+            other => Err(format!("unknown message type `{other}`")),
+        }
+    }
+
+    fn on_dialog(&mut self, m: DialogMsg) -> Result<Vec<Value>, String> {
+        let r = &m.report;
+        let kind = record::parse_kind(&r.kind).ok_or_else(|| format!("unknown dialog kind `{}`", r.kind))?;
+        let key = DocSeq { tab: m.tab_id, frame: m.frame_id, document: m.document_id.clone().unwrap_or_default(), seq: r.seq };
+        if r.phase == Phase::Closed {
+            self.close_native(&key, r.accepted, r.value.as_deref());
+            return Ok(Vec::new());
+        }
+        let by = DecidedBy::parse(r.decided_by.as_deref()).ok_or("report without a valid decided_by")?;
+        let (message, cut) = record::clip(r.message.as_deref().unwrap_or(""), MAX_MESSAGE_CHARS);
+        let open = r.phase == Phase::Open;
+        let rule = if by == DecidedBy::Rule { r.rule_id } else { None };
+        let id = self.next_record_id;
+        self.next_record_id += 1;
+        let rec = DialogRecord {
+            id,
+            kind: kind.as_str(),
+            message,
+            message_truncated: cut || r.message_cut,
+            default_text: r.default_text.as_deref().map(|t| record::clip(t, MAX_MESSAGE_CHARS).0),
+            state: if open { "open" } else { "closed" },
+            accepted: if open { None } else { r.accepted },
+            response_text: if open { None } else { r.value.as_deref().map(|t| record::clip(t, MAX_MESSAGE_CHARS).0) },
+            decided_by: by,
+            closed_by: match by {
+                DecidedBy::Rule => Some(ClosedBy::Rule),
+                DecidedBy::DefaultPolicy => Some(ClosedBy::DefaultPolicy),
+                DecidedBy::PilotOff => None,
+            },
+            rule_id: rule,
+            rules_loaded: r.rules_loaded,
+            explanation: self.explain(kind, by, rule, r.rules_loaded, r.accepted, m.tab_id),
+            url: m.url,
+            page_url: m.page_url,
+            tab_id: m.tab_id,
+            frame_id: m.frame_id,
+            timestamp: record::now_rfc3339(),
+            key,
+        };
+        if self.history.is_full() {
+            self.evicted += 1;
+        }
+        if let Some(old) = self.history.push_overwrite(rec) {
+            self.pending.retain(|&p| p != old.id);
+        }
+        if by != DecidedBy::Rule {
+            self.pending.push_back(id);
+            while self.pending.len() > MAX_PENDING {
+                self.pending.pop_front();
+            }
+        }
+        // A spent once-rule leaves the tab's rule set (the page already stopped using it).
+        let mut out = Vec::new();
+        if let (Some(rule_id), Some(rules)) = (rule, self.rules.get_mut(&m.tab_id)) {
+            let before = rules.len();
+            rules.retain(|x| !(x.id == rule_id && x.once));
+            if rules.len() != before {
+                out.push(self.rules_message(m.tab_id));
+            }
+        }
+        Ok(out)
+    }
+
+    fn explain(&self, kind: DialogKind, by: DecidedBy, rule: Option<u32>, loaded: bool, accepted: Option<bool>, tab: i64) -> String {
+        let answer = match (kind, accepted) {
+            (DialogKind::Alert, _) => "closed".to_string(),
+            (DialogKind::Confirm, Some(a)) => format!("returned {a}"),
+            (DialogKind::Prompt, Some(true)) => "accepted".to_string(),
+            (DialogKind::Prompt, Some(false)) => "returned null".to_string(),
+            (_, Some(a)) => (if a { "accepted" } else { "dismissed" }).to_string(),
+            (_, None) => "left to the page".to_string(),
+        };
+        match by {
+            DecidedBy::Rule => format!("{} {answer}: auto-response rule {} matched", kind.as_str(), rule.unwrap_or(0)),
+            DecidedBy::DefaultPolicy if !loaded && self.rules.get(&tab).is_some_and(|r| !r.is_empty()) => format!(
+                "{} {answer} by the default policy: the dialog came before this tab's rules reached the new document",
+                kind.as_str()
+            ),
+            DecidedBy::DefaultPolicy => format!("{} {answer} by the default policy: no auto-response matched", kind.as_str()),
+            DecidedBy::PilotOff => format!(
+                "AI Web Pilot is off: the browser showed its own {} dialog; a human must switch the pilot on in the Unmodal popup",
+                kind.as_str()
+            ),
+        }
+    }
+
+    fn close_native(&mut self, key: &DocSeq, accepted: Option<bool>, value: Option<&str>) {
+        let Some(rec) = self.history.iter_mut().find(|r| &r.key == key && r.state == "open") else { return };
+        rec.state = "closed";
+        rec.accepted = accepted;
+        rec.response_text = value.map(|v| record::clip(v, MAX_MESSAGE_CHARS).0);
+        rec.closed_by = Some(ClosedBy::Remote);
+        let id = rec.id;
+        self.pending.retain(|&p| p != id);
+    }
+
+    // ---- Rules ----
+
+    pub fn add_rule(&mut self, tab: i64, target: RuleTarget, accept: bool, once: bool, text: Option<String>) -> Result<Rule, String> {
+        let rules = self.rules.entry(tab).or_default();
+        // A new setup for the same dialog type replaces the old one.
+        rules.retain(|r| r.target != target);
+        if rules.len() >= unmodal_engine::MAX_RULES {
+            return Err(format!("a tab holds at most {} rules; clear some first", unmodal_engine::MAX_RULES));
+        }
+        let rule = Rule { id: self.next_rule_id, target, accept, once, text };
+        self.next_rule_id += 1;
+        rules.push(rule.clone());
+        Ok(rule)
+    }
+
+    /// Removes the rules for `target` (all rules for `All`); returns how many.
+    pub fn clear_rules(&mut self, tab: i64, target: RuleTarget) -> usize {
+        let Some(rules) = self.rules.get_mut(&tab) else { return 0 };
+        let before = rules.len();
+        rules.retain(|r| target != RuleTarget::All && r.target != target);
+        before - rules.len()
+    }
+
+    pub fn rules_of(&self, tab: i64) -> &[Rule] {
+        self.rules.get(&tab).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn rules_message(&self, tab: i64) -> Value {
+        let mut enc = Encoder::new();
+        for r in self.rules_of(tab) {
+            enc.rule(r.id, r.target, r.accept, r.once, r.text.as_deref());
+        }
+        json!({"type": "rules", "tab_id": tab, "rules": enc.finish()})
+    }
+
+    pub fn record(&self, id: u64) -> Option<&DialogRecord> {
+        self.history.iter().find(|r| r.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(tab: i64, seq: u64, phase: &str, kind: &str, by: &str, rule: Option<u32>) -> Value {
+        json!({"type": "dialog", "tab_id": tab, "frame_id": 0, "document_id": "d1", "url": "http://x/", "page_url": "http://x/",
+               "report": {"seq": seq, "phase": phase, "kind": kind, "message": "m", "decided_by": by, "rule_id": rule,
+                          "rules_loaded": true, "accepted": phase == "decided"}})
+    }
+
+    #[test]
+    fn history_keeps_fifty_and_counts_evictions() {
+        let mut s = State::new();
+        for i in 0..60 {
+            s.on_extension(&report(1, i, "decided", "alert", "default_policy", None)).unwrap();
+        }
+        assert_eq!(s.history.occupied_len(), HISTORY);
+        assert_eq!(s.evicted, 10);
+        assert_eq!(s.history.iter().next().unwrap().id, 11);
+        assert_eq!(s.pending.len(), MAX_PENDING);
+        assert!(s.pending.iter().all(|id| s.record(*id).is_some()));
+    }
+
+    #[test]
+    fn spent_once_rule_leaves_and_rules_are_pushed() {
+        let mut s = State::new();
+        let r = s.add_rule(7, RuleTarget::One(DialogKind::Confirm), true, true, None).unwrap();
+        let out = s.on_extension(&report(7, 1, "decided", "confirm", "rule", Some(r.id))).unwrap();
+        assert!(s.rules_of(7).is_empty());
+        assert_eq!(out, vec![json!({"type": "rules", "tab_id": 7, "rules": "U1"})]);
+        assert!(s.pending.is_empty(), "rule-answered dialogs are not pending");
+    }
+
+    #[test]
+    fn native_dialog_is_pending_until_it_closes() {
+        let mut s = State::new();
+        s.on_extension(&report(2, 9, "open", "confirm", "pilot_off", None)).unwrap();
+        assert_eq!(s.pending.len(), 1);
+        let id = s.pending[0];
+        assert_eq!(s.record(id).unwrap().state, "open");
+        s.on_extension(&json!({"type":"dialog","tab_id":2,"frame_id":0,"document_id":"d1",
+            "report":{"seq":9,"phase":"closed","kind":"confirm","accepted":true}})).unwrap();
+        let rec = s.record(id).unwrap();
+        assert_eq!((rec.state, rec.accepted, rec.closed_by), ("closed", Some(true), Some(ClosedBy::Remote)));
+        assert!(s.pending.is_empty());
+    }
+
+    #[test]
+    fn setup_for_the_same_type_replaces_and_clear_counts() {
+        let mut s = State::new();
+        let c = RuleTarget::One(DialogKind::Confirm);
+        s.add_rule(1, c, true, true, None).unwrap();
+        s.add_rule(1, c, false, false, None).unwrap();
+        s.add_rule(1, RuleTarget::One(DialogKind::Prompt), true, true, Some("x".into())).unwrap();
+        assert_eq!(s.rules_of(1).len(), 2);
+        assert_eq!(s.clear_rules(1, c), 1);
+        assert_eq!(s.clear_rules(1, RuleTarget::All), 1);
+        assert_eq!(s.clear_rules(1, RuleTarget::All), 0);
+    }
+
+    #[test]
+    fn closed_tabs_drop_their_rules() {
+        let mut s = State::new();
+        s.add_rule(1, RuleTarget::All, true, false, None).unwrap();
+        s.on_extension(&json!({"type":"tabs","tracked":2,"tabs":[{"id":2,"url":"http://a/"}]})).unwrap();
+        assert!(s.rules_of(1).is_empty());
+        assert_eq!(s.tracked, Some(2));
+    }
+
+    #[test]
+    fn malformed_messages_are_refused_without_change() {
+        let mut s = State::new();
+        for bad in [json!(1), json!({}), json!({"type":"nope"}), json!({"type":"dialog","tab_id":"x"}),
+                    report(1, 1, "decided", "shout", "rule", None), report(1, 1, "decided", "alert", "someone", None),
+                    json!({"type":"tabs","tabs":"all"})] {
+            assert!(s.on_extension(&bad).is_err(), "{bad}");
+        }
+        assert_eq!(s.history.occupied_len(), 0);
+    }
+
+    #[test]
+    fn huge_messages_are_cut_and_marked() {
+        let mut s = State::new();
+        let mut m = report(1, 1, "decided", "alert", "default_policy", None);
+        m["report"]["message"] = json!("é".repeat(10_000));
+        s.on_extension(&m).unwrap();
+        let rec = s.history.iter().next().unwrap();
+        assert_eq!(rec.message.chars().count(), MAX_MESSAGE_CHARS);
+        assert!(rec.message_truncated);
+    }
+}

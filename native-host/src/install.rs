@@ -1,0 +1,89 @@
+//! Registers the host with browsers: writes the native-messaging manifest that names this
+//! binary and allows only the Unmodal extension to start it.
+
+use crate::paths::{self, Browser};
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+pub const HOST_NAME: &str = "dev.unmodal.host";
+/// Fixed by the `key` in manifest/manifest.json (checked by a test).
+pub const EXTENSION_ID: &str = "bikfjgnmfngjaklooejgpomkebgnmckk";
+
+pub fn manifest_file_name() -> String {
+    format!("{HOST_NAME}.json")
+}
+
+pub fn host_manifest(exe: &Path) -> Value {
+    json!({
+        "name": HOST_NAME,
+        "description": "Unmodal native host: keeps dialog state for AI agents",
+        "path": exe,
+        "type": "stdio",
+        "allowed_origins": [format!("chrome-extension://{EXTENSION_ID}/")],
+    })
+}
+
+/// The manifest directories for `browsers`, or the one inside `user_data_dir`.
+pub fn targets(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<(String, PathBuf)>> {
+    if let Some(dir) = user_data_dir {
+        return Ok(vec![(format!("user data dir {}", dir.display()), dir.join("NativeMessagingHosts"))]);
+    }
+    let home = paths::home()?;
+    Ok(browsers.iter().map(|b| (b.name().to_string(), b.manifest_dir(&home))).collect())
+}
+
+pub fn install(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<PathBuf>> {
+    let exe = std::env::current_exe()
+        .and_then(fs::canonicalize)
+        .context("cannot tell where the unmodal binary is")?;
+    let body = serde_json::to_string_pretty(&host_manifest(&exe))?;
+    let mut written = Vec::new();
+    for (label, dir) in targets(browsers, user_data_dir)? {
+        fs::create_dir_all(&dir).with_context(|| format!("creating {} for {label}", dir.display()))?;
+        let file = dir.join(manifest_file_name());
+        fs::write(&file, &body).with_context(|| format!("writing {}", file.display()))?;
+        written.push(file);
+    }
+    Ok(written)
+}
+
+pub fn uninstall(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    for (_, dir) in targets(browsers, user_data_dir)? {
+        let file = dir.join(manifest_file_name());
+        match fs::remove_file(&file) {
+            Ok(()) => removed.push(file),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing {}", file.display())),
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_allows_only_our_extension() {
+        let m = host_manifest(Path::new("/opt/unmodal"));
+        assert_eq!(m["name"], HOST_NAME);
+        assert_eq!(m["type"], "stdio");
+        assert_eq!(m["path"], "/opt/unmodal");
+        assert_eq!(m["allowed_origins"], json!(["chrome-extension://bikfjgnmfngjaklooejgpomkebgnmckk/"]));
+    }
+
+    #[test]
+    fn install_then_uninstall_in_a_user_data_dir() {
+        let tmp = tempfile::tempdir().unwrap();
+        let written = install(&[], Some(tmp.path())).unwrap();
+        assert_eq!(written, vec![tmp.path().join("NativeMessagingHosts/dev.unmodal.host.json")]);
+        let m: Value = serde_json::from_str(&fs::read_to_string(&written[0]).unwrap()).unwrap();
+        assert!(Path::new(m["path"].as_str().unwrap()).is_absolute());
+        assert_eq!(uninstall(&[], Some(tmp.path())).unwrap(), written);
+        assert!(!written[0].exists());
+        assert!(uninstall(&[], Some(tmp.path())).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,12 @@
+//! The `unmodal` binary: native-messaging host (state of record), MCP server, installer.
+//! See ARCHITECTURE.md for how the parts fit.
+
+pub mod api;
+pub mod cli;
+pub mod doctor;
+pub mod frame;
+pub mod host;
+pub mod install;
+pub mod ipc;
+pub mod mcp;
+pub mod paths;

@@ -1,0 +1,126 @@
+//! Builds the in-page engine (Rust → wasm32 → wasm-opt → wasm2js), assembles the unpacked
+//! extension in target/extension/, and builds target/release/unmodal.
+
+use crate::{bootstrap, sh};
+use anyhow::{Context, Result, bail};
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+const MARKER: &str = "/*@ENGINE@*/";
+/// Files of manifest/ shipped as they are.
+const STATIC_FILES: &[&str] =
+    &["manifest.json", "content.js", "pilot.js", "background.js", "popup.html", "popup.css", "popup.js"];
+/// wasm features rustc emits by default that binaryen must accept; bulk memory is then
+/// lowered to plain loops, which wasm2js supports.
+const FEATURES: &[&str] =
+    &["--enable-bulk-memory", "--enable-sign-ext", "--enable-mutable-globals", "--enable-nontrapping-float-to-int"];
+
+pub fn all() -> Result<()> {
+    bootstrap::wasm_target()?;
+    bootstrap::node_tools()?;
+    let root = sh::root();
+    let engine_js = engine(&root)?;
+    assemble(&root, &engine_js)?;
+    sh::run(sh::cargo().args(["build", "--quiet", "--release", "-p", "unmodal"]))
+}
+
+fn engine(root: &Path) -> Result<String> {
+    sh::run(sh::cargo().args([
+        "rustc",
+        "--quiet",
+        "-p",
+        "unmodal-engine",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--profile",
+        "wasm",
+        "--crate-type",
+        "cdylib",
+    ]))?;
+    let out = root.join("target/wasm32-unknown-unknown/wasm");
+    let wasm = out.join("unmodal_engine.wasm");
+    let opt = out.join("unmodal_engine.opt.wasm");
+    let js = out.join("unmodal_engine.js");
+    let bin = root.join("tools/node_modules/.bin");
+    sh::run(
+        Command::new(bin.join("wasm-opt"))
+            .arg(&wasm)
+            .args(FEATURES)
+            .args(["--llvm-memory-copy-fill-lowering", "--strip-debug", "--strip-producers", "-Oz", "-o"])
+            .arg(&opt),
+    )?;
+    sh::run(
+        Command::new(bin.join("wasm2js"))
+            .arg(&opt)
+            .args(["--enable-sign-ext", "--enable-mutable-globals", "-O", "-o"])
+            .arg(&js),
+    )?;
+    let text = fs::read_to_string(&js).with_context(|| format!("reading {}", js.display()))?;
+    factory_body(&text)
+}
+
+/// wasm2js writes an ES module; the page needs a plain function body that returns the
+/// exports (a content script cannot be a module, and `import` would need a fetch).
+fn factory_body(module: &str) -> Result<String> {
+    let mut body = String::with_capacity(module.len());
+    let mut saw_instance = false;
+    for line in module.lines() {
+        if line.starts_with("export ") {
+            continue;
+        }
+        if line.starts_with("var retasmFunc = asmFunc(") {
+            saw_instance = true;
+            continue;
+        }
+        if saw_instance && line.trim() == "});" {
+            continue;
+        }
+        body.push_str(line);
+        body.push('\n');
+    }
+    if !saw_instance || !body.contains("function asmFunc(") {
+        bail!("wasm2js output changed shape (no asmFunc / retasmFunc): update xtask/src/build.rs");
+    }
+    body.push_str("return asmFunc({});\n");
+    Ok(body)
+}
+
+fn assemble(root: &Path, engine_js: &str) -> Result<()> {
+    let src = root.join("manifest");
+    let dst = root.join("target/extension");
+    if dst.exists() {
+        fs::remove_dir_all(&dst)?;
+    }
+    fs::create_dir_all(&dst)?;
+    for name in STATIC_FILES {
+        fs::copy(src.join(name), dst.join(name)).with_context(|| format!("copying manifest/{name}"))?;
+    }
+    let inject = fs::read_to_string(src.join("inject.js"))?;
+    if inject.matches(MARKER).count() != 1 {
+        bail!("manifest/inject.js must hold the marker {MARKER} exactly once");
+    }
+    let inject = inject.replace(MARKER, engine_js);
+    fs::write(dst.join("inject.js"), &inject)?;
+    eprintln!("xtask: target/extension/ assembled (inject.js {} bytes, engine {} bytes)", inject.len(), engine_js.len());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn factory_body_drops_module_syntax() {
+        let module = "function asmFunc(imports) {\n return {};\n}\n\nvar retasmFunc = asmFunc({\n});\nexport var decide = retasmFunc.decide;\n";
+        let body = factory_body(module).unwrap();
+        assert!(!body.contains("export"));
+        assert!(!body.contains("retasmFunc"));
+        assert!(body.ends_with("return asmFunc({});\n"));
+    }
+
+    #[test]
+    fn factory_body_refuses_unknown_shapes() {
+        assert!(factory_body("export default 1;\n").is_err());
+    }
+}

@@ -1,0 +1,49 @@
+//! `cargo xtask <command>` — the project's automation, in Rust instead of shell scripts.
+
+mod bootstrap;
+mod build;
+mod sh;
+
+use anyhow::{Result, bail};
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+  build   build the wasm engine, assemble target/extension/, build target/release/unmodal
+  test    build, then run every test (unit and real-Chromium end-to-end)
+  demo    build, then run Chromium + extension + host with a scripted agent session
+  bench   build, then measure the engine in real headless Chromium
+";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
+    match args.first().map(String::as_str) {
+        Some("build") => build::all(),
+        Some("test") => test(rest),
+        Some("demo") => harness_bin("demo", rest),
+        Some("bench") => harness_bin("bench", rest),
+        Some("-h" | "--help" | "help") | None => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown command `{other}`\n\n{USAGE}"),
+    }
+}
+
+fn test(rest: &[String]) -> Result<()> {
+    build::all()?;
+    bootstrap::chromium()?;
+    let mut cmd = sh::cargo();
+    cmd.args(["test", "--workspace", "--all-features"]).args(rest);
+    sh::run(&mut cmd)
+}
+
+/// demo and bench drive a real browser; they live in the e2e harness crate.
+fn harness_bin(name: &str, rest: &[String]) -> Result<()> {
+    build::all()?;
+    bootstrap::chromium()?;
+    let mut cmd = sh::cargo();
+    cmd.args(["run", "--quiet", "--release", "-p", "unmodal-e2e", "--bin", name, "--"]).args(rest);
+    sh::run(&mut cmd)
+}
