@@ -52,12 +52,14 @@ function onHostMessage(msg) {
   if (!msg || typeof msg !== 'object') return;
   if (msg.type === 'rules' && Number.isInteger(msg.tab_id) && typeof msg.rules === 'string') {
     rulesByTab.set(msg.tab_id, msg.rules);
-    pushConfig(msg.tab_id);
+    // The host answers the agent's setup only once the tab's frames hold the rules.
+    pushConfig(msg.tab_id).then((delivered) => toHost({ type: 'rules_ack', tab_id: msg.tab_id, rev: msg.rev, delivered }));
   }
 }
 
 // ---- Tabs: the host needs the list and the tracked tab (active in the last focused window) ----
 let tabsTimer = null;
+let trackedId = null;
 function sendTabs() {
   clearTimeout(tabsTimer);
   tabsTimer = setTimeout(async () => {
@@ -66,7 +68,11 @@ function sendTabs() {
       chrome.tabs.query({ active: true, lastFocusedWindow: true }),
     ]);
     const own = chrome.runtime.getURL('');
-    const tracked = focused.find((t) => !(t.url || '').startsWith(own)) ?? null;
+    // Our own pages (the popup opened as a tab) never take over: keep the previous tab.
+    const active = focused[0];
+    if (active && !(active.url || '').startsWith(own)) trackedId = active.id;
+    if (!tabs.some((t) => t.id === trackedId)) trackedId = null;
+    const tracked = trackedId === null ? null : { id: trackedId };
     for (const id of rulesByTab.keys()) if (!tabs.some((t) => t.id === id)) rulesByTab.delete(id);
     toHost({
       type: 'tabs',
@@ -84,8 +90,13 @@ chrome.tabs.onUpdated.addListener((_id, change) => {
 chrome.windows.onFocusChanged.addListener(sendTabs);
 
 // ---- Pages ----
-function pushConfig(tabId) {
-  chrome.tabs.sendMessage(tabId, { type: 'config', pilot, rules: rulesByTab.get(tabId) ?? '' }).catch(() => {});
+// Resolves to whether the tab's top frame (and every frame that answered) took the config.
+async function pushConfig(tabId) {
+  const msg = { type: 'config', pilot, rules: rulesByTab.get(tabId) ?? '' };
+  const frames = await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null);
+  const ids = frames && frames.length ? frames.map((f) => f.frameId) : [0];
+  const sent = await Promise.allSettled(ids.map((frameId) => chrome.tabs.sendMessage(tabId, msg, { frameId })));
+  return sent.some((r, i) => ids[i] === 0 && r.status === 'fulfilled' && r.value === true);
 }
 
 const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : v);
@@ -135,8 +146,10 @@ async function applyPilot(on) {
   } else if (!on && registered.length > 0) {
     await chrome.scripting.unregisterContentScripts({ ids: [PILOT_SCRIPT] });
   }
+  // Open tabs first, then the host: once the host says "on", the pages know it too.
+  const tabs = await chrome.tabs.query({});
+  await Promise.allSettled(tabs.map((tab) => pushConfig(tab.id)));
   toHost({ type: 'pilot', on });
-  for (const tab of await chrome.tabs.query({})) pushConfig(tab.id);
 }
 
 chrome.storage.onChanged.addListener((changes, area) => {

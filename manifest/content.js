@@ -56,8 +56,11 @@
     chrome.runtime.sendMessage({ type: 'dialog', report: r }).catch(() => {});
   };
 
-  chrome.runtime.onMessage.addListener((msg) => {
-    if (msg && msg.type === 'config') config(msg);
+  chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
+    if (msg && msg.type === 'config') {
+      config(msg);
+      reply(true);
+    }
   });
   chrome.runtime.sendMessage({ type: 'hello' }).then(config, () => {});
 })();

@@ -38,7 +38,9 @@ pub extern "C" fn set_enabled(on: u32) {
 /// Loads the rule set written to the buffer; returns the rule count or a negative error.
 #[unsafe(no_mangle)]
 pub extern "C" fn load_rules(len: u32) -> i32 {
-    let Some(input) = io().get(..len as usize) else { return -2 };
+    let Some(input) = io().get(..len as usize) else {
+        return -2;
+    };
     match engine().load(input) {
         Ok(n) => n as i32,
         Err(e) => e.code(),
@@ -62,7 +64,9 @@ pub extern "C" fn rule_id(slot: u32) -> u32 {
 /// Copies the rule's prompt text into the buffer; returns its length, or -1 for none.
 #[unsafe(no_mangle)]
 pub extern "C" fn rule_text(slot: u32) -> i32 {
-    let Some(text) = engine().rule_text(slot as usize) else { return -1 };
+    let Some(text) = engine().rule_text(slot as usize) else {
+        return -1;
+    };
     let n = text.len().min(MAX_TEXT_UNITS);
     io()[..n].copy_from_slice(&text[..n]);
     n as i32

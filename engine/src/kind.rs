@@ -62,7 +62,11 @@ impl RuleTarget {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        if s == "all" { Some(Self::All) } else { DialogKind::parse(s).map(Self::One) }
+        if s == "all" {
+            Some(Self::All)
+        } else {
+            DialogKind::parse(s).map(Self::One)
+        }
     }
 
     pub fn matches(self, kind: DialogKind) -> bool {

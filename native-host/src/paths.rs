@@ -25,7 +25,11 @@ pub fn runtime_dir() -> PathBuf {
 /// Creates `dir` (mode 0700) or checks that the existing one is ours and private; another
 /// user must never be able to reach the host sockets.
 pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    match fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+    match fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
@@ -34,7 +38,10 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     if meta.uid() != uid() {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
-            format!("{} belongs to another user; set UNMODAL_RUNTIME_DIR to a directory of your own", dir.display()),
+            format!(
+                "{} belongs to another user; set UNMODAL_RUNTIME_DIR to a directory of your own",
+                dir.display()
+            ),
         ));
     }
     if meta.mode() & 0o077 != 0 {
@@ -49,7 +56,9 @@ pub fn socket_path(dir: &Path, pid: u32) -> PathBuf {
 
 /// Host sockets in `dir`, newest first.
 pub fn host_sockets(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut found: Vec<(std::time::SystemTime, PathBuf)> = entries
         .filter_map(Result::ok)
         .filter(|e| {
@@ -128,7 +137,8 @@ mod tests {
     #[test]
     fn manifest_dirs_differ_per_browser() {
         let home = Path::new("/home/u");
-        let dirs: std::collections::HashSet<_> = Browser::ALL.iter().map(|b| b.manifest_dir(home)).collect();
+        let dirs: std::collections::HashSet<_> =
+            Browser::ALL.iter().map(|b| b.manifest_dir(home)).collect();
         assert_eq!(dirs.len(), 4);
         assert!(dirs.iter().all(|d| d.ends_with("NativeMessagingHosts")));
     }

@@ -35,7 +35,8 @@ fn test(rest: &[String]) -> Result<()> {
     build::all()?;
     bootstrap::chromium()?;
     let mut cmd = sh::cargo();
-    cmd.args(["test", "--workspace", "--all-features"]).args(rest);
+    cmd.args(["test", "--workspace", "--all-features"])
+        .args(rest);
     sh::run(&mut cmd)
 }
 
@@ -44,6 +45,16 @@ fn harness_bin(name: &str, rest: &[String]) -> Result<()> {
     build::all()?;
     bootstrap::chromium()?;
     let mut cmd = sh::cargo();
-    cmd.args(["run", "--quiet", "--release", "-p", "unmodal-e2e", "--bin", name, "--"]).args(rest);
+    cmd.args([
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "unmodal-e2e",
+        "--bin",
+        name,
+        "--",
+    ])
+    .args(rest);
     sh::run(&mut cmd)
 }

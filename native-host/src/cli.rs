@@ -1,0 +1,119 @@
+//! Command line: host mode when Chrome starts us, otherwise the user's subcommands.
+
+use crate::paths::Browser;
+use crate::{doctor, host, install, mcp};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "unmodal",
+    version,
+    about = "Keeps browser dialogs from freezing the tabs AI agents drive.",
+    after_help = "Chrome starts `unmodal chrome-extension://<id>/` itself (host mode); you run the subcommands."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the agent over MCP on stdin/stdout (put this in your agent's MCP config).
+    Mcp,
+    /// Register the native host with browsers so the extension can start it.
+    Install(Target),
+    /// Remove what `install` wrote.
+    Uninstall(Target),
+    /// Check the set-up and say what is missing and how to fix it.
+    Doctor,
+}
+
+#[derive(Args)]
+struct Target {
+    /// Which browser to register with.
+    #[arg(long, value_enum, default_value = "all")]
+    browser: BrowserChoice,
+    /// Register inside this browser profile directory only (for `--user-data-dir` browsers).
+    #[arg(long, value_name = "DIR")]
+    user_data_dir: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BrowserChoice {
+    Chrome,
+    Chromium,
+    Brave,
+    Edge,
+    All,
+}
+
+impl BrowserChoice {
+    fn browsers(self) -> Vec<Browser> {
+        match self {
+            Self::Chrome => vec![Browser::Chrome],
+            Self::Chromium => vec![Browser::Chromium],
+            Self::Brave => vec![Browser::Brave],
+            Self::Edge => vec![Browser::Edge],
+            Self::All => Browser::ALL.to_vec(),
+        }
+    }
+}
+
+fn init_logging() {
+    // stdout is the protocol in host and mcp mode: logs go to stderr only.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("UNMODAL_LOG")
+        .unwrap_or_else(|_| "warn".into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+pub fn main() -> ExitCode {
+    init_logging();
+    // Chrome passes exactly [origin] (plus, on Windows, a window handle).
+    if let Some(origin) = std::env::args()
+        .nth(1)
+        .filter(|a| a.starts_with("chrome-extension://"))
+    {
+        return report(host::run(&origin));
+    }
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Mcp => report(mcp::run()),
+        Command::Install(t) => report(
+            install::install(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|files| {
+                for f in files {
+                    println!("registered {}", f.display());
+                }
+                println!(
+                    "Next: load the Unmodal extension and switch AI Web Pilot on in its popup."
+                );
+            }),
+        ),
+        Command::Uninstall(t) => report(
+            install::uninstall(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|files| {
+                if files.is_empty() {
+                    println!("nothing to remove: the host was not registered there");
+                }
+                for f in files {
+                    println!("removed {}", f.display());
+                }
+            }),
+        ),
+        Command::Doctor => doctor::run(),
+    }
+}
+
+fn report(r: anyhow::Result<()>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("unmodal: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

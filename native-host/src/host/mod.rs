@@ -1,0 +1,145 @@
+//! Host mode: Chrome starts `unmodal chrome-extension://<id>/` and talks native messaging
+//! over stdin/stdout. The host keeps the state of record and serves `unmodal mcp` over a
+//! Unix socket that only this user can reach.
+
+pub mod ops;
+pub mod record;
+mod socket;
+pub mod state;
+
+use crate::{frame, paths};
+use anyhow::{Context, Result};
+use serde_json::Value;
+use state::State;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::net::UnixListener;
+use tokio::sync::{Notify, mpsc};
+
+/// What the stdin loop, the socket clients and the stdout writer share.
+pub struct Shared {
+    state: Mutex<State>,
+    to_browser: mpsc::UnboundedSender<Value>,
+    /// Woken after every message from the browser (rule acknowledgements wait on it).
+    browser_spoke: Notify,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave State half-updated in a way that
+        // matters more than losing the browser; keep serving.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn send(&self, msgs: Vec<Value>) {
+        for m in msgs {
+            let _ = self.to_browser.send(m);
+        }
+    }
+}
+
+/// Removes the socket file when the host ends, however it ends.
+struct SocketFile(PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+pub fn run(origin: &str) -> Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(serve(origin))
+}
+
+async fn serve(origin: &str) -> Result<()> {
+    let dir = paths::runtime_dir();
+    paths::ensure_private_dir(&dir).with_context(|| format!("preparing {}", dir.display()))?;
+    let path = paths::socket_path(&dir, std::process::id());
+    let _ = std::fs::remove_file(&path);
+    let listener =
+        UnixListener::bind(&path).with_context(|| format!("binding {}", path.display()))?;
+    let _socket = SocketFile(path.clone());
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    tracing::info!(%origin, socket = %path.display(), "host started");
+
+    let (tx, rx) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State::new()),
+        to_browser: tx,
+        browser_spoke: Notify::new(),
+    });
+    tokio::spawn(write_to_browser(rx));
+    tokio::spawn(socket::accept(listener, shared.clone()));
+    tokio::select! {
+        r = read_from_browser(&shared) => r,
+        _ = terminated() => Ok(()),
+    }
+}
+
+async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut t), Ok(mut i)) => {
+            tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+async fn write_to_browser(mut rx: mpsc::UnboundedReceiver<Value>) {
+    let mut out = tokio::io::stdout();
+    while let Some(msg) = rx.recv().await {
+        let bytes = serde_json::to_vec(&msg).unwrap_or_default();
+        match frame::write(&mut out, &bytes).await {
+            Ok(()) => {}
+            Err(frame::FrameError::OutgoingTooLarge(n)) => {
+                tracing::error!(bytes = n, "message to the browser dropped")
+            }
+            Err(e) => {
+                tracing::info!(error = %e, "browser stopped reading");
+                return;
+            }
+        }
+    }
+}
+
+/// Until the browser closes the port. Bad frames are logged and skipped, never fatal.
+async fn read_from_browser(shared: &Shared) -> Result<()> {
+    let mut input = tokio::io::stdin();
+    loop {
+        let bytes = match frame::read(&mut input).await {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                tracing::info!("browser closed the port");
+                return Ok(());
+            }
+            Err(frame::FrameError::TooLarge(n)) => {
+                tracing::warn!(bytes = n, "oversize frame from the browser skipped");
+                continue;
+            }
+            Err(e) => return Err(e).context("reading from the browser"),
+        };
+        let msg: Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(error = %e, "unreadable frame from the browser skipped");
+                continue;
+            }
+        };
+        let reply = shared.state().on_extension(&msg);
+        match reply {
+            Ok(msgs) => shared.send(msgs),
+            Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
+        }
+        shared.browser_spoke.notify_waiters();
+    }
+}

@@ -1,0 +1,208 @@
+//! The private socket between `unmodal mcp` and a host: one JSON request per line, one
+//! JSON answer per line. Several browsers mean several hosts, one socket each.
+
+use crate::paths;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+/// Longest request or answer line; anything longer is refused, not buffered.
+pub const MAX_LINE: usize = 4 * 1024 * 1024;
+/// How long the MCP side waits for a host. Above the host's own wait for the browser.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Tool {
+    Interact,
+    Observe,
+    Info,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Request {
+    pub tool: Tool,
+    #[serde(default)]
+    pub args: Value,
+}
+
+/// An error a host (or the client, when no host answers) reports to the agent.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct RemoteError {
+    pub code: String,
+    pub message: String,
+    /// The parameter at fault, for `invalid_params`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+}
+
+impl RemoteError {
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            code: code.to_owned(),
+            message: message.into(),
+            param: None,
+        }
+    }
+
+    pub fn not_connected() -> Self {
+        Self::new(
+            "extension_not_connected",
+            "No browser with the Unmodal extension is connected. Start Chrome or Chromium with the Unmodal \
+extension loaded (for a checkout: `cargo xtask build`, then load target/extension), register the host once with \
+`unmodal install`, and make sure the browser runs as this user. `unmodal doctor` shows what is missing.",
+        )
+    }
+}
+
+pub fn reply_json(reply: &Result<Value, RemoteError>) -> Value {
+    match reply {
+        Ok(v) => json!({ "ok": v }),
+        Err(e) => json!({ "error": e }),
+    }
+}
+
+fn parse_reply(line: &[u8]) -> Result<Value, RemoteError> {
+    #[derive(Deserialize)]
+    struct Wire {
+        ok: Option<Value>,
+        error: Option<RemoteError>,
+    }
+    let wire: Wire = serde_json::from_slice(line).map_err(|e| {
+        RemoteError::new(
+            "host_protocol",
+            format!("unreadable answer from the host: {e}"),
+        )
+    })?;
+    match (wire.ok, wire.error) {
+        (_, Some(e)) => Err(e),
+        (Some(v), None) => Ok(v),
+        (None, None) => Err(RemoteError::new(
+            "host_protocol",
+            "the host answered neither ok nor error",
+        )),
+    }
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes into `buf`; `Ok(false)` at end of input.
+pub async fn read_line<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<bool> {
+    buf.clear();
+    let n = (&mut *r)
+        .take(MAX_LINE as u64 + 1)
+        .read_until(b'\n', buf)
+        .await?;
+    if n == 0 {
+        return Ok(false);
+    }
+    if buf.len() > MAX_LINE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("line over {MAX_LINE} bytes"),
+        ));
+    }
+    Ok(true)
+}
+
+async fn call_one(socket: &Path, line: &[u8]) -> io::Result<Result<Value, RemoteError>> {
+    let stream = UnixStream::connect(socket).await?;
+    let (r, mut w) = stream.into_split();
+    w.write_all(line).await?;
+    let mut r = BufReader::new(r);
+    let mut buf = Vec::new();
+    if !read_line(&mut r, &mut buf).await? {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the host closed the connection",
+        ));
+    }
+    Ok(parse_reply(&buf))
+}
+
+/// Sends a request to the connected browsers' hosts, newest first. A call that names a
+/// tab goes on to the next host when this one does not know the tab.
+pub async fn call(tool: Tool, args: Value) -> Result<Value, RemoteError> {
+    call_in(&paths::runtime_dir(), tool, args).await
+}
+
+pub async fn call_in(dir: &Path, tool: Tool, args: Value) -> Result<Value, RemoteError> {
+    let mut line = serde_json::to_vec(&Request { tool, args })
+        .map_err(|e| RemoteError::new("internal", format!("cannot encode the request: {e}")))?;
+    line.push(b'\n');
+    let mut last = None;
+    for socket in paths::host_sockets(dir) {
+        match tokio::time::timeout(CALL_TIMEOUT, call_one(&socket, &line)).await {
+            Ok(Ok(Err(e))) if e.code == "tab_not_found" => last = Some(e),
+            Ok(Ok(reply)) => return reply,
+            Ok(Err(e)) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                // A host that died without cleaning up; nobody listens there any more.
+                tracing::debug!(socket = %socket.display(), "removing stale host socket");
+                let _ = std::fs::remove_file(&socket);
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(socket = %socket.display(), error = %e, "host unreachable")
+            }
+            Err(_) => {
+                last = Some(RemoteError::new(
+                    "host_timeout",
+                    format!(
+                        "The Unmodal host did not answer within {} s; the browser may be hung. Check the browser, \
+then retry.",
+                        CALL_TIMEOUT.as_secs()
+                    ),
+                ))
+            }
+        }
+    }
+    Err(last.unwrap_or_else(RemoteError::not_connected))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_round_trip() {
+        let ok = reply_json(&Ok(json!({"a": 1})));
+        assert_eq!(parse_reply(ok.to_string().as_bytes()), Ok(json!({"a": 1})));
+        let err = RemoteError::new("tab_not_found", "no tab 3");
+        let back = parse_reply(reply_json(&Err(err.clone())).to_string().as_bytes());
+        assert_eq!(back, Err(err));
+        assert_eq!(parse_reply(b"{}").unwrap_err().code, "host_protocol");
+        assert_eq!(
+            parse_reply(b"\x00garbage").unwrap_err().code,
+            "host_protocol"
+        );
+    }
+
+    #[tokio::test]
+    async fn long_lines_are_refused() {
+        let long = vec![b'x'; MAX_LINE + 10];
+        let mut r = BufReader::new(long.as_slice());
+        let mut buf = Vec::new();
+        assert!(read_line(&mut r, &mut buf).await.is_err());
+        let mut r = BufReader::new(&b"{}\n{}"[..]);
+        assert!(read_line(&mut r, &mut buf).await.unwrap());
+        assert_eq!(buf, b"{}\n");
+        assert!(read_line(&mut r, &mut buf).await.unwrap());
+        assert!(!read_line(&mut r, &mut buf).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn no_host_means_extension_not_connected() {
+        let dir = tempfile::tempdir().unwrap();
+        // A stale socket file (nobody listening) is skipped and cleaned up.
+        let stale = paths::socket_path(dir.path(), 1);
+        drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+        let err = call_in(dir.path(), Tool::Info, Value::Null)
+            .await
+            .unwrap_err();
+        assert!(!stale.exists());
+        assert_eq!(err.code, "extension_not_connected");
+        assert!(err.message.contains("unmodal install"));
+    }
+}

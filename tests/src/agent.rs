@@ -1,0 +1,109 @@
+//! The agent side: a real MCP client (rmcp) driving `unmodal mcp` over its stdio.
+
+use anyhow::{Context, Result, bail};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::transport::TokioChildProcess;
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+pub struct Agent {
+    client: RunningService<RoleClient, ()>,
+}
+
+/// What a tool call came back with.
+#[derive(Debug)]
+pub enum Reply {
+    /// A result (structured content).
+    Ok(Value),
+    /// A tool-level error result (`isError: true`), e.g. `extension_not_connected`.
+    Failed(Value),
+    /// An MCP protocol error, e.g. invalid parameters.
+    Error {
+        code: i32,
+        message: String,
+        data: Option<Value>,
+    },
+}
+
+impl Agent {
+    /// Starts `unmodal mcp` with the given runtime dir (where the hosts' sockets are).
+    pub async fn start(host: &Path, runtime: &Path) -> Result<Self> {
+        let mut cmd = tokio::process::Command::new(host);
+        cmd.arg("mcp").env("UNMODAL_RUNTIME_DIR", runtime);
+        let transport = TokioChildProcess::new(cmd).context("starting `unmodal mcp`")?;
+        let client = ().serve(transport).await.context("MCP handshake with `unmodal mcp`")?;
+        Ok(Self { client })
+    }
+
+    pub async fn tool_names(&self) -> Result<Vec<String>> {
+        let tools = self.client.list_all_tools().await?;
+        Ok(tools.into_iter().map(|t| t.name.to_string()).collect())
+    }
+
+    pub async fn call(&self, tool: &str, args: Value) -> Result<Reply> {
+        let Value::Object(map) = args else {
+            bail!("tool arguments must be an object")
+        };
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(map);
+        match self.client.call_tool(params).await {
+            Ok(r) => {
+                let v = r
+                    .structured_content
+                    .clone()
+                    .context("tool result without structured content")?;
+                Ok(if r.is_error == Some(true) {
+                    Reply::Failed(v)
+                } else {
+                    Reply::Ok(v)
+                })
+            }
+            Err(ServiceError::McpError(e)) => Ok(Reply::Error {
+                code: e.code.0,
+                message: e.message.to_string(),
+                data: e.data,
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Calls and expects a successful result.
+    pub async fn ok(&self, tool: &str, args: Value) -> Result<Value> {
+        match self.call(tool, args.clone()).await? {
+            Reply::Ok(v) => Ok(v),
+            other => bail!("{tool} {args} did not succeed: {other:?}"),
+        }
+    }
+
+    /// Waits until the browser's host answers and a tab with `url` is the tracked tab.
+    pub async fn wait_for_tab(&self, url: &str) -> Result<Value> {
+        let start = Instant::now();
+        let mut last = None;
+        while start.elapsed() < Duration::from_secs(15) {
+            if let Reply::Ok(v) = self
+                .call("observe", serde_json::json!({"what": "tabs"}))
+                .await?
+            {
+                let tracked = v["tracked_tab"].as_i64();
+                let tab = v["tabs"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|t| t["url"] == url && t["id"].as_i64() == tracked);
+                if let Some(t) = tab {
+                    return Ok(t.clone());
+                }
+                last = Some(v);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        bail!("tab {url} never became the tracked tab; last view: {last:?}")
+    }
+
+    pub async fn close(self) -> Result<()> {
+        self.client.cancel().await?;
+        Ok(())
+    }
+}

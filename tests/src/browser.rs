@@ -1,0 +1,229 @@
+//! Real headless Chromium with the built extension loaded and the real host registered in
+//! a throwaway profile. Nothing touches the user's own browser profiles.
+
+use crate::artifacts::Artifacts;
+use crate::cdp::{self, Cdp};
+use crate::page::Page;
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+pub struct Browser {
+    child: Child,
+    pub cdp: Arc<Cdp>,
+    pub profile: TempDir,
+    /// `UNMODAL_RUNTIME_DIR` of this browser's host (its socket lives here).
+    pub runtime: PathBuf,
+    pub log: PathBuf,
+    pub art: Artifacts,
+}
+
+pub struct Options {
+    /// Load the extension (off: a baseline browser for benchmarks).
+    pub extension: bool,
+    /// Share a runtime dir between several browsers (one agent, several hosts).
+    pub runtime: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            extension: true,
+            runtime: None,
+        }
+    }
+}
+
+pub fn chromium_binary() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("UNMODAL_CHROMIUM") {
+        return Ok(p.into());
+    }
+    for p in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
+        if std::path::Path::new(p).exists() {
+            return Ok(p.into());
+        }
+    }
+    bail!(
+        "Chromium not found: `cargo xtask test` installs Debian's chromium, or set UNMODAL_CHROMIUM"
+    )
+}
+
+impl Browser {
+    pub async fn launch(opts: Options) -> Result<Self> {
+        let art = Artifacts::find()?;
+        let profile = tempfile::Builder::new()
+            .prefix("unmodal-profile-")
+            .tempdir()?;
+        let runtime = match opts.runtime {
+            Some(r) => r,
+            None => {
+                let r = profile.path().join("run");
+                std::fs::create_dir(&r)?;
+                r
+            }
+        };
+        if opts.extension {
+            // The real installer, as a user would run it, aimed at this profile only.
+            let st = Command::new(&art.host)
+                .args(["install", "--user-data-dir"])
+                .arg(profile.path())
+                .stdout(Stdio::null())
+                .status()?;
+            if !st.success() {
+                bail!("`unmodal install --user-data-dir` failed");
+            }
+        }
+        let log = profile.path().join("chromium.log");
+        let mut cmd = Command::new(chromium_binary()?);
+        cmd.args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-features=Translate,MediaRouter,OptimizationHints",
+            "--remote-debugging-port=0",
+            "--window-size=1024,768",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()));
+        if opts.extension {
+            cmd.arg(format!("--load-extension={}", art.extension.display()))
+                .arg(format!(
+                    "--disable-extensions-except={}",
+                    art.extension.display()
+                ));
+        }
+        cmd.arg("about:blank")
+            .env("UNMODAL_RUNTIME_DIR", &runtime)
+            .env(
+                "UNMODAL_LOG",
+                std::env::var("UNMODAL_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log)?);
+        let child = cmd.spawn().context("starting Chromium")?;
+        let ws = devtools_url(&profile, &log).await?;
+        let cdp = Cdp::connect(&ws).await?;
+        let browser = Self {
+            child,
+            cdp,
+            profile,
+            runtime,
+            log,
+            art,
+        };
+        if opts.extension {
+            browser.wait_for_service_worker().await?;
+        }
+        Ok(browser)
+    }
+
+    /// A broken manifest fails silently; the service worker existing proves it loaded.
+    async fn wait_for_service_worker(&self) -> Result<()> {
+        let url = format!("chrome-extension://{}/background.js", self.art.extension_id);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(15) {
+            let targets = self.cdp.call(None, "Target.getTargets", json!({})).await?;
+            let found = targets["targetInfos"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|t| t["url"] == url.as_str());
+            if found {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        bail!(
+            "the extension's service worker never started (manifest rejected?); log: {}",
+            self.log_tail()
+        )
+    }
+
+    /// The browser's first tab, attached.
+    pub async fn first_page(&self) -> Result<Page> {
+        let targets = self.cdp.call(None, "Target.getTargets", json!({})).await?;
+        let id = targets["targetInfos"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["type"] == "page")
+            .and_then(|t| t["targetId"].as_str())
+            .context("no page target")?
+            .to_owned();
+        Page::attach(self.cdp.clone(), id).await
+    }
+
+    pub async fn new_page(&self, url: &str) -> Result<Page> {
+        let t = self
+            .cdp
+            .call(None, "Target.createTarget", json!({"url": url}))
+            .await?;
+        let id = t["targetId"]
+            .as_str()
+            .context("createTarget without targetId")?
+            .to_owned();
+        Page::attach(self.cdp.clone(), id).await
+    }
+
+    pub async fn close_page(&self, page: &Page) -> Result<()> {
+        self.cdp
+            .call(
+                None,
+                "Target.closeTarget",
+                json!({"targetId": page.target_id}),
+            )
+            .await
+            .map(drop)
+    }
+
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<cdp::Event> {
+        self.cdp.events()
+    }
+
+    /// The last lines Chromium (and the host, whose stderr it inherits) logged.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    pub async fn targets(&self) -> Result<Vec<Value>> {
+        let t = self.cdp.call(None, "Target.getTargets", json!({})).await?;
+        Ok(t["targetInfos"].as_array().cloned().unwrap_or_default())
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn devtools_url(profile: &TempDir, log: &std::path::Path) -> Result<String> {
+    let file = profile.path().join("DevToolsActivePort");
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            let mut lines = text.lines();
+            if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
+                return Ok(format!("ws://127.0.0.1:{port}{path}"));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    bail!(
+        "Chromium did not open DevTools; its log:\n{}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    )
+}

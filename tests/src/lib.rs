@@ -1,0 +1,13 @@
+//! End-to-end harness: real headless Chromium, the built extension, the real `unmodal`
+//! host and a real MCP client. Used by the tests in `tests/tests/`, the demo and the bench.
+
+pub mod agent;
+pub mod artifacts;
+pub mod browser;
+pub mod cdp;
+pub mod page;
+pub mod session;
+pub mod web;
+
+pub use agent::{Agent, Reply};
+pub use session::{PageCall, Session};

@@ -1,0 +1,152 @@
+//! Everything a test needs at once: Chromium with the extension, its first tab, the page
+//! server, and an agent connected to `unmodal mcp`.
+
+use crate::agent::Agent;
+use crate::browser::{Browser, Options};
+use crate::cdp;
+use crate::page::Page;
+use crate::web::WebServer;
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+pub struct Session {
+    pub agent: Agent,
+    pub page: Page,
+    pub web: WebServer,
+    pub browser: Browser,
+}
+
+/// What a page-side call came back with.
+#[derive(Debug, PartialEq)]
+pub enum PageCall {
+    /// The script finished with this value; no native dialog was shown.
+    Returned(Value),
+    /// A native dialog opened (type, message); the test answered it with `answer`.
+    NativeDialog {
+        kind: String,
+        message: String,
+        returned: Value,
+    },
+}
+
+impl Session {
+    pub async fn start() -> Result<Self> {
+        let browser = Browser::launch(Options::default()).await?;
+        let page = browser.first_page().await?;
+        let web = WebServer::start()?;
+        let agent = Agent::start(&browser.art.host, &browser.runtime).await?;
+        Ok(Self {
+            agent,
+            page,
+            web,
+            browser,
+        })
+    }
+
+    /// Serves `html` at `path`, opens it in the tab, and waits until the host tracks it.
+    pub async fn open(&self, path: &str, html: &str, headers: &[(&str, &str)]) -> Result<String> {
+        let url = self.web.page(path, html, headers);
+        self.page.goto(&url).await?;
+        self.page.bring_to_front().await?;
+        self.agent
+            .wait_for_tab(&url)
+            .await
+            .with_context(|| self.browser.log_tail())?;
+        Ok(url)
+    }
+
+    /// Switches AI Web Pilot on the way a human does: opens the popup and clicks the switch.
+    pub async fn enable_pilot(&self) -> Result<()> {
+        let url = format!(
+            "chrome-extension://{}/popup.html",
+            self.browser.art.extension_id
+        );
+        let popup = self.browser.new_page(&url).await?;
+        let start = Instant::now();
+        while popup.eval("!!document.querySelector('#pilot')").await? != json!(true) {
+            if start.elapsed() > Duration::from_secs(10) {
+                bail!("popup did not render");
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        popup.click("#pilot").await?;
+        let stored = "chrome.storage.local.get('pilot').then((r) => r.pilot === true)";
+        while popup.eval(stored).await? != json!(true) {
+            if start.elapsed() > Duration::from_secs(10) {
+                bail!("clicking the popup switch did not turn the pilot on");
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        self.browser.close_page(&popup).await?;
+        self.page.bring_to_front().await?;
+        let here = self.page.eval("location.href").await?;
+        self.agent
+            .wait_for_tab(here.as_str().unwrap_or_default())
+            .await?;
+        // The service worker tells the open tabs first, the host last.
+        while self.agent.ok("observe", json!({"what": "tabs"})).await?["pilot_enabled"]
+            != json!(true)
+        {
+            if start.elapsed() > Duration::from_secs(10) {
+                bail!("the host never heard that the pilot is on");
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        Ok(())
+    }
+
+    /// Runs `expr` in the page. If a native dialog opens, the test answers it (accepting,
+    /// with `native_answer` as prompt text) and reports it, so a test can never hang.
+    pub async fn page_call(&self, expr: &str, native_answer: &str) -> Result<PageCall> {
+        let mut ev = self.page.events();
+        let eval = self.page.eval(expr);
+        tokio::pin!(eval);
+        let me = self.page.session.clone();
+        let opened = cdp::wait_event(&mut ev, Duration::from_secs(20), |e| {
+            e.method == "Page.javascriptDialogOpening" && e.session.as_deref() == Some(&me)
+        });
+        tokio::select! {
+            r = &mut eval => Ok(PageCall::Returned(r?)),
+            e = opened => {
+                let e = e?;
+                let kind = e.params["type"].as_str().unwrap_or("").to_owned();
+                let message = e.params["message"].as_str().unwrap_or("").to_owned();
+                self.page.call("Page.handleJavaScriptDialog", json!({"accept": true, "promptText": native_answer})).await?;
+                let returned = eval.await?;
+                Ok(PageCall::NativeDialog { kind, message, returned })
+            }
+        }
+    }
+
+    /// Runs `expr` and requires that no native dialog appeared.
+    pub async fn page_value(&self, expr: &str) -> Result<Value> {
+        match self.page_call(expr, "").await? {
+            PageCall::Returned(v) => Ok(v),
+            native => bail!("a native dialog appeared: {native:?}"),
+        }
+    }
+
+    pub async fn dialogs(&self) -> Result<Value> {
+        self.agent.ok("observe", json!({"what": "dialogs"})).await
+    }
+
+    /// The most recent dialog the host recorded for the tracked tab, waiting for it.
+    pub async fn last_dialog(&self, count_at_least: usize) -> Result<Value> {
+        let start = Instant::now();
+        loop {
+            let d = self.dialogs().await?;
+            let recent = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
+            if recent.len() >= count_at_least {
+                return Ok(recent.last().cloned().unwrap_or_default());
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                bail!(
+                    "expected {count_at_least} recorded dialogs, have {}: {d}",
+                    recent.len()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
