@@ -26,12 +26,12 @@ async function refresh() {
   if (!list.children.length) list.innerHTML = '<li class="empty">None yet.</li>';
 }
 
+// Only a real click flips the switch: a scripted click() is refused before the box toggles
+// (its change event would count as trusted, the click itself does not).
+$('pilot').addEventListener('click', (event) => {
+  if (!event.isTrusted) event.preventDefault();
+});
 $('pilot').addEventListener('change', async (event) => {
-  // Only a real user gesture flips the switch.
-  if (!event.isTrusted) {
-    event.target.checked = !event.target.checked;
-    return;
-  }
   await chrome.storage.local.set({ pilot: event.target.checked });
   refresh();
 });

@@ -49,14 +49,8 @@ struct Slot {
 
 impl Slot {
     // All zeros, so the slots stay in .bss instead of the in-page code.
-    const EMPTY: Slot = Slot {
-        id: 0,
-        target: RuleTarget::One(DialogKind::Alert),
-        accept: false,
-        once: false,
-        live: false,
-        text: None,
-    };
+    const EMPTY: Slot =
+        Slot { id: 0, target: RuleTarget::One(DialogKind::Alert), accept: false, once: false, live: false, text: None };
 }
 
 /// One document's engine: the pilot switch, the tab's rules, and the decision.
@@ -76,13 +70,7 @@ impl Default for Engine {
 
 impl Engine {
     pub const fn new() -> Self {
-        Self {
-            enabled: false,
-            loaded: false,
-            len: 0,
-            slots: [Slot::EMPTY; MAX_RULES],
-            arena: [0; ARENA_UNITS],
-        }
+        Self { enabled: false, loaded: false, len: 0, slots: [Slot::EMPTY; MAX_RULES], arena: [0; ARENA_UNITS] }
     }
 
     /// The AI Web Pilot switch. Off: every dialog keeps its native behaviour.
@@ -108,14 +96,7 @@ impl Engine {
                 Some(span)
             });
             if let Some(slot) = slots.get_mut(n) {
-                *slot = Slot {
-                    id: r.id,
-                    target: r.target,
-                    accept: r.accept,
-                    once: r.once,
-                    live: true,
-                    text,
-                };
+                *slot = Slot { id: r.id, target: r.target, accept: r.accept, once: r.once, live: true, text };
             }
             n += 1;
         })?;
@@ -129,27 +110,13 @@ impl Engine {
     pub fn decide(&mut self, kind: DialogKind) -> Decision {
         let rules_loaded = self.loaded;
         if !self.enabled {
-            return Decision {
-                outcome: Outcome::Native,
-                by: DecidedBy::PilotOff,
-                slot: None,
-                rules_loaded,
-            };
+            return Decision { outcome: Outcome::Native, by: DecidedBy::PilotOff, slot: None, rules_loaded };
         }
         if let Some(i) = self.pick(kind) {
             let slot = &mut self.slots[i];
             slot.live = !slot.once;
-            let outcome = if slot.accept {
-                Outcome::Accept
-            } else {
-                Outcome::Dismiss
-            };
-            return Decision {
-                outcome,
-                by: DecidedBy::Rule,
-                slot: Some(i as u8),
-                rules_loaded,
-            };
+            let outcome = if slot.accept { Outcome::Accept } else { Outcome::Dismiss };
+            return Decision { outcome, by: DecidedBy::Rule, slot: Some(i as u8), rules_loaded };
         }
         let outcome = match kind {
             DialogKind::Alert => Outcome::Accept,
@@ -157,20 +124,13 @@ impl Engine {
             // Without a rule the page's own beforeunload behaviour stands.
             DialogKind::BeforeUnload => Outcome::Native,
         };
-        Decision {
-            outcome,
-            by: DecidedBy::DefaultPolicy,
-            slot: None,
-            rules_loaded,
-        }
+        Decision { outcome, by: DecidedBy::DefaultPolicy, slot: None, rules_loaded }
     }
 
     fn pick(&self, kind: DialogKind) -> Option<usize> {
         let live = self.slots.get(..self.len)?;
         let best = |exact: bool| {
-            live.iter().rposition(|s| {
-                s.live && s.target.matches(kind) && (s.target != RuleTarget::All) == exact
-            })
+            live.iter().rposition(|s| s.live && s.target.matches(kind) && (s.target != RuleTarget::All) == exact)
         };
         best(true).or_else(|| best(false))
     }
@@ -182,8 +142,7 @@ impl Engine {
     /// The prompt text of a rule, if it set one.
     pub fn rule_text(&self, slot: usize) -> Option<&[u16]> {
         let (start, len) = self.slots.get(..self.len)?.get(slot)?.text?;
-        self.arena
-            .get(usize::from(start)..usize::from(start) + usize::from(len))
+        self.arena.get(usize::from(start)..usize::from(start) + usize::from(len))
     }
 }
 
@@ -233,16 +192,10 @@ mod tests {
     fn once_rule_answers_one_dialog_then_default_returns() {
         let mut e = engine(&[(5, CONFIRM, true, true, None)]);
         let first = e.decide(DialogKind::Confirm);
-        assert_eq!(
-            (first.outcome, first.by),
-            (Outcome::Accept, DecidedBy::Rule)
-        );
+        assert_eq!((first.outcome, first.by), (Outcome::Accept, DecidedBy::Rule));
         assert_eq!(e.rule_id(first.slot.unwrap().into()), Some(5));
         let second = e.decide(DialogKind::Confirm);
-        assert_eq!(
-            (second.outcome, second.by),
-            (Outcome::Dismiss, DecidedBy::DefaultPolicy)
-        );
+        assert_eq!((second.outcome, second.by), (Outcome::Dismiss, DecidedBy::DefaultPolicy));
     }
 
     #[test]
@@ -294,12 +247,7 @@ mod tests {
 
     #[test]
     fn pack_layout_is_stable() {
-        let d = Decision {
-            outcome: Outcome::Dismiss,
-            by: DecidedBy::Rule,
-            slot: Some(3),
-            rules_loaded: true,
-        };
+        let d = Decision { outcome: Outcome::Dismiss, by: DecidedBy::Rule, slot: Some(3), rules_loaded: true };
         assert_eq!(d.pack(), 2 | 1 << 2 | 1 << 4 | 4 << 8);
     }
 }

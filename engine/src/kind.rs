@@ -47,11 +47,7 @@ impl RuleTarget {
     }
 
     pub fn from_code(v: u8) -> Option<Self> {
-        if v == Self::ALL_CODE {
-            Some(Self::All)
-        } else {
-            DialogKind::from_u8(v).map(Self::One)
-        }
+        if v == Self::ALL_CODE { Some(Self::All) } else { DialogKind::from_u8(v).map(Self::One) }
     }
 
     pub fn as_str(self) -> &'static str {
@@ -62,11 +58,7 @@ impl RuleTarget {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        if s == "all" {
-            Some(Self::All)
-        } else {
-            DialogKind::parse(s).map(Self::One)
-        }
+        if s == "all" { Some(Self::All) } else { DialogKind::parse(s).map(Self::One) }
     }
 
     pub fn matches(self, kind: DialogKind) -> bool {

@@ -203,27 +203,12 @@ pub struct Encoder {
 #[cfg(feature = "encode")]
 impl Encoder {
     pub fn new() -> Self {
-        Self {
-            out: String::from("U1"),
-        }
+        Self { out: String::from("U1") }
     }
 
-    pub fn rule(
-        &mut self,
-        id: u32,
-        target: RuleTarget,
-        accept: bool,
-        once: bool,
-        text: Option<&str>,
-    ) {
+    pub fn rule(&mut self, id: u32, target: RuleTarget, accept: bool, once: bool, text: Option<&str>) {
         use std::fmt::Write;
-        let _ = write!(
-            self.out,
-            "Ri{id};t{}a{}o{}",
-            target.code(),
-            u8::from(accept),
-            u8::from(once)
-        );
+        let _ = write!(self.out, "Ri{id};t{}a{}o{}", target.code(), u8::from(accept), u8::from(once));
         if let Some(t) = text {
             let _ = write!(self.out, "x{}:{t}", t.encode_utf16().count());
         }
@@ -246,40 +231,20 @@ mod tests {
     fn collect(s: &str) -> Result<Vec<(u32, RuleTarget, bool, bool, Option<String>)>, LoadError> {
         let input = units(s);
         let mut out = Vec::new();
-        parse(&input, |r| {
-            out.push((
-                r.id,
-                r.target,
-                r.accept,
-                r.once,
-                r.text.map(String::from_utf16_lossy),
-            ))
-        })?;
+        parse(&input, |r| out.push((r.id, r.target, r.accept, r.once, r.text.map(String::from_utf16_lossy))))?;
         Ok(out)
     }
 
     #[test]
     fn encoder_output_parses_back() {
         let mut e = Encoder::new();
-        e.rule(
-            7,
-            RuleTarget::One(DialogKind::Prompt),
-            true,
-            false,
-            Some("héllo 🌍 R;x:"),
-        );
+        e.rule(7, RuleTarget::One(DialogKind::Prompt), true, false, Some("héllo 🌍 R;x:"));
         e.rule(8, RuleTarget::All, false, true, None);
         let got = collect(&e.finish()).unwrap();
         assert_eq!(
             got,
             vec![
-                (
-                    7,
-                    RuleTarget::One(DialogKind::Prompt),
-                    true,
-                    false,
-                    Some("héllo 🌍 R;x:".into())
-                ),
+                (7, RuleTarget::One(DialogKind::Prompt), true, false, Some("héllo 🌍 R;x:".into())),
                 (8, RuleTarget::All, false, true, None),
             ]
         );
@@ -293,10 +258,7 @@ mod tests {
     #[test]
     fn defaults_accept_and_once() {
         assert_eq!(collect("URi1;t1").unwrap_err(), LoadError::BadHeader);
-        assert_eq!(
-            collect("U1Ri1;t1").unwrap(),
-            vec![(1, RuleTarget::One(DialogKind::Confirm), true, true, None)]
-        );
+        assert_eq!(collect("U1Ri1;t1").unwrap(), vec![(1, RuleTarget::One(DialogKind::Confirm), true, true, None)]);
     }
 
     #[test]
@@ -304,48 +266,21 @@ mod tests {
         assert_eq!(collect("").unwrap_err(), LoadError::Truncated);
         assert_eq!(collect("U2").unwrap_err(), LoadError::BadHeader);
         assert_eq!(collect("U1X").unwrap_err(), LoadError::Unexpected { at: 2 });
-        assert_eq!(
-            collect("U1Rt1").unwrap_err(),
-            LoadError::MissingField { rule: 0 }
-        );
-        assert_eq!(
-            collect("U1Ri1;").unwrap_err(),
-            LoadError::MissingField { rule: 0 }
-        );
-        assert_eq!(
-            collect("U1Ri1;t9").unwrap_err(),
-            LoadError::Unexpected { at: 6 }
-        );
-        assert_eq!(
-            collect("U1Ri1;t1t2").unwrap_err(),
-            LoadError::DuplicateField { at: 8 }
-        );
-        assert_eq!(
-            collect("U1Ri;t1").unwrap_err(),
-            LoadError::Unexpected { at: 4 }
-        );
-        assert_eq!(
-            collect("U1Ri99999999999;t1").unwrap_err(),
-            LoadError::Unexpected { at: 13 }
-        );
+        assert_eq!(collect("U1Rt1").unwrap_err(), LoadError::MissingField { rule: 0 });
+        assert_eq!(collect("U1Ri1;").unwrap_err(), LoadError::MissingField { rule: 0 });
+        assert_eq!(collect("U1Ri1;t9").unwrap_err(), LoadError::Unexpected { at: 6 });
+        assert_eq!(collect("U1Ri1;t1t2").unwrap_err(), LoadError::DuplicateField { at: 8 });
+        assert_eq!(collect("U1Ri;t1").unwrap_err(), LoadError::Unexpected { at: 4 });
+        assert_eq!(collect("U1Ri99999999999;t1").unwrap_err(), LoadError::Unexpected { at: 13 });
         assert_eq!(collect("U1Ri1;t1x5:ab").unwrap_err(), LoadError::Truncated);
-        assert_eq!(
-            collect("U1Ri1;t1a2").unwrap_err(),
-            LoadError::Unexpected { at: 9 }
-        );
-        assert_eq!(
-            collect("U1Ri1;t1x4097:").unwrap_err(),
-            LoadError::TextTooLong { rule: 0 }
-        );
+        assert_eq!(collect("U1Ri1;t1a2").unwrap_err(), LoadError::Unexpected { at: 9 });
+        assert_eq!(collect("U1Ri1;t1x4097:").unwrap_err(), LoadError::TextTooLong { rule: 0 });
     }
 
     #[test]
     fn rule_count_is_capped() {
         let many: String = (0..=MAX_RULES).map(|i| format!("Ri{i};t0")).collect();
-        assert_eq!(
-            collect(&format!("U1{many}")).unwrap_err(),
-            LoadError::TooManyRules
-        );
+        assert_eq!(collect(&format!("U1{many}")).unwrap_err(), LoadError::TooManyRules);
     }
 
     #[test]

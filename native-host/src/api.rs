@@ -96,25 +96,10 @@ pub struct ObserveArgs {
 /// A validated `handle_dialog` call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DialogCall {
-    Setup {
-        tab: Option<i64>,
-        target: RuleTarget,
-        accept: bool,
-        text: Option<String>,
-        once: bool,
-    },
-    Clear {
-        tab: Option<i64>,
-        target: RuleTarget,
-    },
-    Status {
-        tab: Option<i64>,
-    },
-    Respond {
-        tab: Option<i64>,
-        accept: bool,
-        text: Option<String>,
-    },
+    Setup { tab: Option<i64>, target: RuleTarget, accept: bool, text: Option<String>, once: bool },
+    Clear { tab: Option<i64>, target: RuleTarget },
+    Status { tab: Option<i64> },
+    Respond { tab: Option<i64>, accept: bool, text: Option<String> },
 }
 
 /// A parameter the caller got wrong; the message says how to get it right.
@@ -126,32 +111,18 @@ pub struct ParamError {
 }
 
 fn bad(param: &str, message: impl Into<String>) -> ParamError {
-    ParamError {
-        param: param.to_owned(),
-        message: message.into(),
-    }
+    ParamError { param: param.to_owned(), message: message.into() }
 }
 
 /// Deserializes tool arguments, naming the parameter that is wrong.
 pub fn parse<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, ParamError> {
-    let args = if args.is_null() {
-        serde_json::Value::Object(Default::default())
-    } else {
-        args
-    };
+    let args = if args.is_null() { serde_json::Value::Object(Default::default()) } else { args };
     serde_path_to_error::deserialize(args).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         // Unknown and missing fields are reported at the parent; the name is in the text.
-        let param = if path == "." {
-            between_backticks(&inner).unwrap_or("arguments").to_owned()
-        } else {
-            path
-        };
-        ParamError {
-            param,
-            message: inner,
-        }
+        let param = if path == "." { between_backticks(&inner).unwrap_or("arguments").to_owned() } else { path };
+        ParamError { param, message: inner }
     })
 }
 
@@ -167,10 +138,7 @@ impl InteractArgs {
         if let Some(id) = tab
             && id < 0
         {
-            return Err(bad(
-                "tab_id",
-                format!("{id} is not a tab id; tab ids are positive"),
-            ));
+            return Err(bad("tab_id", format!("{id} is not a tab id; tab ids are positive")));
         }
         if let Some(t) = &self.text
             && t.encode_utf16().count() > MAX_TEXT_UNITS
@@ -180,17 +148,12 @@ impl InteractArgs {
         let setup = self.setup.unwrap_or(false);
         if self.status == Some(true) {
             if setup || self.clear == Some(true) {
-                return Err(bad(
-                    "status",
-                    "status: true only reads; send it without setup or clear",
-                ));
+                return Err(bad("status", "status: true only reads; send it without setup or clear"));
             }
             return Ok(DialogCall::Status { tab });
         }
         if self.clear == Some(true) {
-            let target = self
-                .dialog_type
-                .map_or(RuleTarget::All, DialogTypeArg::target);
+            let target = self.dialog_type.map_or(RuleTarget::All, DialogTypeArg::target);
             return Ok(DialogCall::Clear { tab, target });
         }
         if setup {
@@ -209,19 +172,12 @@ impl InteractArgs {
             });
         }
         if self.dialog_type.is_some() {
-            return Err(bad(
-                "dialog_type",
-                "only with setup: true; to answer the pending dialog, leave it out",
-            ));
+            return Err(bad("dialog_type", "only with setup: true; to answer the pending dialog, leave it out"));
         }
         if self.once.is_some() {
             return Err(bad("once", "only with setup: true"));
         }
-        Ok(DialogCall::Respond {
-            tab,
-            accept: self.accept.unwrap_or(true),
-            text: self.text.clone(),
-        })
+        Ok(DialogCall::Respond { tab, accept: self.accept.unwrap_or(true), text: self.text.clone() })
     }
 }
 
@@ -232,17 +188,13 @@ mod tests {
     use unmodal_engine::DialogKind;
 
     fn call(v: serde_json::Value) -> Result<DialogCall, ParamError> {
-        serde_json::from_value::<InteractArgs>(v)
-            .unwrap()
-            .validate()
+        serde_json::from_value::<InteractArgs>(v).unwrap().validate()
     }
 
     #[test]
     fn spec_requests_validate() {
         assert_eq!(
-            call(
-                json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","accept":true,"once":true})
-            ),
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","accept":true,"once":true})),
             Ok(DialogCall::Setup {
                 tab: None,
                 target: RuleTarget::One(DialogKind::Confirm),
@@ -253,67 +205,32 @@ mod tests {
         );
         assert_eq!(
             call(json!({"action":"handle_dialog","setup":true,"dialog_type":"all","clear":true})),
-            Ok(DialogCall::Clear {
-                tab: None,
-                target: RuleTarget::All
-            })
+            Ok(DialogCall::Clear { tab: None, target: RuleTarget::All })
         );
-        assert_eq!(
-            call(json!({"action":"handle_dialog","status":true})),
-            Ok(DialogCall::Status { tab: None })
-        );
+        assert_eq!(call(json!({"action":"handle_dialog","status":true})), Ok(DialogCall::Status { tab: None }));
         assert_eq!(
             call(json!({"action":"handle_dialog","accept":true,"text":"x","tab_id":4})),
-            Ok(DialogCall::Respond {
-                tab: Some(4),
-                accept: true,
-                text: Some("x".into())
-            })
+            Ok(DialogCall::Respond { tab: Some(4), accept: true, text: Some("x".into()) })
         );
     }
 
     #[test]
     fn defaults_are_accept_and_once() {
-        let c =
-            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"prompt"})).unwrap();
-        assert!(matches!(
-            c,
-            DialogCall::Setup {
-                accept: true,
-                once: true,
-                ..
-            }
-        ));
+        let c = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"prompt"})).unwrap();
+        assert!(matches!(c, DialogCall::Setup { accept: true, once: true, .. }));
     }
 
     #[test]
     fn errors_name_the_parameter() {
         let param = |v| call(v).unwrap_err().param;
-        assert_eq!(
-            param(json!({"action":"handle_dialog","setup":true})),
-            "dialog_type"
-        );
-        assert_eq!(
-            param(json!({"action":"handle_dialog","dialog_type":"alert"})),
-            "dialog_type"
-        );
-        assert_eq!(
-            param(json!({"action":"handle_dialog","once":false})),
-            "once"
-        );
-        assert_eq!(
-            param(json!({"action":"handle_dialog","tab_id":-3})),
-            "tab_id"
-        );
-        assert_eq!(
-            param(json!({"action":"handle_dialog","status":true,"setup":true})),
-            "status"
-        );
+        assert_eq!(param(json!({"action":"handle_dialog","setup":true})), "dialog_type");
+        assert_eq!(param(json!({"action":"handle_dialog","dialog_type":"alert"})), "dialog_type");
+        assert_eq!(param(json!({"action":"handle_dialog","once":false})), "once");
+        assert_eq!(param(json!({"action":"handle_dialog","tab_id":-3})), "tab_id");
+        assert_eq!(param(json!({"action":"handle_dialog","status":true,"setup":true})), "status");
         let long = "x".repeat(MAX_TEXT_UNITS + 1);
         assert_eq!(
-            param(
-                json!({"action":"handle_dialog","setup":true,"dialog_type":"prompt","text":long.clone()})
-            ),
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"prompt","text":long.clone()})),
             "text"
         );
     }
@@ -321,26 +238,12 @@ mod tests {
     #[test]
     fn parse_names_the_wrong_parameter() {
         let p = |v| parse::<InteractArgs>(v).unwrap_err();
-        assert_eq!(
-            p(json!({"action":"handle_dialog","dialog_type":"modal"})).param,
-            "dialog_type"
-        );
-        assert_eq!(
-            p(json!({"action":"handle_dialog","accept":"yes"})).param,
-            "accept"
-        );
-        assert_eq!(
-            p(json!({"action":"handle_dialog","colour":1})).param,
-            "colour"
-        );
+        assert_eq!(p(json!({"action":"handle_dialog","dialog_type":"modal"})).param, "dialog_type");
+        assert_eq!(p(json!({"action":"handle_dialog","accept":"yes"})).param, "accept");
+        assert_eq!(p(json!({"action":"handle_dialog","colour":1})).param, "colour");
         assert_eq!(p(json!({"accept":true})).param, "action");
         assert_eq!(p(json!({"action":"click"})).param, "action");
         assert!(parse::<InteractArgs>(json!({"action":"handle_dialog"})).is_ok());
-        assert_eq!(
-            parse::<ObserveArgs>(serde_json::Value::Null)
-                .unwrap_err()
-                .param,
-            "what"
-        );
+        assert_eq!(parse::<ObserveArgs>(serde_json::Value::Null).unwrap_err().param, "what");
     }
 }

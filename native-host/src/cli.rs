@@ -63,47 +63,37 @@ impl BrowserChoice {
 
 fn init_logging() {
     // stdout is the protocol in host and mcp mode: logs go to stderr only.
-    let filter = tracing_subscriber::EnvFilter::try_from_env("UNMODAL_LOG")
-        .unwrap_or_else(|_| "warn".into());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("UNMODAL_LOG").unwrap_or_else(|_| "warn".into());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
 }
 
 pub fn main() -> ExitCode {
     init_logging();
     // Chrome passes exactly [origin] (plus, on Windows, a window handle).
-    if let Some(origin) = std::env::args()
-        .nth(1)
-        .filter(|a| a.starts_with("chrome-extension://"))
-    {
+    if let Some(origin) = std::env::args().nth(1).filter(|a| a.starts_with("chrome-extension://")) {
         return report(host::run(&origin));
     }
     let cli = Cli::parse();
     match cli.command {
         Command::Mcp => report(mcp::run()),
-        Command::Install(t) => report(
-            install::install(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|files| {
+        Command::Install(t) => {
+            report(install::install(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|files| {
                 for f in files {
                     println!("registered {}", f.display());
                 }
-                println!(
-                    "Next: load the Unmodal extension and switch AI Web Pilot on in its popup."
-                );
-            }),
-        ),
-        Command::Uninstall(t) => report(
-            install::uninstall(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|files| {
+                println!("Next: load the Unmodal extension and switch AI Web Pilot on in its popup.");
+            }))
+        }
+        Command::Uninstall(t) => {
+            report(install::uninstall(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|files| {
                 if files.is_empty() {
                     println!("nothing to remove: the host was not registered there");
                 }
                 for f in files {
                     println!("removed {}", f.display());
                 }
-            }),
-        ),
+            }))
+        }
         Command::Doctor => doctor::run(),
     }
 }

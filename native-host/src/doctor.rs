@@ -14,28 +14,18 @@ struct Check {
 }
 
 fn registration(browser: Browser, home: &Path, exe: &Path) -> Check {
-    let file = browser
-        .manifest_dir(home)
-        .join(install::manifest_file_name());
+    let file = browser.manifest_dir(home).join(install::manifest_file_name());
     let what = format!("{} host registration ({})", browser.name(), file.display());
     let flag = browser.name().to_lowercase();
     let Ok(text) = std::fs::read_to_string(&file) else {
-        return Check {
-            ok: false,
-            what,
-            fix: Some(format!("run `unmodal install --browser {flag}`")),
-        };
+        return Check { ok: false, what, fix: Some(format!("run `unmodal install --browser {flag}`")) };
     };
     let m: Value = serde_json::from_str(&text).unwrap_or_default();
     let path = m["path"].as_str().unwrap_or("");
     let fix = if m["name"] != HOST_NAME {
-        Some(format!(
-            "the file is not a {HOST_NAME} manifest; run `unmodal install --browser {flag}`"
-        ))
+        Some(format!("the file is not a {HOST_NAME} manifest; run `unmodal install --browser {flag}`"))
     } else if !Path::new(path).is_file() {
-        Some(format!(
-            "it names {path}, which does not exist; run `unmodal install --browser {flag}`"
-        ))
+        Some(format!("it names {path}, which does not exist; run `unmodal install --browser {flag}`"))
     } else if Path::new(path) != exe {
         Some(format!(
             "it names {path}, not this binary ({}); run `unmodal install --browser {flag}` if you moved it",
@@ -44,20 +34,12 @@ fn registration(browser: Browser, home: &Path, exe: &Path) -> Check {
     } else {
         None
     };
-    Check {
-        ok: fix.is_none(),
-        what,
-        fix,
-    }
+    Check { ok: fix.is_none(), what, fix }
 }
 
 async fn connection() -> Vec<Check> {
     match ipc::call(Tool::Info, Value::Null).await {
-        Err(e) => vec![Check {
-            ok: false,
-            what: "browser connected".into(),
-            fix: Some(e.message),
-        }],
+        Err(e) => vec![Check { ok: false, what: "browser connected".into(), fix: Some(e.message) }],
         Ok(info) => {
             let version = info["extension_version"].as_str().unwrap_or("?");
             let pilot = info["pilot_enabled"].as_bool().unwrap_or(false);
@@ -77,38 +59,20 @@ async fn connection() -> Vec<Check> {
 
 pub fn run() -> ExitCode {
     let mut checks = Vec::new();
-    let exe = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
-        .unwrap_or_default();
+    let exe = std::env::current_exe().and_then(std::fs::canonicalize).unwrap_or_default();
     match paths::home() {
         Ok(home) => {
-            let regs: Vec<Check> = Browser::ALL
-                .iter()
-                .map(|&b| registration(b, &home, &exe))
-                .collect();
+            let regs: Vec<Check> = Browser::ALL.iter().map(|&b| registration(b, &home, &exe)).collect();
             // One registered browser is enough; list the others as hints, not failures.
             let any = regs.iter().any(|c| c.ok);
-            checks.extend(regs.into_iter().map(|c| Check {
-                ok: c.ok || any,
-                ..c
-            }));
+            checks.extend(regs.into_iter().map(|c| Check { ok: c.ok || any, ..c }));
         }
-        Err(e) => checks.push(Check {
-            ok: false,
-            what: "home directory".into(),
-            fix: Some(e.to_string()),
-        }),
+        Err(e) => checks.push(Check { ok: false, what: "home directory".into(), fix: Some(e.to_string()) }),
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
     match rt {
         Ok(rt) => checks.extend(rt.block_on(connection())),
-        Err(e) => checks.push(Check {
-            ok: false,
-            what: "async runtime".into(),
-            fix: Some(e.to_string()),
-        }),
+        Err(e) => checks.push(Check { ok: false, what: "async runtime".into(), fix: Some(e.to_string()) }),
     }
     for c in &checks {
         println!("{} {}", if c.ok { "ok  " } else { "MISS" }, c.what);
@@ -116,9 +80,5 @@ pub fn run() -> ExitCode {
             println!("       {fix}");
         }
     }
-    if checks.iter().all(|c| c.ok) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    if checks.iter().all(|c| c.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

@@ -11,9 +11,7 @@ pub const MAX_OUTGOING: usize = 1024 * 1024;
 pub enum FrameError {
     #[error("incoming frame of {0} bytes is over the {MAX_INCOMING}-byte limit; it was skipped")]
     TooLarge(u32),
-    #[error(
-        "outgoing message of {0} bytes is over Chrome's {MAX_OUTGOING}-byte limit; it was not sent"
-    )]
+    #[error("outgoing message of {0} bytes is over Chrome's {MAX_OUTGOING}-byte limit; it was not sent")]
     OutgoingTooLarge(usize),
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -105,18 +103,12 @@ mod tests {
     async fn truncated_body_is_an_error_not_a_hang() {
         let mut input = 10u32.to_ne_bytes().to_vec();
         input.extend_from_slice(b"abc");
-        assert!(matches!(
-            read(&mut input.as_slice()).await,
-            Err(FrameError::Io(_))
-        ));
+        assert!(matches!(read(&mut input.as_slice()).await, Err(FrameError::Io(_))));
     }
 
     #[test]
     fn refuses_to_send_over_one_mebibyte() {
         assert!(encode(&vec![b' '; MAX_OUTGOING]).is_ok());
-        assert!(matches!(
-            encode(&vec![b' '; MAX_OUTGOING + 1]),
-            Err(FrameError::OutgoingTooLarge(_))
-        ));
+        assert!(matches!(encode(&vec![b' '; MAX_OUTGOING + 1]), Err(FrameError::OutgoingTooLarge(_))));
     }
 }

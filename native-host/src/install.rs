@@ -26,32 +26,20 @@ pub fn host_manifest(exe: &Path) -> Value {
 }
 
 /// The manifest directories for `browsers`, or the one inside `user_data_dir`.
-pub fn targets(
-    browsers: &[Browser],
-    user_data_dir: Option<&Path>,
-) -> Result<Vec<(String, PathBuf)>> {
+pub fn targets(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<(String, PathBuf)>> {
     if let Some(dir) = user_data_dir {
-        return Ok(vec![(
-            format!("user data dir {}", dir.display()),
-            dir.join("NativeMessagingHosts"),
-        )]);
+        return Ok(vec![(format!("user data dir {}", dir.display()), dir.join("NativeMessagingHosts"))]);
     }
     let home = paths::home()?;
-    Ok(browsers
-        .iter()
-        .map(|b| (b.name().to_string(), b.manifest_dir(&home)))
-        .collect())
+    Ok(browsers.iter().map(|b| (b.name().to_string(), b.manifest_dir(&home))).collect())
 }
 
 pub fn install(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<PathBuf>> {
-    let exe = std::env::current_exe()
-        .and_then(fs::canonicalize)
-        .context("cannot tell where the unmodal binary is")?;
+    let exe = std::env::current_exe().and_then(fs::canonicalize).context("cannot tell where the unmodal binary is")?;
     let body = serde_json::to_string_pretty(&host_manifest(&exe))?;
     let mut written = Vec::new();
     for (label, dir) in targets(browsers, user_data_dir)? {
-        fs::create_dir_all(&dir)
-            .with_context(|| format!("creating {} for {label}", dir.display()))?;
+        fs::create_dir_all(&dir).with_context(|| format!("creating {} for {label}", dir.display()))?;
         let file = dir.join(manifest_file_name());
         fs::write(&file, &body).with_context(|| format!("writing {}", file.display()))?;
         written.push(file);
@@ -82,23 +70,14 @@ mod tests {
         assert_eq!(m["name"], HOST_NAME);
         assert_eq!(m["type"], "stdio");
         assert_eq!(m["path"], "/opt/unmodal");
-        assert_eq!(
-            m["allowed_origins"],
-            json!(["chrome-extension://bikfjgnmfngjaklooejgpomkebgnmckk/"])
-        );
+        assert_eq!(m["allowed_origins"], json!(["chrome-extension://bikfjgnmfngjaklooejgpomkebgnmckk/"]));
     }
 
     #[test]
     fn install_then_uninstall_in_a_user_data_dir() {
         let tmp = tempfile::tempdir().unwrap();
         let written = install(&[], Some(tmp.path())).unwrap();
-        assert_eq!(
-            written,
-            vec![
-                tmp.path()
-                    .join("NativeMessagingHosts/dev.unmodal.host.json")
-            ]
-        );
+        assert_eq!(written, vec![tmp.path().join("NativeMessagingHosts/dev.unmodal.host.json")]);
         let m: Value = serde_json::from_str(&fs::read_to_string(&written[0]).unwrap()).unwrap();
         assert!(Path::new(m["path"].as_str().unwrap()).is_absolute());
         assert_eq!(uninstall(&[], Some(tmp.path())).unwrap(), written);

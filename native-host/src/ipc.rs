@@ -43,11 +43,7 @@ pub struct RemoteError {
 
 impl RemoteError {
     pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self {
-            code: code.to_owned(),
-            message: message.into(),
-            param: None,
-        }
+        Self { code: code.to_owned(), message: message.into(), param: None }
     }
 
     pub fn not_connected() -> Self {
@@ -73,37 +69,24 @@ fn parse_reply(line: &[u8]) -> Result<Value, RemoteError> {
         ok: Option<Value>,
         error: Option<RemoteError>,
     }
-    let wire: Wire = serde_json::from_slice(line).map_err(|e| {
-        RemoteError::new(
-            "host_protocol",
-            format!("unreadable answer from the host: {e}"),
-        )
-    })?;
+    let wire: Wire = serde_json::from_slice(line)
+        .map_err(|e| RemoteError::new("host_protocol", format!("unreadable answer from the host: {e}")))?;
     match (wire.ok, wire.error) {
         (_, Some(e)) => Err(e),
         (Some(v), None) => Ok(v),
-        (None, None) => Err(RemoteError::new(
-            "host_protocol",
-            "the host answered neither ok nor error",
-        )),
+        (None, None) => Err(RemoteError::new("host_protocol", "the host answered neither ok nor error")),
     }
 }
 
 /// Reads one line of at most [`MAX_LINE`] bytes into `buf`; `Ok(false)` at end of input.
 pub async fn read_line<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<bool> {
     buf.clear();
-    let n = (&mut *r)
-        .take(MAX_LINE as u64 + 1)
-        .read_until(b'\n', buf)
-        .await?;
+    let n = (&mut *r).take(MAX_LINE as u64 + 1).read_until(b'\n', buf).await?;
     if n == 0 {
         return Ok(false);
     }
     if buf.len() > MAX_LINE {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("line over {MAX_LINE} bytes"),
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("line over {MAX_LINE} bytes")));
     }
     Ok(true)
 }
@@ -115,10 +98,7 @@ async fn call_one(socket: &Path, line: &[u8]) -> io::Result<Result<Value, Remote
     let mut r = BufReader::new(r);
     let mut buf = Vec::new();
     if !read_line(&mut r, &mut buf).await? {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the host closed the connection",
-        ));
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the host closed the connection"));
     }
     Ok(parse_reply(&buf))
 }
@@ -173,10 +153,7 @@ mod tests {
         let back = parse_reply(reply_json(&Err(err.clone())).to_string().as_bytes());
         assert_eq!(back, Err(err));
         assert_eq!(parse_reply(b"{}").unwrap_err().code, "host_protocol");
-        assert_eq!(
-            parse_reply(b"\x00garbage").unwrap_err().code,
-            "host_protocol"
-        );
+        assert_eq!(parse_reply(b"\x00garbage").unwrap_err().code, "host_protocol");
     }
 
     #[tokio::test]
@@ -198,9 +175,7 @@ mod tests {
         // A stale socket file (nobody listening) is skipped and cleaned up.
         let stale = paths::socket_path(dir.path(), 1);
         drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
-        let err = call_in(dir.path(), Tool::Info, Value::Null)
-            .await
-            .unwrap_err();
+        let err = call_in(dir.path(), Tool::Info, Value::Null).await.unwrap_err();
         assert!(!stale.exists());
         assert_eq!(err.code, "extension_not_connected");
         assert!(err.message.contains("unmodal install"));

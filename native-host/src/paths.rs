@@ -25,11 +25,7 @@ pub fn runtime_dir() -> PathBuf {
 /// Creates `dir` (mode 0700) or checks that the existing one is ours and private; another
 /// user must never be able to reach the host sockets.
 pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    match fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-    {
+    match fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
@@ -38,10 +34,7 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     if meta.uid() != uid() {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
-            format!(
-                "{} belongs to another user; set UNMODAL_RUNTIME_DIR to a directory of your own",
-                dir.display()
-            ),
+            format!("{} belongs to another user; set UNMODAL_RUNTIME_DIR to a directory of your own", dir.display()),
         ));
     }
     if meta.mode() & 0o077 != 0 {
@@ -137,8 +130,7 @@ mod tests {
     #[test]
     fn manifest_dirs_differ_per_browser() {
         let home = Path::new("/home/u");
-        let dirs: std::collections::HashSet<_> =
-            Browser::ALL.iter().map(|b| b.manifest_dir(home)).collect();
+        let dirs: std::collections::HashSet<_> = Browser::ALL.iter().map(|b| b.manifest_dir(home)).collect();
         assert_eq!(dirs.len(), 4);
         assert!(dirs.iter().all(|d| d.ends_with("NativeMessagingHosts")));
     }

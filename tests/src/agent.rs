@@ -21,11 +21,7 @@ pub enum Reply {
     /// A tool-level error result (`isError: true`), e.g. `extension_not_connected`.
     Failed(Value),
     /// An MCP protocol error, e.g. invalid parameters.
-    Error {
-        code: i32,
-        message: String,
-        data: Option<Value>,
-    },
+    Error { code: i32, message: String, data: Option<Value> },
 }
 
 impl Agent {
@@ -44,27 +40,16 @@ impl Agent {
     }
 
     pub async fn call(&self, tool: &str, args: Value) -> Result<Reply> {
-        let Value::Object(map) = args else {
-            bail!("tool arguments must be an object")
-        };
+        let Value::Object(map) = args else { bail!("tool arguments must be an object") };
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(map);
         match self.client.call_tool(params).await {
             Ok(r) => {
-                let v = r
-                    .structured_content
-                    .clone()
-                    .context("tool result without structured content")?;
-                Ok(if r.is_error == Some(true) {
-                    Reply::Failed(v)
-                } else {
-                    Reply::Ok(v)
-                })
+                let v = r.structured_content.clone().context("tool result without structured content")?;
+                Ok(if r.is_error == Some(true) { Reply::Failed(v) } else { Reply::Ok(v) })
             }
-            Err(ServiceError::McpError(e)) => Ok(Reply::Error {
-                code: e.code.0,
-                message: e.message.to_string(),
-                data: e.data,
-            }),
+            Err(ServiceError::McpError(e)) => {
+                Ok(Reply::Error { code: e.code.0, message: e.message.to_string(), data: e.data })
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -82,16 +67,10 @@ impl Agent {
         let start = Instant::now();
         let mut last = None;
         while start.elapsed() < Duration::from_secs(15) {
-            if let Reply::Ok(v) = self
-                .call("observe", serde_json::json!({"what": "tabs"}))
-                .await?
-            {
+            if let Reply::Ok(v) = self.call("observe", serde_json::json!({"what": "tabs"})).await? {
                 let tracked = v["tracked_tab"].as_i64();
-                let tab = v["tabs"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .find(|t| t["url"] == url && t["id"].as_i64() == tracked);
+                let tab =
+                    v["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url && t["id"].as_i64() == tracked);
                 if let Some(t) = tab {
                     return Ok(t.clone());
                 }

@@ -31,10 +31,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Self {
-            extension: true,
-            runtime: None,
-        }
+        Self { extension: true, runtime: None }
     }
 }
 
@@ -47,17 +44,13 @@ pub fn chromium_binary() -> Result<PathBuf> {
             return Ok(p.into());
         }
     }
-    bail!(
-        "Chromium not found: `cargo xtask test` installs Debian's chromium, or set UNMODAL_CHROMIUM"
-    )
+    bail!("Chromium not found: `cargo xtask test` installs Debian's chromium, or set UNMODAL_CHROMIUM")
 }
 
 impl Browser {
     pub async fn launch(opts: Options) -> Result<Self> {
         let art = Artifacts::find()?;
-        let profile = tempfile::Builder::new()
-            .prefix("unmodal-profile-")
-            .tempdir()?;
+        let profile = tempfile::Builder::new().prefix("unmodal-profile-").tempdir()?;
         let runtime = match opts.runtime {
             Some(r) => r,
             None => {
@@ -96,31 +89,18 @@ impl Browser {
         .arg(format!("--user-data-dir={}", profile.path().display()));
         if opts.extension {
             cmd.arg(format!("--load-extension={}", art.extension.display()))
-                .arg(format!(
-                    "--disable-extensions-except={}",
-                    art.extension.display()
-                ));
+                .arg(format!("--disable-extensions-except={}", art.extension.display()));
         }
         cmd.arg("about:blank")
             .env("UNMODAL_RUNTIME_DIR", &runtime)
-            .env(
-                "UNMODAL_LOG",
-                std::env::var("UNMODAL_LOG").unwrap_or_else(|_| "info".into()),
-            )
+            .env("UNMODAL_LOG", std::env::var("UNMODAL_LOG").unwrap_or_else(|_| "info".into()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log)?);
         let child = cmd.spawn().context("starting Chromium")?;
         let ws = devtools_url(&profile, &log).await?;
         let cdp = Cdp::connect(&ws).await?;
-        let browser = Self {
-            child,
-            cdp,
-            profile,
-            runtime,
-            log,
-            art,
-        };
+        let browser = Self { child, cdp, profile, runtime, log, art };
         if opts.extension {
             browser.wait_for_service_worker().await?;
         }
@@ -133,20 +113,13 @@ impl Browser {
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(15) {
             let targets = self.cdp.call(None, "Target.getTargets", json!({})).await?;
-            let found = targets["targetInfos"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|t| t["url"] == url.as_str());
+            let found = targets["targetInfos"].as_array().into_iter().flatten().any(|t| t["url"] == url.as_str());
             if found {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        bail!(
-            "the extension's service worker never started (manifest rejected?); log: {}",
-            self.log_tail()
-        )
+        bail!("the extension's service worker never started (manifest rejected?); log: {}", self.log_tail())
     }
 
     /// The browser's first tab, attached.
@@ -164,26 +137,13 @@ impl Browser {
     }
 
     pub async fn new_page(&self, url: &str) -> Result<Page> {
-        let t = self
-            .cdp
-            .call(None, "Target.createTarget", json!({"url": url}))
-            .await?;
-        let id = t["targetId"]
-            .as_str()
-            .context("createTarget without targetId")?
-            .to_owned();
+        let t = self.cdp.call(None, "Target.createTarget", json!({"url": url})).await?;
+        let id = t["targetId"].as_str().context("createTarget without targetId")?.to_owned();
         Page::attach(self.cdp.clone(), id).await
     }
 
     pub async fn close_page(&self, page: &Page) -> Result<()> {
-        self.cdp
-            .call(
-                None,
-                "Target.closeTarget",
-                json!({"targetId": page.target_id}),
-            )
-            .await
-            .map(drop)
+        self.cdp.call(None, "Target.closeTarget", json!({"targetId": page.target_id})).await.map(drop)
     }
 
     pub fn events(&self) -> tokio::sync::broadcast::Receiver<cdp::Event> {
@@ -222,8 +182,5 @@ async fn devtools_url(profile: &TempDir, log: &std::path::Path) -> Result<String
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    bail!(
-        "Chromium did not open DevTools; its log:\n{}",
-        std::fs::read_to_string(log).unwrap_or_default()
-    )
+    bail!("Chromium did not open DevTools; its log:\n{}", std::fs::read_to_string(log).unwrap_or_default())
 }

@@ -31,9 +31,7 @@ pub struct Cdp {
 
 impl Cdp {
     pub async fn connect(ws_url: &str) -> Result<Arc<Self>> {
-        let (ws, _) = tokio_tungstenite::connect_async(ws_url)
-            .await
-            .context("connecting to DevTools")?;
+        let (ws, _) = tokio_tungstenite::connect_async(ws_url).await.context("connecting to DevTools")?;
         let (mut sink, mut stream) = ws.split();
         let (out, mut out_rx) = mpsc::unbounded_channel::<Message>();
         let waiters: Waiters = Arc::default();
@@ -62,10 +60,7 @@ impl Cdp {
                     }
                 } else if let Some(method) = v.get("method").and_then(Value::as_str) {
                     let _ = ev.send(Event {
-                        session: v
-                            .get("sessionId")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
+                        session: v.get("sessionId").and_then(Value::as_str).map(str::to_owned),
                         method: method.to_owned(),
                         params: v.get("params").cloned().unwrap_or(Value::Null),
                     });
@@ -74,12 +69,7 @@ impl Cdp {
             // The browser went away: fail everyone still waiting.
             w.lock().unwrap().clear();
         });
-        Ok(Arc::new(Self {
-            out,
-            waiters,
-            events,
-            next_id: AtomicU64::new(1),
-        }))
+        Ok(Arc::new(Self { out, waiters, events, next_id: AtomicU64::new(1) }))
     }
 
     pub fn events(&self) -> broadcast::Receiver<Event> {
@@ -94,9 +84,7 @@ impl Cdp {
         }
         let (tx, rx) = oneshot::channel();
         self.waiters.lock().unwrap().insert(id, tx);
-        self.out
-            .send(Message::Text(msg.to_string().into()))
-            .map_err(|_| anyhow!("DevTools connection closed"))?;
+        self.out.send(Message::Text(msg.to_string().into())).map_err(|_| anyhow!("DevTools connection closed"))?;
         match tokio::time::timeout(COMMAND_TIMEOUT, rx).await {
             Ok(Ok(Ok(v))) => Ok(v),
             Ok(Ok(Err(e))) => bail!("{method} failed: {e}"),
@@ -124,7 +112,5 @@ pub async fn wait_event(
             }
         }
     };
-    tokio::time::timeout(limit, wait)
-        .await
-        .map_err(|_| anyhow!("event not seen within {limit:?}"))?
+    tokio::time::timeout(limit, wait).await.map_err(|_| anyhow!("event not seen within {limit:?}"))?
 }

@@ -14,22 +14,9 @@ pub struct Page {
 
 impl Page {
     pub async fn attach(cdp: Arc<Cdp>, target_id: String) -> Result<Self> {
-        let r = cdp
-            .call(
-                None,
-                "Target.attachToTarget",
-                json!({"targetId": target_id, "flatten": true}),
-            )
-            .await?;
-        let session = r["sessionId"]
-            .as_str()
-            .context("attachToTarget without sessionId")?
-            .to_owned();
-        let page = Self {
-            cdp,
-            session,
-            target_id,
-        };
+        let r = cdp.call(None, "Target.attachToTarget", json!({"targetId": target_id, "flatten": true})).await?;
+        let session = r["sessionId"].as_str().context("attachToTarget without sessionId")?.to_owned();
+        let page = Self { cdp, session, target_id };
         page.call("Page.enable", json!({})).await?;
         page.call("Runtime.enable", json!({})).await?;
         Ok(page)
@@ -57,10 +44,7 @@ impl Page {
             )
             .await?;
         if let Some(ex) = r.get("exceptionDetails") {
-            let text = ex["exception"]["description"]
-                .as_str()
-                .or(ex["text"].as_str())
-                .unwrap_or("exception");
+            let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("exception");
             bail!("page threw: {text}");
         }
         Ok(r["result"]["value"].clone())
@@ -97,15 +81,8 @@ impl Page {
             serde_json::to_string(selector)?
         );
         let at = self.eval(&expr).await?;
-        let (x, y) = (
-            at[0].as_f64().context("no x")?,
-            at[1].as_f64().context("no y")?,
-        );
-        self.call(
-            "Input.dispatchMouseEvent",
-            json!({"type": "mouseMoved", "x": x, "y": y}),
-        )
-        .await?;
+        let (x, y) = (at[0].as_f64().context("no x")?, at[1].as_f64().context("no y")?);
+        self.call("Input.dispatchMouseEvent", json!({"type": "mouseMoved", "x": x, "y": y})).await?;
         for kind in ["mousePressed", "mouseReleased"] {
             self.call(
                 "Input.dispatchMouseEvent",

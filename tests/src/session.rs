@@ -23,11 +23,7 @@ pub enum PageCall {
     /// The script finished with this value; no native dialog was shown.
     Returned(Value),
     /// A native dialog opened (type, message); the test answered it with `answer`.
-    NativeDialog {
-        kind: String,
-        message: String,
-        returned: Value,
-    },
+    NativeDialog { kind: String, message: String, returned: Value },
 }
 
 impl Session {
@@ -36,12 +32,7 @@ impl Session {
         let page = browser.first_page().await?;
         let web = WebServer::start()?;
         let agent = Agent::start(&browser.art.host, &browser.runtime).await?;
-        Ok(Self {
-            agent,
-            page,
-            web,
-            browser,
-        })
+        Ok(Self { agent, page, web, browser })
     }
 
     /// Serves `html` at `path`, opens it in the tab, and waits until the host tracks it.
@@ -49,45 +40,40 @@ impl Session {
         let url = self.web.page(path, html, headers);
         self.page.goto(&url).await?;
         self.page.bring_to_front().await?;
-        self.agent
-            .wait_for_tab(&url)
-            .await
-            .with_context(|| self.browser.log_tail())?;
+        self.agent.wait_for_tab(&url).await.with_context(|| self.browser.log_tail())?;
         Ok(url)
     }
 
     /// Switches AI Web Pilot on the way a human does: opens the popup and clicks the switch.
     pub async fn enable_pilot(&self) -> Result<()> {
-        let url = format!(
-            "chrome-extension://{}/popup.html",
-            self.browser.art.extension_id
-        );
+        let url = format!("chrome-extension://{}/popup.html", self.browser.art.extension_id);
         let popup = self.browser.new_page(&url).await?;
         let start = Instant::now();
-        while popup.eval("!!document.querySelector('#pilot')").await? != json!(true) {
+        // Layout must be final (stylesheet applied) before the click's coordinates are taken.
+        while popup.eval("document.readyState === 'complete' && !!document.querySelector('#pilot')").await?
+            != json!(true)
+        {
             if start.elapsed() > Duration::from_secs(10) {
                 bail!("popup did not render");
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
+        popup.eval("window.__clicks = []; document.querySelector('#pilot').addEventListener('click', (e) => __clicks.push(e.isTrusted))").await?;
         popup.click("#pilot").await?;
         let stored = "chrome.storage.local.get('pilot').then((r) => r.pilot === true)";
         while popup.eval(stored).await? != json!(true) {
             if start.elapsed() > Duration::from_secs(10) {
-                bail!("clicking the popup switch did not turn the pilot on");
+                let seen = popup.eval("JSON.stringify([__clicks, document.querySelector('#pilot').checked, document.visibilityState, document.hasFocus()])").await?;
+                bail!("clicking the popup switch did not turn the pilot on: {seen}");
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         self.browser.close_page(&popup).await?;
         self.page.bring_to_front().await?;
         let here = self.page.eval("location.href").await?;
-        self.agent
-            .wait_for_tab(here.as_str().unwrap_or_default())
-            .await?;
+        self.agent.wait_for_tab(here.as_str().unwrap_or_default()).await?;
         // The service worker tells the open tabs first, the host last.
-        while self.agent.ok("observe", json!({"what": "tabs"})).await?["pilot_enabled"]
-            != json!(true)
-        {
+        while self.agent.ok("observe", json!({"what": "tabs"})).await?["pilot_enabled"] != json!(true) {
             if start.elapsed() > Duration::from_secs(10) {
                 bail!("the host never heard that the pilot is on");
             }
@@ -133,18 +119,20 @@ impl Session {
 
     /// The most recent dialog the host recorded for the tracked tab, waiting for it.
     pub async fn last_dialog(&self, count_at_least: usize) -> Result<Value> {
+        self.last_dialog_where(count_at_least, |_| true).await
+    }
+
+    /// As `last_dialog`, waiting until the record satisfies `ready` (reports arrive async).
+    pub async fn last_dialog_where(&self, count_at_least: usize, ready: impl Fn(&Value) -> bool) -> Result<Value> {
         let start = Instant::now();
         loop {
             let d = self.dialogs().await?;
             let recent = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
-            if recent.len() >= count_at_least {
+            if recent.len() >= count_at_least && recent.last().is_some_and(&ready) {
                 return Ok(recent.last().cloned().unwrap_or_default());
             }
             if start.elapsed() > Duration::from_secs(10) {
-                bail!(
-                    "expected {count_at_least} recorded dialogs, have {}: {d}",
-                    recent.len()
-                );
+                bail!("expected {count_at_least} recorded dialogs (the last one complete), have {}: {d}", recent.len());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -14,24 +14,23 @@ struct Route {
 pub struct WebServer {
     server: Arc<tiny_http::Server>,
     routes: Arc<Mutex<HashMap<String, Route>>>,
+    /// Every path requested, in order (CSP reports arrive here as POSTs).
+    hits: Arc<Mutex<Vec<String>>>,
     thread: Option<JoinHandle<()>>,
     pub origin: String,
 }
 
 impl WebServer {
     pub fn start() -> Result<Self> {
-        let server =
-            Arc::new(tiny_http::Server::http("127.0.0.1:0").map_err(|e| anyhow::anyhow!("{e}"))?);
-        let port = server
-            .server_addr()
-            .to_ip()
-            .map(|a| a.port())
-            .unwrap_or_default();
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").map_err(|e| anyhow::anyhow!("{e}"))?);
+        let port = server.server_addr().to_ip().map(|a| a.port()).unwrap_or_default();
         let routes: Arc<Mutex<HashMap<String, Route>>> = Arc::default();
-        let (s, r) = (server.clone(), routes.clone());
+        let hits: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (s, r, h) = (server.clone(), routes.clone(), hits.clone());
         let thread = std::thread::spawn(move || {
             for req in s.incoming_requests() {
                 let path = req.url().split('?').next().unwrap_or("/").to_owned();
+                h.lock().unwrap().push(path.clone());
                 let route = r.lock().unwrap().get(&path).cloned();
                 let resp = match route {
                     Some(route) => {
@@ -48,25 +47,24 @@ impl WebServer {
                 let _ = req.respond(resp);
             }
         });
-        Ok(Self {
-            server,
-            routes,
-            thread: Some(thread),
-            origin: format!("http://127.0.0.1:{port}"),
-        })
+        Ok(Self { server, routes, hits, thread: Some(thread), origin: format!("http://127.0.0.1:{port}") })
     }
 
     /// Serves `html` at `path` with extra response headers; returns the page's URL.
     pub fn page(&self, path: &str, html: &str, headers: &[(&str, &str)]) -> String {
         let route = Route {
             body: html.to_owned(),
-            headers: headers
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         };
         self.routes.lock().unwrap().insert(path.to_owned(), route);
         format!("{}{path}", self.origin)
+    }
+}
+
+impl WebServer {
+    /// How many requests reached `path` so far.
+    pub fn hits(&self, path: &str) -> usize {
+        self.hits.lock().unwrap().iter().filter(|p| *p == path).count()
     }
 }
 

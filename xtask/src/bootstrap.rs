@@ -5,18 +5,13 @@ use anyhow::{Result, bail};
 use std::process::Command;
 
 pub fn wasm_target() -> Result<()> {
-    let installed = sh::output(Command::new("rustup").args(["target", "list", "--installed"]))
-        .unwrap_or_default();
-    if installed
-        .lines()
-        .any(|l| l.trim() == "wasm32-unknown-unknown")
-    {
+    let installed = sh::output(Command::new("rustup").args(["target", "list", "--installed"])).unwrap_or_default();
+    if installed.lines().any(|l| l.trim() == "wasm32-unknown-unknown") {
         return Ok(());
     }
     eprintln!("xtask: adding the wasm32-unknown-unknown target");
-    sh::run(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"])).map_err(|e| {
-        e.context("install the target with `rustup target add wasm32-unknown-unknown`")
-    })
+    sh::run(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))
+        .map_err(|e| e.context("install the target with `rustup target add wasm32-unknown-unknown`"))
 }
 
 pub fn node_tools() -> Result<()> {
@@ -25,16 +20,10 @@ pub fn node_tools() -> Result<()> {
         return Ok(());
     }
     if !sh::have("npm") {
-        bail!(
-            "npm is needed for binaryen's wasm2js: install Node.js (Debian: `apt-get install nodejs npm`)"
-        );
+        bail!("npm is needed for binaryen's wasm2js: install Node.js (Debian: `apt-get install nodejs npm`)");
     }
     eprintln!("xtask: installing pinned build tools (npm ci in tools/)");
-    sh::run(
-        Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(tools),
-    )
+    sh::run(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(tools))
 }
 
 pub const CHROMIUM: &str = "/usr/bin/chromium";
@@ -43,10 +32,7 @@ pub fn chromium() -> Result<()> {
     if std::env::var_os("UNMODAL_CHROMIUM").is_some() || std::path::Path::new(CHROMIUM).exists() {
         return Ok(());
     }
-    let root = sh::output(Command::new("id").arg("-u"))
-        .unwrap_or_default()
-        .trim()
-        == "0";
+    let root = sh::output(Command::new("id").arg("-u")).unwrap_or_default().trim() == "0";
     if !(root && sh::have("apt-get")) {
         bail!(
             "Chromium is needed: install Debian's `chromium` package, or point UNMODAL_CHROMIUM at a Chromium binary \
@@ -57,13 +43,7 @@ pub fn chromium() -> Result<()> {
     sh::run(Command::new("apt-get").args(["update", "-qq"]))?;
     sh::run(
         Command::new("apt-get")
-            .args([
-                "install",
-                "-y",
-                "-qq",
-                "--no-install-recommends",
-                "chromium",
-            ])
+            .args(["install", "-y", "-qq", "--no-install-recommends", "chromium"])
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
 }

@@ -9,23 +9,12 @@ use std::process::Command;
 
 const MARKER: &str = "/*@ENGINE@*/";
 /// Files of manifest/ shipped as they are.
-const STATIC_FILES: &[&str] = &[
-    "manifest.json",
-    "content.js",
-    "pilot.js",
-    "background.js",
-    "popup.html",
-    "popup.css",
-    "popup.js",
-];
+const STATIC_FILES: &[&str] =
+    &["manifest.json", "content.js", "pilot.js", "background.js", "popup.html", "popup.css", "popup.js"];
 /// wasm features rustc emits by default that binaryen must accept; bulk memory is then
 /// lowered to plain loops, which wasm2js supports.
-const FEATURES: &[&str] = &[
-    "--enable-bulk-memory",
-    "--enable-sign-ext",
-    "--enable-mutable-globals",
-    "--enable-nontrapping-float-to-int",
-];
+const FEATURES: &[&str] =
+    &["--enable-bulk-memory", "--enable-sign-ext", "--enable-mutable-globals", "--enable-nontrapping-float-to-int"];
 
 pub fn all() -> Result<()> {
     bootstrap::wasm_target()?;
@@ -58,13 +47,7 @@ fn engine(root: &Path) -> Result<String> {
         Command::new(bin.join("wasm-opt"))
             .arg(&wasm)
             .args(FEATURES)
-            .args([
-                "--llvm-memory-copy-fill-lowering",
-                "--strip-debug",
-                "--strip-producers",
-                "-Oz",
-                "-o",
-            ])
+            .args(["--llvm-memory-copy-fill-lowering", "--strip-debug", "--strip-producers", "-Oz", "-o"])
             .arg(&opt),
     )?;
     sh::run(
@@ -111,8 +94,7 @@ fn assemble(root: &Path, engine_js: &str) -> Result<()> {
     }
     fs::create_dir_all(&dst)?;
     for name in STATIC_FILES {
-        fs::copy(src.join(name), dst.join(name))
-            .with_context(|| format!("copying manifest/{name}"))?;
+        fs::copy(src.join(name), dst.join(name)).with_context(|| format!("copying manifest/{name}"))?;
     }
     let inject = fs::read_to_string(src.join("inject.js"))?;
     if inject.matches(MARKER).count() != 1 {

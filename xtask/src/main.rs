@@ -35,8 +35,7 @@ fn test(rest: &[String]) -> Result<()> {
     build::all()?;
     bootstrap::chromium()?;
     let mut cmd = sh::cargo();
-    cmd.args(["test", "--workspace", "--all-features"])
-        .args(rest);
+    cmd.args(["test", "--workspace", "--all-features"]).args(rest);
     sh::run(&mut cmd)
 }
 
@@ -45,16 +44,6 @@ fn harness_bin(name: &str, rest: &[String]) -> Result<()> {
     build::all()?;
     bootstrap::chromium()?;
     let mut cmd = sh::cargo();
-    cmd.args([
-        "run",
-        "--quiet",
-        "--release",
-        "-p",
-        "unmodal-e2e",
-        "--bin",
-        name,
-        "--",
-    ])
-    .args(rest);
+    cmd.args(["run", "--quiet", "--release", "-p", "unmodal-e2e", "--bin", name, "--"]).args(rest);
     sh::run(&mut cmd)
 }

@@ -3,10 +3,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the workspace")
-        .to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
 pub fn cargo() -> Command {
@@ -16,9 +13,7 @@ pub fn cargo() -> Command {
 }
 
 pub fn run(cmd: &mut Command) -> Result<()> {
-    let status = cmd
-        .status()
-        .with_context(|| format!("could not start {cmd:?}"))?;
+    let status = cmd.status().with_context(|| format!("could not start {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed: {status}");
     }
@@ -26,22 +21,13 @@ pub fn run(cmd: &mut Command) -> Result<()> {
 }
 
 pub fn output(cmd: &mut Command) -> Result<String> {
-    let out = cmd
-        .output()
-        .with_context(|| format!("could not start {cmd:?}"))?;
+    let out = cmd.output().with_context(|| format!("could not start {cmd:?}"))?;
     if !out.status.success() {
-        bail!(
-            "{cmd:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        bail!("{cmd:?} failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 pub fn have(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+    Command::new(program).arg("--version").output().is_ok_and(|o| o.status.success())
 }

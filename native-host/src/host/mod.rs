@@ -62,18 +62,13 @@ async fn serve(origin: &str) -> Result<()> {
     paths::ensure_private_dir(&dir).with_context(|| format!("preparing {}", dir.display()))?;
     let path = paths::socket_path(&dir, std::process::id());
     let _ = std::fs::remove_file(&path);
-    let listener =
-        UnixListener::bind(&path).with_context(|| format!("binding {}", path.display()))?;
+    let listener = UnixListener::bind(&path).with_context(|| format!("binding {}", path.display()))?;
     let _socket = SocketFile(path.clone());
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     tracing::info!(%origin, socket = %path.display(), "host started");
 
     let (tx, rx) = mpsc::unbounded_channel();
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State::new()),
-        to_browser: tx,
-        browser_spoke: Notify::new(),
-    });
+    let shared = Arc::new(Shared { state: Mutex::new(State::new()), to_browser: tx, browser_spoke: Notify::new() });
     tokio::spawn(write_to_browser(rx));
     tokio::spawn(socket::accept(listener, shared.clone()));
     tokio::select! {
@@ -84,10 +79,7 @@ async fn serve(origin: &str) -> Result<()> {
 
 async fn terminated() {
     use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
         (Ok(mut t), Ok(mut i)) => {
             tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
         }

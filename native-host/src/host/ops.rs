@@ -16,10 +16,7 @@ pub struct HostError {
 
 impl HostError {
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
+        Self { code, message: message.into() }
     }
 }
 
@@ -32,55 +29,33 @@ fn tab_json(t: &Tab) -> Value {
 
 impl State {
     pub fn resolve_tab(&self, tab: Option<i64>) -> Result<&Tab, HostError> {
-        let known = || {
-            self.tabs
-                .iter()
-                .map(|t| t.id.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let known = || self.tabs.iter().map(|t| t.id.to_string()).collect::<Vec<_>>().join(", ");
         match tab {
             Some(id) => self.tabs.iter().find(|t| t.id == id).ok_or_else(|| {
                 HostError::new(
                     "tab_not_found",
-                    format!(
-                        "No tab {id} in the connected browser; open tabs: [{}].",
-                        known()
-                    ),
+                    format!("No tab {id} in the connected browser; open tabs: [{}].", known()),
                 )
             }),
-            None => self
-                .tracked
-                .and_then(|id| self.tabs.iter().find(|t| t.id == id))
-                .ok_or_else(|| {
-                    HostError::new(
-                        "no_tracked_tab",
-                        format!(
-                            "No tab is active in a focused window; pass tab_id (open tabs: [{}]).",
-                            known()
-                        ),
-                    )
-                }),
+            None => self.tracked.and_then(|id| self.tabs.iter().find(|t| t.id == id)).ok_or_else(|| {
+                HostError::new(
+                    "no_tracked_tab",
+                    format!("No tab is active in a focused window; pass tab_id (open tabs: [{}]).", known()),
+                )
+            }),
         }
     }
 
     /// Runs a validated `handle_dialog` call; also returns messages for the extension.
     pub fn interact(&mut self, call: DialogCall) -> Result<(Value, Vec<Value>), HostError> {
         match call {
-            DialogCall::Setup {
-                tab,
-                target,
-                accept,
-                text,
-                once,
-            } => {
+            DialogCall::Setup { tab, target, accept, text, once } => {
                 let tab = self.resolve_tab(tab)?.clone();
-                let text =
-                    if target == RuleTarget::One(DialogKind::Prompt) || target == RuleTarget::All {
-                        text
-                    } else {
-                        None
-                    };
+                let text = if target == RuleTarget::One(DialogKind::Prompt) || target == RuleTarget::All {
+                    text
+                } else {
+                    None
+                };
                 let rule = self
                     .add_rule(tab.id, target, accept, once, text)
                     .map_err(|m| HostError::new("too_many_rules", m))?;
@@ -91,10 +66,7 @@ impl State {
                         target.as_str()
                     )
                 } else {
-                    format!(
-                        "Auto-response configured for every {} dialog until cleared. Will {verb}.",
-                        target.as_str()
-                    )
+                    format!("Auto-response configured for every {} dialog until cleared. Will {verb}.", target.as_str())
                 };
                 let mut v = json!({
                     "status": "configured",
@@ -136,11 +108,7 @@ impl State {
     /// for the agent), so this acknowledges the oldest pending dialog and says honestly
     /// what happened and how to get a different answer next time.
     fn respond(&mut self, tab: &Tab, accept: bool, text: Option<String>) -> Value {
-        let Some(pos) = self
-            .pending
-            .iter()
-            .position(|id| self.record(*id).is_some_and(|r| r.tab_id == tab.id))
-        else {
+        let Some(pos) = self.pending.iter().position(|id| self.record(*id).is_some_and(|r| r.tab_id == tab.id)) else {
             let v = json!({
                 "status": "no_pending_dialog",
                 "message": "No dialog is currently pending. Use setup=true to pre-configure auto-responses for future dialogs.",
@@ -148,10 +116,7 @@ impl State {
             return self.finish(v, tab);
         };
         let id = self.pending[pos];
-        let rec = self
-            .record(id)
-            .cloned()
-            .expect("pending ids are in the history");
+        let rec = self.record(id).cloned().expect("pending ids are in the history");
         if rec.state == "open" {
             let v = json!({
                 "status": "open_native_dialog",
@@ -163,8 +128,7 @@ impl State {
         }
         self.pending.remove(pos);
         let applied = rec.kind == "alert"
-            || (rec.accepted == Some(accept)
-                && (!accept || text.is_none() || text == rec.response_text));
+            || (rec.accepted == Some(accept) && (!accept || text.is_none() || text == rec.response_text));
         let note = if applied {
             "The page already received this answer.".to_string()
         } else {
@@ -296,9 +260,7 @@ mod tests {
     #[test]
     fn unknown_tab_is_a_clear_error() {
         let mut s = state_with_tab();
-        let err = s
-            .interact(DialogCall::Status { tab: Some(99) })
-            .unwrap_err();
+        let err = s.interact(DialogCall::Status { tab: Some(99) }).unwrap_err();
         assert_eq!(err.code, "tab_not_found");
         assert!(err.message.contains("[3, 4]"), "{}", err.message);
     }
@@ -306,13 +268,7 @@ mod tests {
     #[test]
     fn respond_without_pending_says_no_pending_dialog() {
         let mut s = state_with_tab();
-        let (v, _) = s
-            .interact(DialogCall::Respond {
-                tab: None,
-                accept: true,
-                text: None,
-            })
-            .unwrap();
+        let (v, _) = s.interact(DialogCall::Respond { tab: None, accept: true, text: None }).unwrap();
         assert_eq!(v["status"], "no_pending_dialog");
         assert_eq!(v["auto_responses"], json!([]));
     }
@@ -321,25 +277,14 @@ mod tests {
     fn respond_acknowledges_a_default_answered_dialog_honestly() {
         let mut s = state_with_tab();
         s.on_extension(&json!({"type":"dialog","tab_id":3,"report":{"seq":1,"phase":"decided","kind":"confirm",
-            "message":"Delete?","decided_by":"default_policy","rules_loaded":true,"accepted":false}})).unwrap();
-        let (v, _) = s
-            .interact(DialogCall::Respond {
-                tab: None,
-                accept: true,
-                text: None,
-            })
+            "message":"Delete?","decided_by":"default_policy","rules_loaded":true,"accepted":false}}))
             .unwrap();
+        let (v, _) = s.interact(DialogCall::Respond { tab: None, accept: true, text: None }).unwrap();
         assert_eq!(v["status"], "dismissed");
         assert_eq!(v["dialog"]["accepted"], false);
         assert_eq!(v["agent_answer_applied"], false);
         assert!(v["message"].as_str().unwrap().contains("setup=true"));
-        let (v, _) = s
-            .interact(DialogCall::Respond {
-                tab: None,
-                accept: true,
-                text: None,
-            })
-            .unwrap();
+        let (v, _) = s.interact(DialogCall::Respond { tab: None, accept: true, text: None }).unwrap();
         assert_eq!(v["status"], "no_pending_dialog");
     }
 

@@ -48,25 +48,19 @@ async fn connection(stream: UnixStream, shared: Arc<Shared>) {
         };
         let mut out = ipc::reply_json(&reply).to_string();
         out.push('\n');
-        if w.write_all(out.as_bytes()).await.is_err()
-            || reply.as_ref().is_err_and(|e| e.code == "bad_request")
-        {
+        if w.write_all(out.as_bytes()).await.is_err() || reply.as_ref().is_err_and(|e| e.code == "bad_request") {
             return;
         }
     }
 }
 
 fn invalid(e: ParamError) -> RemoteError {
-    RemoteError {
-        code: "invalid_params".into(),
-        message: e.to_string(),
-        param: Some(e.param),
-    }
+    RemoteError { code: "invalid_params".into(), message: e.to_string(), param: Some(e.param) }
 }
 
 async fn handle(shared: &Shared, line: &[u8]) -> Result<Value, RemoteError> {
-    let req: Request = serde_json::from_slice(line)
-        .map_err(|e| RemoteError::new("bad_request", format!("not a request: {e}")))?;
+    let req: Request =
+        serde_json::from_slice(line).map_err(|e| RemoteError::new("bad_request", format!("not a request: {e}")))?;
     match req.tool {
         Tool::Info => Ok(shared.state().info()),
         Tool::Observe => {
@@ -77,10 +71,7 @@ async fn handle(shared: &Shared, line: &[u8]) -> Result<Value, RemoteError> {
             let args: InteractArgs = api::parse(req.args).map_err(invalid)?;
             let call = args.validate().map_err(invalid)?;
             let (mut value, msgs) = shared.state().interact(call)?;
-            let rules = msgs
-                .iter()
-                .find(|m| m["type"] == "rules")
-                .map(|m| (m["tab_id"].as_i64(), m["rev"].as_u64()));
+            let rules = msgs.iter().find(|m| m["type"] == "rules").map(|m| (m["tab_id"].as_i64(), m["rev"].as_u64()));
             shared.send(msgs);
             if let Some((Some(tab), Some(rev))) = rules {
                 let delivered = wait_for_rules(shared, tab, rev).await;

@@ -1,9 +1,7 @@
 //! The state of record: tabs, rules per tab, the 50-entry dialog history and the pending
 //! queue. Mutated only under one short lock; nothing here waits on the browser.
 
-use super::record::{
-    self, ClosedBy, DecidedBy, DialogMsg, DialogRecord, DocSeq, MAX_MESSAGE_CHARS, Phase,
-};
+use super::record::{self, ClosedBy, DecidedBy, DialogMsg, DialogRecord, DocSeq, MAX_MESSAGE_CHARS, Phase};
 use ringbuf::HeapRb;
 use ringbuf::traits::{Consumer, Observer, RingBuffer};
 use serde::{Deserialize, Serialize};
@@ -97,59 +95,36 @@ impl State {
     // ---- Messages from the extension; each returns what to send back ----
 
     pub fn on_extension(&mut self, msg: &Value) -> Result<Vec<Value>, String> {
-        let kind = msg
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or("message without a type")?;
+        let kind = msg.get("type").and_then(Value::as_str).ok_or("message without a type")?;
         match kind {
             "hello" => {
-                self.extension_version = msg
-                    .get("version")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
+                self.extension_version = msg.get("version").and_then(Value::as_str).map(str::to_owned);
                 self.pilot = msg.get("pilot").and_then(Value::as_bool).unwrap_or(false);
                 let tabs: Vec<i64> = self.rules.keys().copied().collect();
-                Ok(tabs
-                    .into_iter()
-                    .map(|tab| self.rules_message(tab))
-                    .collect())
+                Ok(tabs.into_iter().map(|tab| self.rules_message(tab)).collect())
             }
             "pilot" => {
-                self.pilot = msg
-                    .get("on")
-                    .and_then(Value::as_bool)
-                    .ok_or("pilot without `on`")?;
+                self.pilot = msg.get("on").and_then(Value::as_bool).ok_or("pilot without `on`")?;
                 Ok(Vec::new())
             }
             "tabs" => {
-                let tabs: Vec<Tab> =
-                    serde_json::from_value(msg.get("tabs").cloned().unwrap_or_default())
-                        .map_err(|e| format!("bad tabs list: {e}"))?;
+                let tabs: Vec<Tab> = serde_json::from_value(msg.get("tabs").cloned().unwrap_or_default())
+                    .map_err(|e| format!("bad tabs list: {e}"))?;
                 self.tracked = msg.get("tracked").and_then(Value::as_i64);
                 self.rules.retain(|id, _| tabs.iter().any(|t| t.id == *id));
-                self.rules_acked
-                    .retain(|id, _| tabs.iter().any(|t| t.id == *id));
+                self.rules_acked.retain(|id, _| tabs.iter().any(|t| t.id == *id));
                 self.tabs = tabs;
                 Ok(Vec::new())
             }
             "dialog" => {
-                let m: DialogMsg = serde_json::from_value(msg.clone())
-                    .map_err(|e| format!("bad dialog report: {e}"))?;
+                let m: DialogMsg =
+                    serde_json::from_value(msg.clone()).map_err(|e| format!("bad dialog report: {e}"))?;
                 self.on_dialog(m)
             }
             "rules_ack" => {
-                let tab = msg
-                    .get("tab_id")
-                    .and_then(Value::as_i64)
-                    .ok_or("rules_ack without tab_id")?;
-                let rev = msg
-                    .get("rev")
-                    .and_then(Value::as_u64)
-                    .ok_or("rules_ack without rev")?;
-                let delivered = msg
-                    .get("delivered")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
+                let tab = msg.get("tab_id").and_then(Value::as_i64).ok_or("rules_ack without tab_id")?;
+                let rev = msg.get("rev").and_then(Value::as_u64).ok_or("rules_ack without rev")?;
+                let delivered = msg.get("delivered").and_then(Value::as_bool).unwrap_or(false);
                 let acked = self.rules_acked.entry(tab).or_default();
                 if rev >= acked.0 {
                     *acked = (rev, delivered);
@@ -162,8 +137,7 @@ impl State {
 
     fn on_dialog(&mut self, m: DialogMsg) -> Result<Vec<Value>, String> {
         let r = &m.report;
-        let kind = record::parse_kind(&r.kind)
-            .ok_or_else(|| format!("unknown dialog kind `{}`", r.kind))?;
+        let kind = record::parse_kind(&r.kind).ok_or_else(|| format!("unknown dialog kind `{}`", r.kind))?;
         let key = DocSeq {
             tab: m.tab_id,
             frame: m.frame_id,
@@ -174,15 +148,10 @@ impl State {
             self.close_native(&key, r.accepted, r.value.as_deref());
             return Ok(Vec::new());
         }
-        let by =
-            DecidedBy::parse(r.decided_by.as_deref()).ok_or("report without a valid decided_by")?;
+        let by = DecidedBy::parse(r.decided_by.as_deref()).ok_or("report without a valid decided_by")?;
         let (message, cut) = record::clip(r.message.as_deref().unwrap_or(""), MAX_MESSAGE_CHARS);
         let open = r.phase == Phase::Open;
-        let rule = if by == DecidedBy::Rule {
-            r.rule_id
-        } else {
-            None
-        };
+        let rule = if by == DecidedBy::Rule { r.rule_id } else { None };
         let id = self.next_record_id;
         self.next_record_id += 1;
         let rec = DialogRecord {
@@ -190,19 +159,10 @@ impl State {
             kind: kind.as_str(),
             message,
             message_truncated: cut || r.message_cut,
-            default_text: r
-                .default_text
-                .as_deref()
-                .map(|t| record::clip(t, MAX_MESSAGE_CHARS).0),
+            default_text: r.default_text.as_deref().map(|t| record::clip(t, MAX_MESSAGE_CHARS).0),
             state: if open { "open" } else { "closed" },
             accepted: if open { None } else { r.accepted },
-            response_text: if open {
-                None
-            } else {
-                r.value
-                    .as_deref()
-                    .map(|t| record::clip(t, MAX_MESSAGE_CHARS).0)
-            },
+            response_text: if open { None } else { r.value.as_deref().map(|t| record::clip(t, MAX_MESSAGE_CHARS).0) },
             decided_by: by,
             closed_by: match by {
                 DecidedBy::Rule => Some(ClosedBy::Rule),
@@ -261,23 +221,16 @@ impl State {
             (_, None) => "left to the page".to_string(),
         };
         match by {
-            DecidedBy::Rule => format!(
-                "{} {answer}: auto-response rule {} matched",
-                kind.as_str(),
-                rule.unwrap_or(0)
-            ),
-            DecidedBy::DefaultPolicy
-                if !loaded && self.rules.get(&tab).is_some_and(|r| !r.is_empty()) =>
-            {
+            DecidedBy::Rule => format!("{} {answer}: auto-response rule {} matched", kind.as_str(), rule.unwrap_or(0)),
+            DecidedBy::DefaultPolicy if !loaded && self.rules.get(&tab).is_some_and(|r| !r.is_empty()) => {
                 format!(
                     "{} {answer} by the default policy: the dialog came before this tab's rules reached the new document",
                     kind.as_str()
                 )
             }
-            DecidedBy::DefaultPolicy => format!(
-                "{} {answer} by the default policy: no auto-response matched",
-                kind.as_str()
-            ),
+            DecidedBy::DefaultPolicy => {
+                format!("{} {answer} by the default policy: no auto-response matched", kind.as_str())
+            }
             DecidedBy::PilotOff => format!(
                 "AI Web Pilot is off: the browser showed its own {} dialog; a human must switch the pilot on in the Unmodal popup",
                 kind.as_str()
@@ -286,11 +239,7 @@ impl State {
     }
 
     fn close_native(&mut self, key: &DocSeq, accepted: Option<bool>, value: Option<&str>) {
-        let Some(rec) = self
-            .history
-            .iter_mut()
-            .find(|r| &r.key == key && r.state == "open")
-        else {
+        let Some(rec) = self.history.iter_mut().find(|r| &r.key == key && r.state == "open") else {
             return;
         };
         rec.state = "closed";
@@ -315,18 +264,9 @@ impl State {
         // A new setup for the same dialog type replaces the old one.
         rules.retain(|r| r.target != target);
         if rules.len() >= unmodal_engine::MAX_RULES {
-            return Err(format!(
-                "a tab holds at most {} rules; clear some first",
-                unmodal_engine::MAX_RULES
-            ));
+            return Err(format!("a tab holds at most {} rules; clear some first", unmodal_engine::MAX_RULES));
         }
-        let rule = Rule {
-            id: self.next_rule_id,
-            target,
-            accept,
-            once,
-            text,
-        };
+        let rule = Rule { id: self.next_rule_id, target, accept, once, text };
         self.next_rule_id += 1;
         rules.push(rule.clone());
         Ok(rule)
@@ -358,10 +298,7 @@ impl State {
     /// Once the extension answered for revision `rev` (or newer) of `tab`'s rules: whether
     /// the tab's frames received them. `None` while no answer came.
     pub fn rules_delivered(&self, tab: i64, rev: u64) -> Option<bool> {
-        self.rules_acked
-            .get(&tab)
-            .filter(|(r, _)| *r >= rev)
-            .map(|&(_, d)| d)
+        self.rules_acked.get(&tab).filter(|(r, _)| *r >= rev).map(|&(_, d)| d)
     }
 
     pub fn record(&self, id: u64) -> Option<&DialogRecord> {
@@ -383,8 +320,7 @@ mod tests {
     fn history_keeps_fifty_and_counts_evictions() {
         let mut s = State::new();
         for i in 0..60 {
-            s.on_extension(&report(1, i, "decided", "alert", "default_policy", None))
-                .unwrap();
+            s.on_extension(&report(1, i, "decided", "alert", "default_policy", None)).unwrap();
         }
         assert_eq!(s.history.occupied_len(), HISTORY);
         assert_eq!(s.evicted, 10);
@@ -396,41 +332,25 @@ mod tests {
     #[test]
     fn spent_once_rule_leaves_and_rules_are_pushed() {
         let mut s = State::new();
-        let r = s
-            .add_rule(7, RuleTarget::One(DialogKind::Confirm), true, true, None)
-            .unwrap();
-        let out = s
-            .on_extension(&report(7, 1, "decided", "confirm", "rule", Some(r.id)))
-            .unwrap();
+        let r = s.add_rule(7, RuleTarget::One(DialogKind::Confirm), true, true, None).unwrap();
+        let out = s.on_extension(&report(7, 1, "decided", "confirm", "rule", Some(r.id))).unwrap();
         assert!(s.rules_of(7).is_empty());
-        assert_eq!(
-            out,
-            vec![json!({"type": "rules", "tab_id": 7, "rev": 1, "rules": "U1"})]
-        );
-        assert!(
-            s.pending.is_empty(),
-            "rule-answered dialogs are not pending"
-        );
+        assert_eq!(out, vec![json!({"type": "rules", "tab_id": 7, "rev": 1, "rules": "U1"})]);
+        assert!(s.pending.is_empty(), "rule-answered dialogs are not pending");
     }
 
     #[test]
     fn native_dialog_is_pending_until_it_closes() {
         let mut s = State::new();
-        s.on_extension(&report(2, 9, "open", "confirm", "pilot_off", None))
-            .unwrap();
+        s.on_extension(&report(2, 9, "open", "confirm", "pilot_off", None)).unwrap();
         assert_eq!(s.pending.len(), 1);
         let id = s.pending[0];
         assert_eq!(s.record(id).unwrap().state, "open");
-        s.on_extension(
-            &json!({"type":"dialog","tab_id":2,"frame_id":0,"document_id":"d1",
-            "report":{"seq":9,"phase":"closed","kind":"confirm","accepted":true}}),
-        )
-        .unwrap();
+        s.on_extension(&json!({"type":"dialog","tab_id":2,"frame_id":0,"document_id":"d1",
+            "report":{"seq":9,"phase":"closed","kind":"confirm","accepted":true}}))
+            .unwrap();
         let rec = s.record(id).unwrap();
-        assert_eq!(
-            (rec.state, rec.accepted, rec.closed_by),
-            ("closed", Some(true), Some(ClosedBy::Remote))
-        );
+        assert_eq!((rec.state, rec.accepted, rec.closed_by), ("closed", Some(true), Some(ClosedBy::Remote)));
         assert!(s.pending.is_empty());
     }
 
@@ -440,14 +360,7 @@ mod tests {
         let c = RuleTarget::One(DialogKind::Confirm);
         s.add_rule(1, c, true, true, None).unwrap();
         s.add_rule(1, c, false, false, None).unwrap();
-        s.add_rule(
-            1,
-            RuleTarget::One(DialogKind::Prompt),
-            true,
-            true,
-            Some("x".into()),
-        )
-        .unwrap();
+        s.add_rule(1, RuleTarget::One(DialogKind::Prompt), true, true, Some("x".into())).unwrap();
         assert_eq!(s.rules_of(1).len(), 2);
         assert_eq!(s.clear_rules(1, c), 1);
         assert_eq!(s.clear_rules(1, RuleTarget::All), 1);
@@ -458,8 +371,7 @@ mod tests {
     fn closed_tabs_drop_their_rules() {
         let mut s = State::new();
         s.add_rule(1, RuleTarget::All, true, false, None).unwrap();
-        s.on_extension(&json!({"type":"tabs","tracked":2,"tabs":[{"id":2,"url":"http://a/"}]}))
-            .unwrap();
+        s.on_extension(&json!({"type":"tabs","tracked":2,"tabs":[{"id":2,"url":"http://a/"}]})).unwrap();
         assert!(s.rules_of(1).is_empty());
         assert_eq!(s.tracked, Some(2));
     }
