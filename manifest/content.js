@@ -8,7 +8,18 @@
   let pilot = globalThis.__unmodalPilot === true; // set by pilot.js if it ran first
   let pending = null;
 
+  // A same-origin child frame (a script-made about:blank one above all) can be called the
+  // moment it exists, before the service worker could answer it: start from the parent
+  // frame's config. This world's globals are invisible to the page.
+  try {
+    const inherited = window !== window.parent ? window.parent.__unmodalConfig : undefined;
+    if (typeof inherited === 'string') pending = inherited;
+  } catch {
+    // Cross-origin parent: wait for the service worker.
+  }
+
   const send = (cfg) => {
+    if (cfg.length > 1) globalThis.__unmodalConfig = cfg;
     if (toMain === null) {
       pending = cfg;
       return;

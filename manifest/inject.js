@@ -9,7 +9,7 @@
   // ---- Pristine natives (the page has not run yet) ----
   const win = window;
   const doc = document;
-  const { defineProperty, getOwnPropertyDescriptor } = Object;
+  const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf } = Object;
   const apply = Reflect.apply;
   const fnProto = Function.prototype;
   const nativeToString = fnProto.toString;
@@ -19,7 +19,11 @@
   const addEventListener = EventTarget.prototype.addEventListener;
   const detailOf = getOwnPropertyDescriptor(CustomEvent.prototype, 'detail').get;
   const NewTypeError = TypeError;
+  const NativeError = Error;
   const captureStackTrace = Error.captureStackTrace;
+  const indexOf = String.prototype.indexOf;
+  // Brand check as the natives do it: any Window (another frame's too) is a valid receiver.
+  const windowGetter = getOwnPropertyDescriptor(win, 'window').get;
   const getRandomValues = Crypto.prototype.getRandomValues;
   const cryptoObj = crypto;
   const NewUint32Array = Uint32Array;
@@ -69,9 +73,104 @@
   // content.js listens for this one event only, before any page script can exist.
   apply(dispatchEvent, doc, [new NewCustomEvent('unmodal:hello', { __proto__: null, detail: secret })]);
 
+  // ---- Errors: whatever a replacement throws looks as if the native had thrown it ----
+  // Stacks are read only while the page has no Error.prepareStackTrace (else reading would
+  // run page code with our frames); descriptors only, so no page getter ever runs.
+  const dataValue = (obj, key) => {
+    const d = getOwnPropertyDescriptor(obj, key);
+    return d && 'value' in d ? d : null;
+  };
+  const stackText = (err) => {
+    if (getOwnPropertyDescriptor(NativeError, 'prepareStackTrace') !== undefined) return null;
+    const d = (typeof err === 'object' || typeof err === 'function') && err !== null ? getOwnPropertyDescriptor(err, 'stack') : undefined;
+    if (!d) return null;
+    const text = d.get ? apply(d.get, err, []) : d.value;
+    return typeof text === 'string' ? { d, text } : null;
+  };
+  const setStack = (err, { d }, text) => {
+    if (d.set) apply(d.set, err, [text]);
+    else defineProperty(err, 'stack', { value: text, writable: d.writable, enumerable: d.enumerable, configurable: d.configurable });
+  };
+  // This script's URL as V8 prints it in frames, so our frames can be cut out.
+  const ownUrl = (() => {
+    const text = stackText(new NativeError()) ?? { text: '' };
+    const start = apply(indexOf, text.text, ['chrome-extension://']);
+    const end = start < 0 ? -1 : apply(indexOf, text.text, ['.js', start]);
+    return end < 0 ? null : apply(sliceString, text.text, [start, end + 3]);
+  })();
+  // Page code we call (an argument's toString) may throw; its stack must not show us.
+  const withoutOwnFrames = (err) => {
+    const st = ownUrl === null ? null : stackText(err);
+    if (st === null) return err;
+    let out = '';
+    let at = 0;
+    while (at <= st.text.length) {
+      let nl = apply(indexOf, st.text, ['\n', at]);
+      if (nl < 0) nl = st.text.length;
+      const line = apply(sliceString, st.text, [at, nl]);
+      if (apply(indexOf, line, [ownUrl]) < 0) out += (at === 0 ? '' : '\n') + line;
+      at = nl + 1;
+    }
+    setStack(err, st, out);
+    return err;
+  };
+  const PRIMITIVE_TYPES = { __proto__: null, number: 'Number', string: 'String', boolean: 'Boolean', symbol: 'Symbol', bigint: 'BigInt' };
+  // V8's name for a receiver in a builtin's frame: the nearest `constructor`'s name.
+  const receiverType = (v) => {
+    if (v === null || v === undefined) return '';
+    const prim = PRIMITIVE_TYPES[typeof v];
+    if (prim !== undefined) return prim + '.';
+    for (let o = v, depth = 0; o !== null && depth < 64; o = getPrototypeOf(o), depth++) {
+      const ctor = dataValue(o, 'constructor');
+      if (ctor === null) continue;
+      const name = typeof ctor.value === 'function' ? dataValue(ctor.value, 'name') : null;
+      if (name !== null && typeof name.value === 'string' && name.value !== '') return name.value + '.';
+      break;
+    }
+    return 'Object.';
+  };
+  // A builtin's error has the builtin's own frame on top, then the caller's. Ours would
+  // show our frame there: drop it (captureStackTrace) and put the builtin's back.
+  const nativeShapedError = (err, fn, receiver) => {
+    captureStackTrace(err, fn);
+    const limit = dataValue(NativeError, 'stackTraceLimit');
+    const st = stackText(err);
+    if (st === null || limit === null || typeof limit.value !== 'number' || limit.value < 1) return err;
+    const head = apply(indexOf, st.text, ['\n    at ']);
+    if (head < 0) return err;
+    let end = head;
+    for (let n = 1; n < limit.value && end >= 0; n++) end = apply(indexOf, st.text, ['\n', end + 1]);
+    const frames = end < 0 ? apply(sliceString, st.text, [head]) : apply(sliceString, st.text, [head, end]);
+    const builtin = `\n    at ${receiverType(receiver)}${fn.name} (<anonymous>)`;
+    setStack(err, st, apply(sliceString, st.text, [0, head]) + builtin + frames);
+    return err;
+  };
+  // Blink's bindings: the stack keeps V8's message, `message` gets Blink's prefix.
+  const bindingError = (fn, text) => {
+    const err = new NewTypeError(text);
+    captureStackTrace(err, fn);
+    stackText(err); // formats the stack now, with the message it has now
+    const m = getOwnPropertyDescriptor(err, 'message');
+    defineProperty(err, 'message', { ...m, __proto__: null, value: `Failed to execute '${fn.name}' on 'Window': ${text}` });
+    return err;
+  };
+  const illegalInvocation = (fn) => {
+    const err = new NewTypeError('Illegal invocation');
+    captureStackTrace(err, fn);
+    return err;
+  };
+
   // ---- Decisions ----
   let seq = 0;
-  const toText = (v) => `${v}`; // WebIDL DOMString conversion: throws on Symbol, like the native.
+  // WebIDL DOMString conversion, with the natives' errors.
+  const toText = (v, fn) => {
+    if (typeof v === 'symbol') throw bindingError(fn, 'Cannot convert a Symbol value to a string');
+    try {
+      return `${v}`;
+    } catch (err) {
+      throw withoutOwnFrames(err);
+    }
+  };
 
   const ruleText = (slot) => {
     const n = engine.rule_text(slot);
@@ -81,18 +180,19 @@
     return s;
   };
 
-  const illegalInvocation = (fn) => {
-    const err = new NewTypeError('Illegal invocation');
-    captureStackTrace(err, fn);
-    return err;
-  };
 
   function handle(kind, self, args, fn) {
-    if (self !== undefined && self !== null && self !== win) throw illegalInvocation(fn);
+    if (self !== undefined && self !== null && self !== win) {
+      try {
+        apply(windowGetter, self, []);
+      } catch {
+        throw illegalInvocation(fn);
+      }
+    }
     const message = kind === 0
-      ? (args.length === 0 ? '' : toText(args[0]))
-      : (args[0] === undefined ? '' : toText(args[0]));
-    const defaultText = kind === 2 ? (args[1] === undefined ? '' : toText(args[1])) : null;
+      ? (args.length === 0 ? '' : toText(args[0], fn))
+      : (args[0] === undefined ? '' : toText(args[0], fn));
+    const defaultText = kind === 2 ? (args[1] === undefined ? '' : toText(args[1], fn)) : null;
     const cut = message.length > MAX_MESSAGE;
 
     const packed = engine.decide(kind);
@@ -149,8 +249,7 @@
       try {
         src = apply(nativeToString, this, args);
       } catch (err) {
-        captureStackTrace(err, replacements.toString);
-        throw err;
+        throw nativeShapedError(err, replacements.toString, this);
       }
       // Keyed by source text, so every same-origin realm's toString (each frame runs this
       // same file) also prints native source for another realm's replacements.

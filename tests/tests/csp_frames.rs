@@ -1,0 +1,64 @@
+//! Pages that forbid WebAssembly, and frames the page creates itself.
+
+use serde_json::json;
+use unmodal_e2e::Session;
+
+// The first inline script counts violations; report-uri makes the browser tell the server too.
+const CSP_PAGE: &str = r#"<!doctype html><title>csp</title>
+<script>
+  window.violations = [];
+  document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective + ' ' + e.sourceFile));
+</script>
+<p>strict</p>"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn strict_csp_page_gets_rules_and_sees_no_violation() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    let csp = "script-src 'self' 'unsafe-inline'; report-uri /csp-report";
+    s.open("/csp", CSP_PAGE, &[("Content-Security-Policy", csp)]).await?;
+    s.enable_pilot().await?;
+    // The policy really forbids WebAssembly here (else this test proves nothing).
+    let wasm = s
+        .page_value(
+            "try { new WebAssembly.Module(new Uint8Array([0,97,115,109,1,0,0,0])); 'allowed' } catch (e) { e.name }",
+        )
+        .await?;
+    assert_eq!(wasm, json!("CompileError"));
+    s.page_value("violations.length = 0").await?;
+
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+        .await?;
+    assert_eq!(s.page_value("[confirm('one'), confirm('two'), prompt('three')]").await?, json!([true, true, null]));
+    let d = s.last_dialog(3).await?;
+    assert_eq!(d["type"], "prompt");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(s.page_value("violations").await?, json!([]));
+    assert_eq!(s.web.hits("/csp-report"), 1, "only the page's own probe above may be reported");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn script_created_about_blank_iframe_is_covered() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/frames", "<!doctype html><title>frames</title><body></body>", &[]).await?;
+    s.enable_pilot().await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+        .await?;
+    let v = s
+        .page_value(
+            "(() => { const f = document.createElement('iframe'); document.body.append(f);
+               const w = f.contentWindow; return [w.location.href, w.confirm('From the frame?'), w.prompt('p')]; })()",
+        )
+        .await?;
+    assert_eq!(v, json!(["about:blank", true, null]));
+    let d = s.last_dialog(2).await?;
+    let all = s.dialogs().await?;
+    let first = &all["recent_dialogs"][0];
+    assert_eq!((first["type"].as_str(), first["message"].as_str()), (Some("confirm"), Some("From the frame?")));
+    assert_eq!(first["decided_by"], "rule");
+    assert_ne!(first["frame_id"], 0, "reported from the child frame: {first}");
+    assert_eq!(d["type"], "prompt");
+    Ok(())
+}

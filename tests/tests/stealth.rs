@@ -1,0 +1,95 @@
+//! A page cannot tell the dialog functions were replaced: every probe below gives the same
+//! answer with the extension as in a browser without it.
+
+use serde_json::{Value, json};
+use unmodal_e2e::Session;
+use unmodal_e2e::browser::{Browser, Options};
+
+const PAGE: &str = r#"<!doctype html><title>stealth</title><iframe id="f" src="/child"></iframe>"#;
+
+// Runs in the page; nothing here may open a dialog (every call has a wrong receiver or throws).
+const PROBE: &str = r#"(() => {
+  const out = {};
+  const shape = (d) => d ? Object.entries(d).map(([k, v]) => k + ':' + typeof v).join(',') : 'none';
+  const err = (f) => {
+    try { f(); return 'no error'; } catch (e) {
+      return [e.constructor.name, e.message, String(e.stack).split('\n').slice(0, 3).join(' | '), shape(Object.getOwnPropertyDescriptor(e, 'stack')), Reflect.ownKeys(e).map(String).join()];
+    }
+  };
+  const limited = (n, f) => { const old = Error.stackTraceLimit; Error.stackTraceLimit = n; try { return err(f); } finally { Error.stackTraceLimit = old; } };
+  const other = document.getElementById('f').contentWindow;
+  const fts = Function.prototype.toString;
+  for (const name of ['alert', 'confirm', 'prompt']) {
+    const fn = window[name];
+    const d = Object.getOwnPropertyDescriptor(window, name);
+    out[name] = {
+      string: String(fn),
+      viaProto: fts.call(fn),
+      own: fn.toString(),
+      fromOtherRealm: other.Function.prototype.toString.call(fn),
+      otherRealmFn: fts.call(other[name]),
+      name: fn.name,
+      length: fn.length,
+      hasPrototype: 'prototype' in fn,
+      ownKeys: Reflect.ownKeys(fn).map(String),
+      descriptor: [d.writable, d.enumerable, d.configurable, typeof d.value, 'get' in d],
+      proto: Object.getPrototypeOf(fn) === Function.prototype,
+      construct: err(() => new fn()),
+      wrongThis: err(() => fn.call({})),
+      wrongThisOtherRealm: err(() => other[name].call(document)),
+      keyIndex: Object.keys(window).indexOf(name) >= 0,
+      symbolArg: err(() => fn(Symbol('s'))),
+      // The page's own code, run by the conversion of the argument, must not see our frames.
+      throwingArg: err(() => fn({ toString() { throw new Error('boom'); } })),
+    };
+  }
+  out.toString = {
+    string: fts.call(fts),
+    own: fts.toString(),
+    nested: fts.toString.toString(),
+    name: fts.name,
+    length: fts.length,
+    ownKeys: Reflect.ownKeys(fts).map(String),
+    descriptor: Object.entries(Object.getOwnPropertyDescriptor(Function.prototype, 'toString')).map(([k, v]) => k + ':' + typeof v + (typeof v === 'boolean' ? v : '')),
+    badThis: err(() => fts.call({})),
+    badThisTypes: [null, undefined, 1, 'x', Symbol('s'), 2n, [], new Map(), Object.create(null), document, new (class Foo {})()].map((v) => err(() => fts.call(v))[2]),
+    limit1: limited(1, () => fts.call({})),
+    limit0: limited(0, () => fts.call({})),
+    otherRealm: err(() => other.Function.prototype.toString.call({})),
+    construct: err(() => new fts()),
+    plain: fts.call(function probe(a, b) { return a + b; }),
+    arrow: fts.call((x) => x),
+    klass: fts.call(class K {}),
+    bound: fts.call(fts.bind(null)),
+  };
+  out.globals = Object.getOwnPropertyNames(window).filter((k) => /unmodal|engine|secret/i.test(k));
+  out.docGlobals = Object.getOwnPropertyNames(document).length;
+  return out;
+})()"#;
+
+async fn probe_in(browser: &Browser, url: &str) -> anyhow::Result<Value> {
+    let page = browser.first_page().await?;
+    page.goto(url).await?;
+    page.eval(PROBE).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replaced_functions_look_native() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.web.page("/child", "<!doctype html><p>child</p>", &[]);
+    let url = s.open("/stealth", PAGE, &[]).await?;
+    // Probe with the pilot on too: the replacement is installed either way.
+    s.enable_pilot().await?;
+    let with_extension = s.page.eval(PROBE).await?;
+    // It really is our replacement (a rule answers), not the native function.
+    s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm"})).await?;
+    assert_eq!(s.page_value("confirm('x')").await?, json!(true));
+
+    let baseline = Browser::launch(Options { extension: false, runtime: None }).await?;
+    let native = probe_in(&baseline, &url).await?;
+    assert_eq!(native["confirm"]["string"], "function confirm() { [native code] }", "baseline is sane");
+    for key in ["alert", "confirm", "prompt", "toString", "globals", "docGlobals"] {
+        assert_eq!(with_extension[key], native[key], "`{key}` differs from a browser without Unmodal");
+    }
+    Ok(())
+}
