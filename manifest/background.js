@@ -110,22 +110,24 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   if (!sender.tab) return;
   if (msg.type === 'hello') {
     reply({ type: 'config', pilot, rules: rulesByTab.get(sender.tab.id) ?? '' });
-  } else if (msg.type === 'dialog' && msg.report && typeof msg.report === 'object') {
-    const r = msg.report;
+  } else if (msg.type === 'dialogs' && Array.isArray(msg.reports)) {
     // Tab, frame and URLs come from the browser, never from the page.
-    toHost({
-      type: 'dialog',
+    const where = {
       tab_id: sender.tab.id,
       frame_id: sender.frameId ?? 0,
       document_id: sender.documentId ?? null,
       url: clip(sender.url ?? ''),
       page_url: clip(sender.tab.url ?? ''),
-      report: r,
-    });
-    if (r.phase !== 'open') {
-      recent.unshift({ kind: clip(r.kind), message: clip(r.message ?? ''), by: r.decided_by ?? 'native', accepted: r.accepted, t: r.t });
-      recent.length = Math.min(recent.length, 5);
+    };
+    for (const r of msg.reports.slice(0, 64)) {
+      if (!r || typeof r !== 'object') continue;
+      toHost({ type: 'dialog', ...where, report: r });
+      if (r.phase !== 'open') {
+        recent.unshift({ kind: clip(r.kind), message: clip(r.message ?? ''), by: r.decided_by ?? 'native', accepted: r.accepted, t: r.t });
+        recent.length = Math.min(recent.length, 5);
+      }
     }
+    if (Number.isSafeInteger(msg.folded) && msg.folded > 0) toHost({ type: 'folded', ...where, count: msg.folded });
   }
 });
 

@@ -54,17 +54,22 @@
     send((pilot ? '1' : '0') + (typeof msg.rules === 'string' ? msg.rules : ''));
   };
 
+  // A batch from the page hook: { reports: [...], folded: n }. Page-made data, checked
+  // for shape and size before it leaves the page.
   const onReport = (event) => {
-    const r = event.detail;
-    if (!r || typeof r !== 'object' || typeof r.seq !== 'number') return;
-    let size;
-    try {
-      size = JSON.stringify(r).length;
-    } catch {
-      return;
-    }
-    if (size > MAX_REPORT_CHARS) return;
-    chrome.runtime.sendMessage({ type: 'dialog', report: r }).catch(() => {});
+    const batch = event.detail;
+    if (!batch || !Array.isArray(batch.reports)) return;
+    const reports = batch.reports.filter((r) => {
+      if (!r || typeof r !== 'object' || typeof r.seq !== 'number') return false;
+      try {
+        return JSON.stringify(r).length <= MAX_REPORT_CHARS;
+      } catch {
+        return false;
+      }
+    });
+    const folded = Number.isSafeInteger(batch.folded) && batch.folded > 0 ? batch.folded : 0;
+    if (reports.length === 0 && folded === 0) return;
+    chrome.runtime.sendMessage({ type: 'dialogs', reports, folded }).catch(() => {});
   };
 
   chrome.runtime.onMessage.addListener((msg, _sender, reply) => {

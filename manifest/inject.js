@@ -35,6 +35,7 @@
   const sliceString = String.prototype.slice;
   const numberToString = Number.prototype.toString;
   const now = Date.now;
+  const queueMicrotask = win.queueMicrotask;
 
   const MAX_MESSAGE = 4096;
   const KIND_NAMES = ['alert', 'confirm', 'prompt', 'beforeunload'];
@@ -54,8 +55,28 @@
   for (let i = 0; i < 4; i++) secret += apply(numberToString, rnd[i], [36]);
   const toIsolated = secret + 'i';
 
-  const post = (detail) => {
+  // Reports leave in batches after the current task, so a dialog call costs only the
+  // decision. A native dialog's "open" goes at once (the call is about to block). A frame
+  // that floods keeps at most MAX_QUEUED reports per batch and counts the rest.
+  const MAX_QUEUED = 20;
+  let queue = [];
+  let folded = 0;
+  let flushQueued = false;
+  const flush = () => {
+    flushQueued = false;
+    const detail = { __proto__: null, reports: queue, folded };
+    queue = [];
+    folded = 0;
     apply(dispatchEvent, doc, [new NewCustomEvent(toIsolated, { __proto__: null, detail })]);
+  };
+  const post = (report, urgent) => {
+    if (queue.length < MAX_QUEUED) queue[queue.length] = report;
+    else folded++;
+    if (urgent) flush();
+    else if (!flushQueued) {
+      flushQueued = true;
+      apply(queueMicrotask, win, [flush]);
+    }
   };
 
   // Config from content.js: "<pilot 0|1|-><rules wire string or nothing>".
@@ -221,7 +242,7 @@
       accepted: outcome === 0 ? null : accepted,
       value: kind === 2 && outcome !== 0 ? value : null,
       t: now(),
-    });
+    }, outcome === 0);
     if (outcome !== 0) return value;
 
     // Pilot off: the browser's own dialog; its answer is reported when it closes.

@@ -172,6 +172,7 @@ answer, call setup=true with dialog_type=\"{}\" before the action that opens the
                     "recent_dialogs": recent,
                     "history_capacity": super::state::HISTORY,
                     "evicted": self.evicted,
+                    "folded_by_flood_limit": self.folded.get(&tab.id).copied().unwrap_or(0),
                 });
                 Ok(self.finish(v, &tab))
             }

@@ -66,6 +66,8 @@ pub struct State {
     /// the tab's frames hold the rules, so a setup can answer only when it is in force.
     rules_rev: u64,
     pub rules_acked: HashMap<i64, (u64, bool)>,
+    /// Per tab: dialog reports a flooding page folded into a count.
+    pub folded: HashMap<i64, u64>,
 }
 
 impl Default for State {
@@ -89,6 +91,7 @@ impl State {
             next_record_id: 1,
             rules_rev: 0,
             rules_acked: HashMap::new(),
+            folded: HashMap::new(),
         }
     }
 
@@ -120,6 +123,14 @@ impl State {
                 let m: DialogMsg =
                     serde_json::from_value(msg.clone()).map_err(|e| format!("bad dialog report: {e}"))?;
                 self.on_dialog(m)
+            }
+            "folded" => {
+                // Reports a flooding frame did not send; counted, never stored one by one.
+                let tab = msg.get("tab_id").and_then(Value::as_i64).ok_or("folded without tab_id")?;
+                let count = msg.get("count").and_then(Value::as_u64).ok_or("folded without count")?;
+                let n = self.folded.entry(tab).or_default();
+                *n = n.saturating_add(count);
+                Ok(Vec::new())
             }
             "rules_ack" => {
                 let tab = msg.get("tab_id").and_then(Value::as_i64).ok_or("rules_ack without tab_id")?;

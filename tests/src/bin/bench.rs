@@ -1,0 +1,69 @@
+//! `cargo xtask bench`: measures Unmodal in real headless Chromium. Each figure is the
+//! median and spread of repeated runs, beside a baseline measured in the same run.
+
+use anyhow::Result;
+use serde_json::{Value, json};
+use unmodal_e2e::Session;
+
+const RUNS: usize = 15;
+const CALLS: usize = 2000;
+
+struct Stats {
+    median: f64,
+    p10: f64,
+    p90: f64,
+}
+
+fn stats(mut xs: Vec<f64>) -> Stats {
+    xs.sort_by(f64::total_cmp);
+    let at = |q: f64| xs[((xs.len() - 1) as f64 * q).round() as usize];
+    Stats { median: at(0.5), p10: at(0.1), p90: at(0.9) }
+}
+
+fn row(name: &str, s: &Stats, unit: &str) {
+    println!("  {name:<44} median {:>9.3} {unit}   (p10 {:.3}, p90 {:.3})", s.median, s.p10, s.p90);
+}
+
+/// Per-call microseconds of `body` run `CALLS` times, once per run.
+async fn per_call_us(s: &Session, body: &str) -> Result<Vec<f64>> {
+    let mut out = Vec::new();
+    for _ in 0..RUNS {
+        let expr = format!(
+            "(() => {{ let sink = 0; const t0 = performance.now(); for (let i = 0; i < {CALLS}; i++) {{ {body} }} \
+             return [(performance.now() - t0) * 1000 / {CALLS}, sink]; }})()"
+        );
+        let v: Value = s.page_value(&expr).await?;
+        out.push(v[0].as_f64().unwrap_or(f64::NAN));
+    }
+    Ok(out)
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let s = Session::start().await?;
+    s.open(
+        "/bench",
+        "<!doctype html><title>bench</title><script>function plain(m) { return m.length > 3; }</script>",
+        &[],
+    )
+    .await?;
+    s.enable_pilot().await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+        .await?;
+
+    println!("Unmodal benchmark: {RUNS} runs of {CALLS} calls each, headless Chromium");
+    println!("\nDecision time per dialog call (page -> engine -> answer, report posted to the extension):");
+    let base = stats(per_call_us(&s, "sink += plain('Delete?') ? 1 : 0;").await?);
+    let dialog = stats(per_call_us(&s, "sink += confirm('Delete?') ? 1 : 0;").await?);
+    row("plain JS function call (baseline)", &base, "us");
+    row("confirm() answered by a rule", &dialog, "us");
+    println!("  ratio (median confirm / median baseline): {:.1}x", dialog.median / base.median.max(1e-3));
+
+    let art = &s.browser.art;
+    let size = |f: &str| std::fs::metadata(art.extension.join(f)).map(|m| m.len()).unwrap_or(0);
+    println!("\nSize of the in-page code:");
+    println!("  inject.js (page hook + engine, unminified): {} bytes", size("inject.js"));
+    println!("  content.js (bridge, isolated world):        {} bytes", size("content.js"));
+    Ok(())
+}

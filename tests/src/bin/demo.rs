@@ -1,0 +1,104 @@
+//! `cargo xtask demo`: headless Chromium with the Unmodal extension, the real host, and a
+//! scripted agent session over MCP against a page that throws dialogs. Prints each step.
+
+use anyhow::Result;
+use serde_json::{Value, json};
+use unmodal_e2e::{PageCall, Session};
+
+const PAGE: &str = r#"<!doctype html><title>Projects</title>
+<style>body{font:16px sans-serif;margin:2em} button{margin:.3em;padding:.5em 1em}</style>
+<h1>Projects</h1>
+<button id="delete">Delete project alpha</button>
+<button id="rename">Rename project</button>
+<button id="save">Save</button>
+<p id="out">nothing yet</p>
+<script>
+  const out = (t) => (document.getElementById('out').textContent = t);
+  document.getElementById('delete').onclick = () => out(confirm('Delete project alpha?') ? 'alpha deleted' : 'delete cancelled');
+  document.getElementById('rename').onclick = () => out('renamed to ' + JSON.stringify(prompt('New name?', 'alpha')));
+  document.getElementById('save').onclick = () => { alert('Saved!'); out('saved'); };
+</script>"#;
+
+fn step(n: u32, text: &str) {
+    println!("\n{n}. {text}");
+}
+
+fn show(label: &str, v: &Value) {
+    println!("   {label}: {v}");
+}
+
+async fn click(s: &Session, id: &str) -> Result<Value> {
+    s.page.click(&format!("#{id}")).await?;
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    s.page.eval("document.getElementById('out').textContent").await
+}
+
+fn describe(d: &Value) -> String {
+    format!(
+        "{} \"{}\" -> accepted={} by {} ({})",
+        d["type"].as_str().unwrap_or("?"),
+        d["message"].as_str().unwrap_or(""),
+        d["accepted"],
+        d["decided_by"].as_str().unwrap_or("?"),
+        d["explanation"].as_str().unwrap_or("")
+    )
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    println!("Unmodal demo: headless Chromium + extension + host + an MCP agent session");
+    let s = Session::start().await?;
+    println!("   Chromium started with the extension (service worker up); `unmodal mcp` connected");
+    let url = s.open("/projects", PAGE, &[]).await?;
+    println!("   page: {url}");
+
+    step(1, "AI Web Pilot is off (the default): a dialog keeps its native behaviour and is only reported");
+    let call = s
+        .page_call("document.getElementById('delete').click(), document.getElementById('out').textContent", "")
+        .await?;
+    if let PageCall::NativeDialog { kind, message, returned } = &call {
+        println!(
+            "   the browser showed its own {kind} \"{message}\" (the demo answered it as a human would: OK) -> page: {returned}"
+        );
+    }
+    let d = s.last_dialog_where(1, |d| d["state"] == "closed").await?;
+    println!("   observe: {}", describe(&d));
+
+    step(2, "A human opens the Unmodal popup and clicks the AI Web Pilot switch");
+    s.enable_pilot().await?;
+    println!("   pilot on");
+
+    step(3, "Agent: interact {action: handle_dialog, setup: true, dialog_type: confirm, accept: true}");
+    let r = s
+        .agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "accept": true}))
+        .await?;
+    show("status", &r["status"]);
+    show("message", &r["message"]);
+    show("tab", &r["tab"]);
+    println!("   agent clicks \"Delete project alpha\" -> page: {}", click(&s, "delete").await?);
+    println!("   observe: {}", describe(&s.last_dialog(2).await?));
+
+    step(4, "The rule was `once`: the next confirm gets the safe default (false)");
+    println!("   agent clicks again -> page: {}", click(&s, "delete").await?);
+    println!("   observe: {}", describe(&s.last_dialog(3).await?));
+
+    step(5, "Agent pre-answers a prompt with text, then clicks \"Rename\"");
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "prompt", "text": "beta"}))
+        .await?;
+    println!("   page: {}", click(&s, "rename").await?);
+    println!("   observe: {}", describe(&s.last_dialog(4).await?));
+
+    step(6, "No rule for alert: the default policy closes it and the page goes on");
+    println!("   page: {}", click(&s, "save").await?);
+    println!("   observe: {}", describe(&s.last_dialog(5).await?));
+
+    step(7, "Agent: interact {action: handle_dialog, status: true}");
+    let r = s.agent.ok("interact", json!({"action": "handle_dialog", "status": true})).await?;
+    show("pending_dialogs", &json!(r["pending_dialogs"].as_array().map_or(0, Vec::len)));
+    show("auto_responses", &r["auto_responses"]);
+
+    println!("\nNo native dialog blocked the tab after the pilot went on. Done.");
+    Ok(())
+}

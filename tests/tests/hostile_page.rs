@@ -1,0 +1,62 @@
+//! What a page may try against the channel between the page hook and the extension.
+
+use serde_json::json;
+use unmodal_e2e::Session;
+
+// The first inline script: listens for the hand-over and tries to forge reports and config.
+const PAGE: &str = r#"<!doctype html><title>hostile</title>
+<script>
+  window.heard = [];
+  for (const name of ['unmodal:hello', 'unmodal', 'hello']) {
+    document.addEventListener(name, (e) => heard.push(name + ':' + String(e.detail)), true);
+  }
+  window.forge = () => {
+    const fake = { seq: 1, phase: 'decided', kind: 'confirm', message: 'forged', decided_by: 'rule', rules_loaded: true, accepted: true };
+    // Re-key attempt: offer a secret of our own, then "report" and "configure" on it.
+    document.dispatchEvent(new CustomEvent('unmodal:hello', { detail: 'uabcdef' }));
+    document.dispatchEvent(new CustomEvent('uabcdefi', { detail: fake }));
+    document.dispatchEvent(new CustomEvent('uabcdefm', { detail: '1U1' }));
+    for (let i = 0; i < 50; i++) document.dispatchEvent(new CustomEvent('u' + i.toString(36) + 'i', { detail: fake }));
+  };
+</script>"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn page_can_neither_read_nor_forge_the_channel() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/hostile", PAGE, &[]).await?;
+    s.enable_pilot().await?;
+    s.page_value("forge()").await?;
+    // The forged "rule" did not reach the host, and a real dialog still goes through.
+    assert_eq!(s.page_value("confirm('real')").await?, json!(false));
+    let d = s.last_dialog(1).await?;
+    let all = s.dialogs().await?;
+    assert_eq!(all["recent_dialogs"].as_array().map(Vec::len), Some(1), "{all}");
+    assert_eq!((d["message"].as_str(), d["decided_by"].as_str()), (Some("real"), Some("default_policy")));
+    assert_eq!(
+        s.page_value("heard.filter((h) => !h.includes('uabcdef'))").await?,
+        json!([]),
+        "the page saw the hand-over"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_and_odd_arguments_are_cut_and_converted() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/odd", "<!doctype html><title>odd</title>", &[]).await?;
+    s.enable_pilot().await?;
+    let v = s
+        .page_value(
+            "[confirm('é'.repeat(100000)), confirm(null), confirm(), prompt(undefined, undefined), alert(1, 2, 3)]",
+        )
+        .await?;
+    assert_eq!(v, json!([false, false, false, null, null]));
+    let all = s.last_dialog(5).await.and(s.dialogs().await)?;
+    let r = all["recent_dialogs"].as_array().unwrap();
+    assert_eq!(r[0]["message"].as_str().unwrap().chars().count(), 4096);
+    assert_eq!(r[0]["message_truncated"], true);
+    let msgs: Vec<_> = r[1..].iter().map(|d| d["message"].as_str().unwrap_or("?")).collect();
+    assert_eq!(msgs, ["null", "", "", "1"]);
+    assert_eq!(r[3]["default_text"], "");
+    Ok(())
+}
