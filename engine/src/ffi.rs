@@ -2,20 +2,27 @@
 //! Single-threaded by construction: one instance per document.
 
 use crate::{DialogKind, Engine, MAX_TEXT_UNITS};
+use core::cell::UnsafeCell;
 
 const IO_UNITS: usize = crate::rules::ARENA_UNITS + 1024;
 
-static mut ENGINE: Engine = Engine::new();
-static mut IO: [u16; IO_UNITS] = [0; IO_UNITS];
+/// A global for a module that has one thread: wasm32 without the threads proposal.
+struct Global<T>(UnsafeCell<T>);
+
+// SAFETY: the module never runs on more than one thread.
+unsafe impl<T> Sync for Global<T> {}
+
+static ENGINE: Global<Engine> = Global(UnsafeCell::new(Engine::new()));
+static IO: Global<[u16; IO_UNITS]> = Global(UnsafeCell::new([0; IO_UNITS]));
 
 fn engine() -> &'static mut Engine {
-    // SAFETY: wasm32 without threads; no reference outlives one exported call.
-    unsafe { &mut *(&raw mut ENGINE) }
+    // SAFETY: one thread, and no reference outlives the exported call that took it.
+    unsafe { &mut *ENGINE.0.get() }
 }
 
 fn io() -> &'static mut [u16; IO_UNITS] {
     // SAFETY: as above.
-    unsafe { &mut *(&raw mut IO) }
+    unsafe { &mut *IO.0.get() }
 }
 
 /// Byte offset of the UTF-16 exchange buffer.

@@ -228,7 +228,10 @@ mod tests {
         s.encode_utf16().collect()
     }
 
-    fn collect(s: &str) -> Result<Vec<(u32, RuleTarget, bool, bool, Option<String>)>, LoadError> {
+    /// id, target, accept, once, text
+    type Parsed = (u32, RuleTarget, bool, bool, Option<String>);
+
+    fn collect(s: &str) -> Result<Vec<Parsed>, LoadError> {
         let input = units(s);
         let mut out = Vec::new();
         parse(&input, |r| out.push((r.id, r.target, r.accept, r.once, r.text.map(String::from_utf16_lossy))))?;
