@@ -56,9 +56,14 @@
   const toIsolated = secret + 'i';
 
   // Reports leave in batches after the current task, so a dialog call costs only the
-  // decision. A native dialog's "open" goes at once (the call is about to block). A frame
-  // that floods keeps at most MAX_QUEUED reports per batch and counts the rest.
-  const MAX_QUEUED = 20;
+  // decision. A native dialog's "open" goes at once (the call is about to block).
+  // Flood limit: a token bucket lets at most RATE reports a second (bursts of RATE) leave
+  // this frame; the rest are counted, exactly, and the count travels with the next batch.
+  // Reports that spend a once-rule or close a native dialog always go (the host needs them,
+  // and they cannot flood: a rule set is small, a native dialog waits for a human).
+  const RATE = 10;
+  let tokens = RATE;
+  let refilled = now();
   let queue = [];
   let folded = 0;
   let flushQueued = false;
@@ -69,8 +74,17 @@
     folded = 0;
     apply(dispatchEvent, doc, [new NewCustomEvent(toIsolated, { __proto__: null, detail })]);
   };
-  const post = (report, urgent) => {
-    if (queue.length < MAX_QUEUED) queue[queue.length] = report;
+  const admit = () => {
+    const t = now();
+    tokens = tokens + ((t - refilled) * RATE) / 1000;
+    if (tokens > RATE) tokens = RATE;
+    refilled = t;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  };
+  const post = (report, urgent, always) => {
+    if (always || admit()) queue[queue.length] = report;
     else folded++;
     if (urgent) flush();
     else if (!flushQueued) {
@@ -242,7 +256,7 @@
       accepted: outcome === 0 ? null : accepted,
       value: kind === 2 && outcome !== 0 ? value : null,
       t: now(),
-    }, outcome === 0);
+    }, outcome === 0, ((packed >>> 5) & 1) === 1);
     if (outcome !== 0) return value;
 
     // Pilot off: the browser's own dialog; its answer is reported when it closes.
@@ -256,7 +270,7 @@
       accepted: kind === 0 || (result !== false && result !== null),
       value: kind === 2 ? result : null,
       t: now(),
-    });
+    }, false, true);
     return result;
   }
 

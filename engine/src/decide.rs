@@ -27,13 +27,19 @@ pub struct Decision {
     /// False while the tab's rules have not reached this document yet: a default then
     /// stands in for a rule that may exist.
     pub rules_loaded: bool,
+    /// A `once` rule was used up by this decision (its report must reach the host).
+    pub spent: bool,
 }
 
 impl Decision {
-    /// `outcome | by << 2 | rules_loaded << 4 | (slot + 1) << 8`, for the C ABI.
+    /// `outcome | by << 2 | rules_loaded << 4 | spent << 5 | (slot + 1) << 8`, for the C ABI.
     pub fn pack(self) -> u32 {
         let slot = self.slot.map_or(0, |s| u32::from(s) + 1);
-        self.outcome as u32 | (self.by as u32) << 2 | u32::from(self.rules_loaded) << 4 | slot << 8
+        self.outcome as u32
+            | (self.by as u32) << 2
+            | u32::from(self.rules_loaded) << 4
+            | u32::from(self.spent) << 5
+            | slot << 8
     }
 }
 
@@ -110,13 +116,19 @@ impl Engine {
     pub fn decide(&mut self, kind: DialogKind) -> Decision {
         let rules_loaded = self.loaded;
         if !self.enabled {
-            return Decision { outcome: Outcome::Native, by: DecidedBy::PilotOff, slot: None, rules_loaded };
+            return Decision {
+                outcome: Outcome::Native,
+                by: DecidedBy::PilotOff,
+                slot: None,
+                rules_loaded,
+                spent: false,
+            };
         }
         if let Some(i) = self.pick(kind) {
             let slot = &mut self.slots[i];
             slot.live = !slot.once;
             let outcome = if slot.accept { Outcome::Accept } else { Outcome::Dismiss };
-            return Decision { outcome, by: DecidedBy::Rule, slot: Some(i as u8), rules_loaded };
+            return Decision { outcome, by: DecidedBy::Rule, slot: Some(i as u8), rules_loaded, spent: slot.once };
         }
         let outcome = match kind {
             DialogKind::Alert => Outcome::Accept,
@@ -124,7 +136,7 @@ impl Engine {
             // Without a rule the page's own beforeunload behaviour stands.
             DialogKind::BeforeUnload => Outcome::Native,
         };
-        Decision { outcome, by: DecidedBy::DefaultPolicy, slot: None, rules_loaded }
+        Decision { outcome, by: DecidedBy::DefaultPolicy, slot: None, rules_loaded, spent: false }
     }
 
     fn pick(&self, kind: DialogKind) -> Option<usize> {
@@ -194,13 +206,16 @@ mod tests {
         let first = e.decide(DialogKind::Confirm);
         assert_eq!((first.outcome, first.by), (Outcome::Accept, DecidedBy::Rule));
         assert_eq!(e.rule_id(first.slot.unwrap().into()), Some(5));
+        assert!(first.spent);
         let second = e.decide(DialogKind::Confirm);
         assert_eq!((second.outcome, second.by), (Outcome::Dismiss, DecidedBy::DefaultPolicy));
+        assert!(!second.spent);
     }
 
     #[test]
     fn persistent_rule_keeps_answering() {
         let mut e = engine(&[(1, CONFIRM, false, false, None)]);
+        assert!(!e.decide(DialogKind::Confirm).spent);
         for _ in 0..3 {
             assert_eq!(e.decide(DialogKind::Confirm).by, DecidedBy::Rule);
         }
@@ -247,7 +262,8 @@ mod tests {
 
     #[test]
     fn pack_layout_is_stable() {
-        let d = Decision { outcome: Outcome::Dismiss, by: DecidedBy::Rule, slot: Some(3), rules_loaded: true };
-        assert_eq!(d.pack(), 2 | 1 << 2 | 1 << 4 | 4 << 8);
+        let d =
+            Decision { outcome: Outcome::Dismiss, by: DecidedBy::Rule, slot: Some(3), rules_loaded: true, spent: true };
+        assert_eq!(d.pack(), 2 | 1 << 2 | 1 << 4 | 1 << 5 | 4 << 8);
     }
 }

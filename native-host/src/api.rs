@@ -80,6 +80,8 @@ pub enum ObserveWhat {
     Dialogs,
     /// The tabs of the connected browser and which one is tracked.
     Tabs,
+    /// Log entries: each dialog (`source: "dialog"`) and flood summaries with exact counts.
+    Logs,
 }
 
 /// `observe` arguments.
@@ -88,7 +90,7 @@ pub enum ObserveWhat {
 pub struct ObserveArgs {
     /// What to observe.
     pub what: ObserveWhat,
-    /// Target tab id for `dialogs`. Default: the tracked tab.
+    /// Target tab id for `dialogs` and `logs`. Default: the tracked tab.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tab_id: Option<i64>,
 }

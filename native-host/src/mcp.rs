@@ -102,8 +102,9 @@ accept and text. Every answer names the tab it acted on."
     #[tool(
         name = "observe",
         description = "Read browser state. what \"dialogs\": pending dialogs, the recent dialogs (message, url, time, \
-the answer and what decided it: a rule or the default policy) and the active auto-responses. what \"tabs\": the open \
-tabs and which one calls without tab_id act on."
+the answer and what decided it: a rule or the default policy) and the active auto-responses. what \"logs\": every \
+dialog as a log entry (source \"dialog\") and flood summaries with exact counts. what \"tabs\": the open tabs and which \
+one calls without tab_id act on."
     )]
     async fn observe(
         &self,

@@ -2,6 +2,7 @@
 //! over stdin/stdout. The host keeps the state of record and serves `unmodal mcp` over a
 //! Unix socket that only this user can reach.
 
+pub mod logs;
 pub mod ops;
 pub mod record;
 mod socket;

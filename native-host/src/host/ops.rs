@@ -164,6 +164,7 @@ answer, call setup=true with dialog_type=\"{}\" before the action that opens the
                 "tabs": self.tabs,
                 "pilot_enabled": self.pilot,
             })),
+            ObserveWhat::Logs => self.logs_view(args.tab_id),
             ObserveWhat::Dialogs => {
                 let tab = self.resolve_tab(args.tab_id)?.clone();
                 let recent: Vec<_> = self.history.iter().filter(|r| r.tab_id == tab.id).collect();
@@ -177,6 +178,16 @@ answer, call setup=true with dialog_type=\"{}\" before the action that opens the
                 Ok(self.finish(v, &tab))
             }
         }
+    }
+
+    fn logs_view(&self, tab: Option<i64>) -> Result<Value, HostError> {
+        let tab = self.resolve_tab(tab)?.clone();
+        let v = json!({
+            "logs": self.logs.of_tab(tab.id),
+            "capacity": super::logs::CAPACITY,
+            "evicted": self.logs.evicted,
+        });
+        Ok(self.finish(v, &tab))
     }
 
     pub fn info(&self) -> Value {

@@ -1,6 +1,7 @@
 //! The state of record: tabs, rules per tab, the 50-entry dialog history and the pending
 //! queue. Mutated only under one short lock; nothing here waits on the browser.
 
+use super::logs::{Logs, Origin};
 use super::record::{self, ClosedBy, DecidedBy, DialogMsg, DialogRecord, DocSeq, MAX_MESSAGE_CHARS, Phase};
 use ringbuf::HeapRb;
 use ringbuf::traits::{Consumer, Observer, RingBuffer};
@@ -68,6 +69,7 @@ pub struct State {
     pub rules_acked: HashMap<i64, (u64, bool)>,
     /// Per tab: dialog reports a flooding page folded into a count.
     pub folded: HashMap<i64, u64>,
+    pub logs: Logs,
 }
 
 impl Default for State {
@@ -92,6 +94,7 @@ impl State {
             rules_rev: 0,
             rules_acked: HashMap::new(),
             folded: HashMap::new(),
+            logs: Logs::default(),
         }
     }
 
@@ -130,6 +133,9 @@ impl State {
                 let count = msg.get("count").and_then(Value::as_u64).ok_or("folded without count")?;
                 let n = self.folded.entry(tab).or_default();
                 *n = n.saturating_add(count);
+                let text = |k: &str| msg.get(k).and_then(Value::as_str).unwrap_or("");
+                let frame_id = msg.get("frame_id").and_then(Value::as_i64).unwrap_or(0);
+                self.logs.folded(Origin { tab_id: tab, frame_id, url: text("url"), page_url: text("page_url") }, count);
                 Ok(Vec::new())
             }
             "rules_ack" => {
@@ -190,6 +196,7 @@ impl State {
             timestamp: record::now_rfc3339(),
             key,
         };
+        self.logs.dialog(&rec);
         if self.history.is_full() {
             self.evicted += 1;
         }

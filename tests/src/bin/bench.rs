@@ -60,6 +60,21 @@ async fn main() -> Result<()> {
     row("confirm() answered by a rule", &dialog, "us");
     println!("  ratio (median confirm / median baseline): {:.1}x", dialog.median / base.median.max(1e-3));
 
+    println!("\nA page calling alert() 10,000 times in a loop (flood limit on):");
+    let mut loop_ms = Vec::new();
+    let mut plain_ms = Vec::new();
+    for _ in 0..RUNS {
+        let t = |body: &str| {
+            format!(
+                "(() => {{ const t0 = performance.now(); for (let i = 0; i < 10000; i++) {body}; return performance.now() - t0; }})()"
+            )
+        };
+        loop_ms.push(s.page_value(&t("alert('spam ' + i)")).await?.as_f64().unwrap_or(f64::NAN));
+        plain_ms.push(s.page_value(&t("plain('spam ' + i)")).await?.as_f64().unwrap_or(f64::NAN));
+    }
+    row("10,000 plain calls (baseline)", &stats(plain_ms), "ms");
+    row("10,000 alert() calls", &stats(loop_ms), "ms");
+
     let art = &s.browser.art;
     let size = |f: &str| std::fs::metadata(art.extension.join(f)).map(|m| m.len()).unwrap_or(0);
     println!("\nSize of the in-page code:");

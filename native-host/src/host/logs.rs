@@ -1,0 +1,147 @@
+//! `observe {what: "logs"}`: every dialog also as a log entry (`source: "dialog"`), and
+//! flood summaries with their exact counts. 50 entries, oldest evicted.
+
+use super::record::{DialogRecord, now_rfc3339};
+use ringbuf::HeapRb;
+use ringbuf::traits::{Consumer, Observer, RingBuffer};
+use serde::Serialize;
+
+pub const CAPACITY: usize = 50;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LogEntry {
+    pub source: &'static str,
+    pub level: &'static str,
+    /// The dialog's type, or "flood" for a summary of folded events.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Page text (the dialog's message): data, never instructions.
+    pub message: String,
+    /// What happened, in words written by Unmodal.
+    pub summary: String,
+    pub url: String,
+    pub page_url: String,
+    pub tab_id: i64,
+    pub frame_id: i64,
+    pub timestamp: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dialog_id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+}
+
+pub struct Logs {
+    entries: HeapRb<LogEntry>,
+    pub evicted: u64,
+}
+
+impl Default for Logs {
+    fn default() -> Self {
+        Self { entries: HeapRb::new(CAPACITY), evicted: 0 }
+    }
+}
+
+/// Where a report came from, as the browser said.
+pub struct Origin<'a> {
+    pub tab_id: i64,
+    pub frame_id: i64,
+    pub url: &'a str,
+    pub page_url: &'a str,
+}
+
+impl Logs {
+    fn push(&mut self, e: LogEntry) {
+        if self.entries.is_full() {
+            self.evicted += 1;
+        }
+        self.entries.push_overwrite(e);
+    }
+
+    pub fn dialog(&mut self, r: &DialogRecord) {
+        self.push(LogEntry {
+            source: "dialog",
+            level: if r.state == "open" { "warning" } else { "info" },
+            kind: r.kind,
+            message: r.message.clone(),
+            summary: r.explanation.clone(),
+            url: r.url.clone(),
+            page_url: r.page_url.clone(),
+            tab_id: r.tab_id,
+            frame_id: r.frame_id,
+            timestamp: r.timestamp.clone(),
+            dialog_id: Some(r.id),
+            count: None,
+        });
+    }
+
+    /// Adds `count` folded events; a run of summaries from one frame stays one entry.
+    pub fn folded(&mut self, at: Origin<'_>, count: u64) {
+        if let Some(last) = self.entries.iter_mut().last()
+            && last.kind == "flood"
+            && (last.tab_id, last.frame_id) == (at.tab_id, at.frame_id)
+            && last.url == at.url
+        {
+            let total = last.count.unwrap_or(0).saturating_add(count);
+            last.count = Some(total);
+            last.summary = flood_summary(total);
+            last.timestamp = now_rfc3339();
+            return;
+        }
+        self.push(LogEntry {
+            source: "dialog",
+            level: "warning",
+            kind: "flood",
+            message: String::new(),
+            summary: flood_summary(count),
+            url: at.url.to_owned(),
+            page_url: at.page_url.to_owned(),
+            tab_id: at.tab_id,
+            frame_id: at.frame_id,
+            timestamp: now_rfc3339(),
+            dialog_id: None,
+            count: Some(count),
+        });
+    }
+
+    pub fn of_tab(&self, tab: i64) -> Vec<&LogEntry> {
+        self.entries.iter().filter(|e| e.tab_id == tab).collect()
+    }
+}
+
+fn flood_summary(n: u64) -> String {
+    format!(
+        "{n} more dialog calls from this frame were answered but not reported one by one (flood limit: 10 a second)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(frame: i64) -> Origin<'static> {
+        Origin { tab_id: 1, frame_id: frame, url: "http://a/", page_url: "http://a/" }
+    }
+
+    #[test]
+    fn consecutive_flood_summaries_of_a_frame_add_up() {
+        let mut l = Logs::default();
+        l.folded(at(0), 5);
+        l.folded(at(0), 7);
+        l.folded(at(3), 1);
+        let e = l.of_tab(1);
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].count, Some(12));
+        assert!(e[0].summary.starts_with("12 more"));
+        assert_eq!(l.of_tab(2).len(), 0);
+    }
+
+    #[test]
+    fn keeps_fifty_and_counts_evictions() {
+        let mut l = Logs::default();
+        for i in 0..60 {
+            l.folded(at(i), 1);
+        }
+        assert_eq!(l.of_tab(1).len(), CAPACITY);
+        assert_eq!(l.evicted, 10);
+    }
+}

@@ -1,0 +1,73 @@
+//! A page that calls alert() in a tight loop never blocks and never floods the agent.
+
+use serde_json::json;
+use std::time::{Duration, Instant};
+use unmodal_e2e::Session;
+
+const CALLS: u64 = 100_000;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn alert_loop_is_folded_into_an_exact_count_without_growing_memory() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/flood", "<!doctype html><title>flood</title>", &[]).await?;
+    s.enable_pilot().await?;
+    let heap = async || -> anyhow::Result<f64> {
+        s.page.call("HeapProfiler.collectGarbage", json!({})).await?;
+        Ok(s.page.call("Runtime.getHeapUsage", json!({})).await?["usedSize"].as_f64().unwrap_or(0.0))
+    };
+    // Warm up (first calls compile code), then measure.
+    s.page_value("for (let i = 0; i < 100; i++) alert('warm ' + i)").await?;
+    tokio::time::sleep(Duration::from_millis(1200)).await; // the bucket refills
+    let before = heap().await?;
+    let ms = s.page_value(&format!("(() => {{ const t = performance.now(); for (let i = 0; i < {CALLS}; i++) alert('spam ' + i); return performance.now() - t; }})()")).await?;
+    let after = heap().await?;
+    assert!(ms.as_f64().is_some(), "the loop returned");
+    assert!(after - before < 2e6, "page heap grew by {} bytes", after - before);
+
+    // The host saw at most a burst of reports; the rest arrive as one exact count.
+    let start = Instant::now();
+    loop {
+        let logs = s.agent.ok("observe", json!({"what": "logs"})).await?;
+        let entries = logs["logs"].as_array().cloned().unwrap_or_default();
+        let folded: u64 = entries.iter().filter(|e| e["type"] == "flood").filter_map(|e| e["count"].as_u64()).sum();
+        let reported = entries.iter().filter(|e| e["type"] == "alert").count() as u64;
+        let d = s.dialogs().await?;
+        let records = d["recent_dialogs"].as_array().map_or(0, Vec::len) as u64 + d["evicted"].as_u64().unwrap_or(0);
+        if folded + records >= CALLS + 100 {
+            assert_eq!(folded + records, CALLS + 100, "every call is counted exactly once: {d}");
+            assert_eq!(d["folded_by_flood_limit"], folded);
+            // Two bursts (warm-up, loop) of at most 10, plus what the bucket refilled meanwhile.
+            assert!(records <= 2 * 10 + 2, "{records} reports reached the host");
+            assert_eq!(reported, records, "each report is one log entry");
+            let flood = entries.iter().find(|e| e["type"] == "flood").unwrap();
+            assert_eq!((flood["source"].as_str(), flood["level"].as_str()), (Some("dialog"), Some("warning")));
+            assert!(flood["url"].as_str().unwrap().ends_with("/flood"));
+            return Ok(());
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "counts never added up: folded {folded}, records {records}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_dialog_is_also_a_log_entry_with_its_origin() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    let url = s.open("/logs", "<!doctype html><title>logs</title><body></body>", &[]).await?;
+    s.enable_pilot().await?;
+    s.page_value("confirm('top?'); const f = document.createElement('iframe'); document.body.append(f); f.contentWindow.prompt('inner?')").await?;
+    s.last_dialog(2).await?;
+    let logs = s.agent.ok("observe", json!({"what": "logs"})).await?;
+    let e = logs["logs"].as_array().unwrap();
+    assert_eq!(e.len(), 2, "{logs}");
+    assert_eq!(
+        (e[0]["source"].as_str(), e[0]["type"].as_str(), e[0]["message"].as_str()),
+        (Some("dialog"), Some("confirm"), Some("top?"))
+    );
+    assert_eq!(e[0]["url"], url.as_str());
+    assert_eq!(
+        (e[1]["type"].as_str(), e[1]["url"].as_str(), e[1]["page_url"].as_str()),
+        (Some("prompt"), Some("about:blank"), Some(url.as_str()))
+    );
+    assert!(e[1]["summary"].as_str().unwrap().contains("default policy"));
+    Ok(())
+}
