@@ -109,36 +109,68 @@ pub async fn call(tool: Tool, args: Value) -> Result<Value, RemoteError> {
     call_in(&paths::runtime_dir(), tool, args).await
 }
 
-pub async fn call_in(dir: &Path, tool: Tool, args: Value) -> Result<Value, RemoteError> {
+fn request_line(tool: Tool, args: Value) -> Result<Vec<u8>, RemoteError> {
     let mut line = serde_json::to_vec(&Request { tool, args })
         .map_err(|e| RemoteError::new("internal", format!("cannot encode the request: {e}")))?;
     line.push(b'\n');
+    Ok(line)
+}
+
+/// One host's answer; `None` when nobody listens there (a stale socket is removed).
+async fn ask(socket: &Path, line: &[u8]) -> Option<Result<Value, RemoteError>> {
+    match tokio::time::timeout(CALL_TIMEOUT, call_one(socket, line)).await {
+        Ok(Ok(reply)) => Some(reply),
+        Ok(Err(e)) => {
+            if e.kind() == io::ErrorKind::ConnectionRefused {
+                // A host that died without cleaning up.
+                tracing::debug!(socket = %socket.display(), "removing stale host socket");
+                let _ = std::fs::remove_file(socket);
+            } else {
+                tracing::debug!(socket = %socket.display(), error = %e, "host unreachable");
+            }
+            None
+        }
+        Err(_) => Some(Err(RemoteError::new(
+            "host_timeout",
+            format!(
+                "The Unmodal host did not answer within {} s; the browser may be hung. Check the browser, then retry.",
+                CALL_TIMEOUT.as_secs()
+            ),
+        ))),
+    }
+}
+
+pub async fn call_in(dir: &Path, tool: Tool, args: Value) -> Result<Value, RemoteError> {
+    let line = request_line(tool, args)?;
     let mut last = None;
     for socket in paths::host_sockets(dir) {
-        match tokio::time::timeout(CALL_TIMEOUT, call_one(&socket, &line)).await {
-            Ok(Ok(Err(e))) if e.code == "tab_not_found" => last = Some(e),
-            Ok(Ok(reply)) => return reply,
-            Ok(Err(e)) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                // A host that died without cleaning up; nobody listens there any more.
-                tracing::debug!(socket = %socket.display(), "removing stale host socket");
-                let _ = std::fs::remove_file(&socket);
-            }
-            Ok(Err(e)) => {
-                tracing::debug!(socket = %socket.display(), error = %e, "host unreachable")
-            }
-            Err(_) => {
-                last = Some(RemoteError::new(
-                    "host_timeout",
-                    format!(
-                        "The Unmodal host did not answer within {} s; the browser may be hung. Check the browser, \
-then retry.",
-                        CALL_TIMEOUT.as_secs()
-                    ),
-                ))
-            }
+        match ask(&socket, &line).await {
+            Some(Err(e)) if e.code == "tab_not_found" || e.code == "host_timeout" => last = Some(e),
+            Some(reply) => return reply,
+            None => {}
         }
     }
     Err(last.unwrap_or_else(RemoteError::not_connected))
+}
+
+/// Asks every connected host (newest first) and returns each one's answer.
+pub async fn call_all(tool: Tool, args: Value) -> Result<Vec<Value>, RemoteError> {
+    let dir = paths::runtime_dir();
+    let line = request_line(tool, args)?;
+    let mut answers = Vec::new();
+    let mut last = None;
+    for socket in paths::host_sockets(&dir) {
+        match ask(&socket, &line).await {
+            Some(Ok(v)) => answers.push(v),
+            Some(Err(e)) => last = Some(e),
+            None => {}
+        }
+    }
+    match (answers.is_empty(), last) {
+        (true, Some(e)) => Err(e),
+        (true, None) => Err(RemoteError::not_connected()),
+        (false, _) => Ok(answers),
+    }
 }
 
 #[cfg(test)]

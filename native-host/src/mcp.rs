@@ -1,7 +1,7 @@
 //! `unmodal mcp`: the agent's MCP server on stdio. It validates every call, then forwards
 //! it to the host of the browser that owns the tab (see `ipc`).
 
-use crate::api::{self, InteractArgs, ObserveArgs, ParamError};
+use crate::api::{self, InteractArgs, ObserveArgs, ObserveWhat, ParamError};
 use crate::ipc::{self, RemoteError, Tool};
 use anyhow::Result;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -65,6 +65,30 @@ async fn forward<T: serde::Serialize>(tool: Tool, args: &T) -> CallToolResult {
     }
 }
 
+/// The tabs of every connected browser: each host answers for its own.
+async fn all_tabs() -> CallToolResult {
+    let answers = match ipc::call_all(Tool::Observe, json!({"what": "tabs"})).await {
+        Ok(a) => a,
+        Err(e) => return failure(e),
+    };
+    let mut tabs = Vec::new();
+    for a in &answers {
+        for t in a["tabs"].as_array().into_iter().flatten() {
+            let mut t = t.clone();
+            t["browser"] = a["browser"].clone();
+            tabs.push(t);
+        }
+    }
+    // Calls without tab_id go to the newest host first: its tracked tab is the one.
+    let first = &answers[0];
+    CallToolResult::structured(json!({
+        "tracked_tab": first["tracked_tab"],
+        "pilot_enabled": first["pilot_enabled"],
+        "tabs": tabs,
+        "browsers": answers,
+    }))
+}
+
 #[derive(Clone)]
 pub struct Server {
     tool_router: ToolRouter<Self>,
@@ -111,6 +135,7 @@ one calls without tab_id act on."
         Parameters(Checked(args)): Parameters<Checked<ObserveArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
         match args {
+            Ok(a) if a.what == ObserveWhat::Tabs && a.tab_id.is_none() => Ok(all_tabs().await),
             Ok(a) => Ok(forward(Tool::Observe, &a).await),
             Err(e) => Ok(invalid(e)),
         }

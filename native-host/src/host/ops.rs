@@ -160,6 +160,7 @@ answer, call setup=true with dialog_type=\"{}\" before the action that opens the
     pub fn observe(&self, args: &ObserveArgs) -> Result<Value, HostError> {
         match args.what {
             ObserveWhat::Tabs => Ok(json!({
+                "browser": {"host_pid": std::process::id(), "extension_version": self.extension_version},
                 "tracked_tab": self.tracked,
                 "tabs": self.tabs,
                 "pilot_enabled": self.pilot,
