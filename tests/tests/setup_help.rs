@@ -1,0 +1,57 @@
+//! What a new user sees: `unmodal doctor` names what is missing and the fix; the popup
+//! shows the host connection and the last dialogs with what answered them.
+
+use serde_json::json;
+use std::process::Command;
+use unmodal_e2e::Session;
+
+fn doctor(home: &std::path::Path, runtime: &std::path::Path) -> anyhow::Result<(bool, String)> {
+    let art = unmodal_e2e::artifacts::Artifacts::find()?;
+    let out = Command::new(&art.host).arg("doctor").env("HOME", home).env("UNMODAL_RUNTIME_DIR", runtime).output()?;
+    Ok((out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_says_what_is_missing_until_nothing_is() -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    let nowhere = tempfile::tempdir()?;
+    let (ok, text) = doctor(home.path(), nowhere.path())?;
+    assert!(!ok, "{text}");
+    assert!(text.contains("MISS Chromium host registration"), "{text}");
+    assert!(text.contains("`unmodal install --browser chromium`"), "{text}");
+    assert!(text.contains("MISS browser connected") && text.contains("unmodal install"), "{text}");
+
+    let s = Session::start().await?;
+    s.open("/doctor", "<!doctype html><title>doctor</title>", &[]).await?;
+    let art = &s.browser.art;
+    assert!(Command::new(&art.host).args(["install", "--browser", "chromium"]).env("HOME", home.path()).status()?.success());
+    let (ok, text) = doctor(home.path(), &s.browser.runtime)?;
+    assert!(!ok, "{text}");
+    assert!(text.contains("ok   Chromium host registration"), "{text}");
+    assert!(text.contains("ok   browser connected"), "{text}");
+    assert!(text.contains("MISS AI Web Pilot switched on") && text.contains("popup"), "{text}");
+
+    s.enable_pilot().await?;
+    let (ok, text) = doctor(home.path(), &s.browser.runtime)?;
+    assert!(ok, "{text}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn popup_shows_host_and_recent_dialogs() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/popup", "<!doctype html><title>popup</title>", &[]).await?;
+    s.enable_pilot().await?;
+    s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm"})).await?;
+    s.page_value("confirm('Delete the draft?'); alert('Done')").await?;
+    s.last_dialog(2).await?;
+    let popup = s.browser.new_page(&format!("chrome-extension://{}/popup.html", s.browser.art.extension_id)).await?;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(popup.eval("document.getElementById('host').textContent").await?, json!("host connected"));
+    let items = popup.eval("[...document.querySelectorAll('#recent li')].map((li) => li.textContent)").await?;
+    let items: Vec<String> = serde_json::from_value(items)?;
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(items[0].contains("alert") && items[0].contains("default policy"), "{items:?}");
+    assert!(items[1].contains("Delete the draft?") && items[1].contains("accepted by rule"), "{items:?}");
+    Ok(())
+}
