@@ -50,6 +50,12 @@ function toHost(msg) {
 
 function onHostMessage(msg) {
   if (!msg || typeof msg !== 'object') return;
+  if (msg.type === 'recorded' && typeof msg.kind === 'string') {
+    // What the host stored, redacted: the popup shows only this.
+    recent.unshift({ kind: msg.kind, message: String(msg.message ?? ''), by: String(msg.decided_by), accepted: msg.accepted });
+    recent.length = Math.min(recent.length, 5);
+    return;
+  }
   if (msg.type === 'rules' && Number.isInteger(msg.tab_id) && typeof msg.rules === 'string') {
     rulesByTab.set(msg.tab_id, msg.rules);
     // The host answers the agent's setup only once the tab's frames hold the rules.
@@ -122,10 +128,6 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     for (const r of msg.reports.slice(0, 64)) {
       if (!r || typeof r !== 'object') continue;
       toHost({ type: 'dialog', ...where, report: r });
-      if (r.phase !== 'open') {
-        recent.unshift({ kind: clip(r.kind), message: clip(r.message ?? ''), by: r.decided_by ?? 'native', accepted: r.accepted, t: r.t });
-        recent.length = Math.min(recent.length, 5);
-      }
     }
     if (Number.isSafeInteger(msg.folded) && msg.folded > 0) toHost({ type: 'folded', ...where, count: msg.folded });
   }

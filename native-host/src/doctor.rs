@@ -69,6 +69,14 @@ pub fn run() -> ExitCode {
         }
         Err(e) => checks.push(Check { ok: false, what: "home directory".into(), fix: Some(e.to_string()) }),
     }
+    match crate::redact::Redactor::load() {
+        Ok(_) => checks.push(Check { ok: true, what: "redaction config".into(), fix: None }),
+        Err(e) => checks.push(Check {
+            ok: false,
+            what: "redaction config".into(),
+            fix: Some(format!("{e}; fix the file (the host uses the built-in patterns meanwhile)")),
+        }),
+    }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
     match rt {
         Ok(rt) => checks.extend(rt.block_on(connection())),

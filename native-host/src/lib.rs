@@ -10,3 +10,4 @@ pub mod install;
 pub mod ipc;
 pub mod mcp;
 pub mod paths;
+pub mod redact;

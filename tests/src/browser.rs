@@ -27,11 +27,13 @@ pub struct Options {
     pub extension: bool,
     /// Share a runtime dir between several browsers (one agent, several hosts).
     pub runtime: Option<PathBuf>,
+    /// Extra environment for the browser, which its host inherits (e.g. `UNMODAL_CONFIG`).
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { extension: true, runtime: None }
+        Self { extension: true, runtime: None, env: Vec::new() }
     }
 }
 
@@ -94,6 +96,7 @@ impl Browser {
         cmd.arg("about:blank")
             .env("UNMODAL_RUNTIME_DIR", &runtime)
             .env("UNMODAL_LOG", std::env::var("UNMODAL_LOG").unwrap_or_else(|_| "info".into()))
+            .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log)?);

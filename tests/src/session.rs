@@ -28,7 +28,11 @@ pub enum PageCall {
 
 impl Session {
     pub async fn start() -> Result<Self> {
-        let browser = Browser::launch(Options::default()).await?;
+        Self::start_with(Options::default()).await
+    }
+
+    pub async fn start_with(opts: Options) -> Result<Self> {
+        let browser = Browser::launch(opts).await?;
         let page = browser.first_page().await?;
         let web = WebServer::start()?;
         let agent = Agent::start(&browser.art.host, &browser.runtime).await?;

@@ -24,7 +24,9 @@ async fn doctor_says_what_is_missing_until_nothing_is() -> anyhow::Result<()> {
     let s = Session::start().await?;
     s.open("/doctor", "<!doctype html><title>doctor</title>", &[]).await?;
     let art = &s.browser.art;
-    assert!(Command::new(&art.host).args(["install", "--browser", "chromium"]).env("HOME", home.path()).status()?.success());
+    assert!(
+        Command::new(&art.host).args(["install", "--browser", "chromium"]).env("HOME", home.path()).status()?.success()
+    );
     let (ok, text) = doctor(home.path(), &s.browser.runtime)?;
     assert!(!ok, "{text}");
     assert!(text.contains("ok   Chromium host registration"), "{text}");

@@ -85,7 +85,7 @@ async fn replaced_functions_look_native() -> anyhow::Result<()> {
     s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm"})).await?;
     assert_eq!(s.page_value("confirm('x')").await?, json!(true));
 
-    let baseline = Browser::launch(Options { extension: false, runtime: None }).await?;
+    let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
     let native = probe_in(&baseline, &url).await?;
     assert_eq!(native["confirm"]["string"], "function confirm() { [native code] }", "baseline is sane");
     for key in ["alert", "confirm", "prompt", "toString", "globals", "docGlobals"] {

@@ -3,7 +3,8 @@
 use serde_json::json;
 use unmodal_e2e::Session;
 
-const PAGE: &str = "<!doctype html><title>nav</title><button id=b onclick=\"document.title = String(confirm('Go?'))\">go</button>";
+const PAGE: &str =
+    "<!doctype html><title>nav</title><button id=b onclick=\"document.title = String(confirm('Go?'))\">go</button>";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rule_for_one_tab_never_answers_another() -> anyhow::Result<()> {
@@ -34,7 +35,9 @@ async fn a_persistent_rule_survives_reload_navigation_and_frame_documents() -> a
     let s = Session::start().await?;
     let url = s.open("/nav", PAGE, &[]).await?;
     s.enable_pilot().await?;
-    s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false})).await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+        .await?;
     let click_answer = async || -> anyhow::Result<serde_json::Value> {
         s.page.click("#b").await?;
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -66,7 +69,9 @@ async fn first_inline_script_dialog_is_explained_honestly() -> anyhow::Result<()
     let s = Session::start().await?;
     s.open("/start", PAGE, &[]).await?;
     s.enable_pilot().await?;
-    s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false})).await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+        .await?;
     let url = s.web.page("/early", "<!doctype html><script>document.title = String(confirm('early'))</script>", &[]);
     s.page.goto(&url).await?;
     let title = s.page.eval("document.title").await?;
@@ -75,7 +80,10 @@ async fn first_inline_script_dialog_is_explained_honestly() -> anyhow::Result<()
         Some("true") => assert_eq!((d["decided_by"].as_str(), d["rules_loaded"].as_bool()), (Some("rule"), Some(true))),
         Some("false") => {
             assert_eq!((d["decided_by"].as_str(), d["rules_loaded"].as_bool()), (Some("default_policy"), Some(false)));
-            assert!(d["explanation"].as_str().unwrap().contains("before this tab's rules reached the new document"), "{d}");
+            assert!(
+                d["explanation"].as_str().unwrap().contains("before this tab's rules reached the new document"),
+                "{d}"
+            );
         }
         other => panic!("unexpected page state {other:?}"),
     }

@@ -10,7 +10,7 @@ use unmodal_e2e::web::WebServer;
 #[tokio::test(flavor = "multi_thread")]
 async fn one_agent_two_browsers() -> anyhow::Result<()> {
     let run = tempfile::tempdir()?;
-    let opts = || Options { extension: true, runtime: Some(run.path().to_path_buf()) };
+    let opts = || Options { runtime: Some(run.path().to_path_buf()), ..Options::default() };
     let (a, b) = (Browser::launch(opts()).await?, Browser::launch(opts()).await?);
     let web = WebServer::start()?;
     let page = "<!doctype html><title>two</title>";
@@ -38,9 +38,16 @@ async fn one_agent_two_browsers() -> anyhow::Result<()> {
     assert_eq!(agent.ok("interact", status(&tab_b)).await?["tab"]["url"], url_b.as_str());
     // A rule set through tab_id lands in that browser only (pilot off there: stored, flagged).
     let set = agent
-        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "alert", "tab_id": tab_b["id"]}))
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "alert", "tab_id": tab_b["id"]}),
+        )
         .await?;
-    assert_eq!((set["tab"]["url"].as_str(), set["rules_in_force"].as_bool()), (Some(url_b.as_str()), Some(true)), "{set}");
+    assert_eq!(
+        (set["tab"]["url"].as_str(), set["rules_in_force"].as_bool()),
+        (Some(url_b.as_str()), Some(true)),
+        "{set}"
+    );
     assert_eq!(agent.ok("interact", status(&tab_a)).await?["auto_responses"], json!([]));
     assert_eq!(agent.ok("interact", status(&tab_b)).await?["auto_responses"].as_array().map(Vec::len), Some(1));
     agent.close().await

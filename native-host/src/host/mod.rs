@@ -8,6 +8,7 @@ pub mod record;
 mod socket;
 pub mod state;
 
+use crate::redact::Redactor;
 use crate::{frame, paths};
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -68,8 +69,13 @@ async fn serve(origin: &str) -> Result<()> {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     tracing::info!(%origin, socket = %path.display(), "host started");
 
+    let mut state = State::new();
+    match Redactor::load() {
+        Ok(r) => state.redactor = r,
+        Err(e) => tracing::error!(error = %e, "redaction config unreadable; using the built-in patterns"),
+    }
     let (tx, rx) = mpsc::unbounded_channel();
-    let shared = Arc::new(Shared { state: Mutex::new(State::new()), to_browser: tx, browser_spoke: Notify::new() });
+    let shared = Arc::new(Shared { state: Mutex::new(state), to_browser: tx, browser_spoke: Notify::new() });
     tokio::spawn(write_to_browser(rx));
     tokio::spawn(socket::accept(listener, shared.clone()));
     tokio::select! {

@@ -100,6 +100,9 @@ pub struct DialogRecord {
     /// What prompt() returned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_text: Option<String>,
+    /// What redaction removed from the texts above (e.g. "email", "card_number").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<String>,
     pub decided_by: DecidedBy,
     pub closed_by: Option<ClosedBy>,
     pub rule_id: Option<u32>,

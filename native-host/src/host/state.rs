@@ -3,6 +3,7 @@
 
 use super::logs::{Logs, Origin};
 use super::record::{self, ClosedBy, DecidedBy, DialogMsg, DialogRecord, DocSeq, MAX_MESSAGE_CHARS, Phase};
+use crate::redact::Redactor;
 use ringbuf::HeapRb;
 use ringbuf::traits::{Consumer, Observer, RingBuffer};
 use serde::{Deserialize, Serialize};
@@ -70,6 +71,7 @@ pub struct State {
     /// Per tab: dialog reports a flooding page folded into a count.
     pub folded: HashMap<i64, u64>,
     pub logs: Logs,
+    pub redactor: Redactor,
 }
 
 impl Default for State {
@@ -95,6 +97,7 @@ impl State {
             rules_acked: HashMap::new(),
             folded: HashMap::new(),
             logs: Logs::default(),
+            redactor: Redactor::default(),
         }
     }
 
@@ -167,6 +170,18 @@ impl State {
         }
         let by = DecidedBy::parse(r.decided_by.as_deref()).ok_or("report without a valid decided_by")?;
         let (message, cut) = record::clip(r.message.as_deref().unwrap_or(""), MAX_MESSAGE_CHARS);
+        let (message, mut redacted) = self.redactor.apply(&message);
+        let mut clean = |t: &str| {
+            let (t, hits) = self.redactor.apply(&record::clip(t, MAX_MESSAGE_CHARS).0);
+            for h in hits {
+                if !redacted.contains(&h) {
+                    redacted.push(h);
+                }
+            }
+            t
+        };
+        let default_text = r.default_text.as_deref().map(&mut clean);
+        let response_text = if r.phase == Phase::Open { None } else { r.value.as_deref().map(&mut clean) };
         let open = r.phase == Phase::Open;
         let rule = if by == DecidedBy::Rule { r.rule_id } else { None };
         let id = self.next_record_id;
@@ -176,10 +191,11 @@ impl State {
             kind: kind.as_str(),
             message,
             message_truncated: cut || r.message_cut,
-            default_text: r.default_text.as_deref().map(|t| record::clip(t, MAX_MESSAGE_CHARS).0),
+            default_text,
             state: if open { "open" } else { "closed" },
             accepted: if open { None } else { r.accepted },
-            response_text: if open { None } else { r.value.as_deref().map(|t| record::clip(t, MAX_MESSAGE_CHARS).0) },
+            response_text,
+            redacted,
             decided_by: by,
             closed_by: match by {
                 DecidedBy::Rule => Some(ClosedBy::Rule),
@@ -197,6 +213,9 @@ impl State {
             key,
         };
         self.logs.dialog(&rec);
+        // The popup shows what the host stored (redacted), never the raw page text.
+        let shown = json!({"type": "recorded", "tab_id": rec.tab_id, "kind": rec.kind, "message": rec.message,
+            "decided_by": rec.decided_by, "accepted": rec.accepted, "state": rec.state});
         if self.history.is_full() {
             self.evicted += 1;
         }
@@ -210,7 +229,7 @@ impl State {
             }
         }
         // A spent once-rule leaves the tab's rule set (the page already stopped using it).
-        let mut out = Vec::new();
+        let mut out = vec![shown];
         if let (Some(rule_id), Some(rules)) = (rule, self.rules.get_mut(&m.tab_id)) {
             let before = rules.len();
             rules.retain(|x| !(x.id == rule_id && x.once));
@@ -262,7 +281,7 @@ impl State {
         };
         rec.state = "closed";
         rec.accepted = accepted;
-        rec.response_text = value.map(|v| record::clip(v, MAX_MESSAGE_CHARS).0);
+        rec.response_text = value.map(|v| self.redactor.apply(&record::clip(v, MAX_MESSAGE_CHARS).0).0);
         rec.closed_by = Some(ClosedBy::Remote);
         let id = rec.id;
         self.pending.retain(|&p| p != id);
@@ -353,7 +372,8 @@ mod tests {
         let r = s.add_rule(7, RuleTarget::One(DialogKind::Confirm), true, true, None).unwrap();
         let out = s.on_extension(&report(7, 1, "decided", "confirm", "rule", Some(r.id))).unwrap();
         assert!(s.rules_of(7).is_empty());
-        assert_eq!(out, vec![json!({"type": "rules", "tab_id": 7, "rev": 1, "rules": "U1"})]);
+        assert_eq!(out[0]["type"], "recorded");
+        assert_eq!(out[1], json!({"type": "rules", "tab_id": 7, "rev": 1, "rules": "U1"}));
         assert!(s.pending.is_empty(), "rule-answered dialogs are not pending");
     }
 
@@ -409,6 +429,22 @@ mod tests {
             assert!(s.on_extension(&bad).is_err(), "{bad}");
         }
         assert_eq!(s.history.occupied_len(), 0);
+    }
+
+    #[test]
+    fn page_text_is_redacted_before_it_is_stored_or_sent() {
+        let mut s = State::new();
+        let mut m = report(1, 1, "decided", "prompt", "default_policy", None);
+        m["report"]["message"] = json!("Card 4111-1111-1111-1111 for ada@example.com?");
+        m["report"]["default_text"] = json!("password=swordfish");
+        let out = s.on_extension(&m).unwrap();
+        let rec = s.history.iter().next().unwrap();
+        assert_eq!(rec.message, "Card [redacted:card_number] for [redacted:email]?");
+        assert_eq!(rec.default_text.as_deref(), Some("password=[redacted:password]"));
+        assert_eq!(rec.redacted, ["email", "card_number", "password"]);
+        assert_eq!(out[0]["message"], "Card [redacted:card_number] for [redacted:email]?");
+        let logs = serde_json::to_string(&s.logs.of_tab(1)).unwrap();
+        assert!(!logs.contains("4111") && !logs.contains("ada@"), "{logs}");
     }
 
     #[test]
