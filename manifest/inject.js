@@ -38,6 +38,13 @@
   const queueMicrotask = win.queueMicrotask;
 
   const MAX_MESSAGE = 4096;
+  const baseURI = getOwnPropertyDescriptor(Node.prototype, 'baseURI').get;
+  const loc = win.location;
+  // The URL rules match: the document's, or for about:blank/srcdoc frames their creator's.
+  const pageUrl = () => {
+    const href = loc.href;
+    return apply(indexOf, href, ['about:']) === 0 ? apply(baseURI, doc, []) : href;
+  };
   const KIND_NAMES = ['alert', 'confirm', 'prompt', 'beforeunload'];
   const OUTCOME_NAMES = ['native', 'accepted', 'dismissed'];
   const BY_NAMES = ['pilot_off', 'rule', 'default_policy'];
@@ -230,7 +237,20 @@
     const defaultText = kind === 2 ? (args[1] === undefined ? '' : toText(args[1], fn)) : null;
     const cut = message.length > MAX_MESSAGE;
 
-    const packed = engine.decide(kind);
+    // Rules that match on the message or the page URL need them in the engine's buffer.
+    const needs = engine.needs();
+    let m = 0;
+    let u = 0;
+    if (needs & 1) {
+      m = cut ? MAX_MESSAGE : message.length;
+      for (let i = 0; i < m; i++) io[i] = apply(charCodeAt, message, [i]);
+    }
+    if (needs & 2) {
+      const url = pageUrl();
+      u = url.length < MAX_MESSAGE ? url.length : MAX_MESSAGE;
+      for (let i = 0; i < u; i++) io[m + i] = apply(charCodeAt, url, [i]);
+    }
+    const packed = engine.decide(kind, m, u);
     const outcome = packed & 3;
     const slot = (packed >>> 8) - 1;
     const accepted = outcome === 1;

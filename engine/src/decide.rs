@@ -1,3 +1,4 @@
+use crate::matching::contains_folded;
 use crate::rules::{self, ARENA_UNITS, LoadError, MAX_RULES};
 use crate::{DialogKind, RuleTarget};
 
@@ -51,18 +52,47 @@ struct Slot {
     once: bool,
     live: bool,
     text: Option<(u16, u16)>,
+    message: Option<(u16, u16)>,
+    url: Option<(u16, u16)>,
 }
 
 impl Slot {
     // All zeros, so the slots stay in .bss instead of the in-page code.
-    const EMPTY: Slot =
-        Slot { id: 0, target: RuleTarget::One(DialogKind::Alert), accept: false, once: false, live: false, text: None };
+    const EMPTY: Slot = Slot {
+        id: 0,
+        target: RuleTarget::One(DialogKind::Alert),
+        accept: false,
+        once: false,
+        live: false,
+        text: None,
+        message: None,
+        url: None,
+    };
+
+    /// Higher wins: each match condition counts more than naming the exact kind.
+    fn specificity(&self) -> u8 {
+        2 * u8::from(self.message.is_some())
+            + 2 * u8::from(self.url.is_some())
+            + u8::from(self.target != RuleTarget::All)
+    }
 }
+
+/// What a dialog is matched against: its message and the page's URL (UTF-16).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Subject<'a> {
+    pub message: &'a [u16],
+    pub url: &'a [u16],
+}
+
+/// Which parts of the subject the loaded rules look at (the page copies only those).
+pub const NEEDS_MESSAGE: u32 = 1;
+pub const NEEDS_URL: u32 = 2;
 
 /// One document's engine: the pilot switch, the tab's rules, and the decision.
 pub struct Engine {
     enabled: bool,
     loaded: bool,
+    needs: u32,
     len: usize,
     slots: [Slot; MAX_RULES],
     arena: [u16; ARENA_UNITS],
@@ -76,7 +106,14 @@ impl Default for Engine {
 
 impl Engine {
     pub const fn new() -> Self {
-        Self { enabled: false, loaded: false, len: 0, slots: [Slot::EMPTY; MAX_RULES], arena: [0; ARENA_UNITS] }
+        Self {
+            enabled: false,
+            loaded: false,
+            needs: 0,
+            len: 0,
+            slots: [Slot::EMPTY; MAX_RULES],
+            arena: [0; ARENA_UNITS],
+        }
     }
 
     /// The AI Web Pilot switch. Off: every dialog keeps its native behaviour.
@@ -87,33 +124,50 @@ impl Engine {
     /// Replaces the rules with the encoded set in `input`. On error nothing changes.
     pub fn load(&mut self, input: &[u16]) -> Result<usize, LoadError> {
         let mut text_units = 0usize;
-        rules::parse(input, |r| text_units += r.text.map_or(0, <[u16]>::len))?;
+        rules::parse(input, |r| text_units += r.units())?;
         if text_units > ARENA_UNITS {
             return Err(LoadError::TooManyRules);
         }
-        let (mut n, mut used) = (0, 0usize);
+        let (mut n, mut used, mut needs) = (0, 0usize, 0);
         let (slots, arena) = (&mut self.slots, &mut self.arena);
+        let mut store = |t: Option<&[u16]>| {
+            let t = t?;
+            let dst = arena.get_mut(used..used + t.len())?;
+            dst.copy_from_slice(t);
+            let span = (used as u16, t.len() as u16);
+            used += t.len();
+            Some(span)
+        };
         rules::parse(input, |r| {
-            let text = r.text.and_then(|t| {
-                let dst = arena.get_mut(used..used + t.len())?;
-                dst.copy_from_slice(t);
-                let span = (used as u16, t.len() as u16);
-                used += t.len();
-                Some(span)
-            });
+            let (text, message, url) = (store(r.text), store(r.message), store(r.url));
+            needs |= if message.is_some() { NEEDS_MESSAGE } else { 0 } | if url.is_some() { NEEDS_URL } else { 0 };
             if let Some(slot) = slots.get_mut(n) {
-                *slot = Slot { id: r.id, target: r.target, accept: r.accept, once: r.once, live: true, text };
+                *slot =
+                    Slot { id: r.id, target: r.target, accept: r.accept, once: r.once, live: true, text, message, url };
             }
             n += 1;
         })?;
+        self.needs = needs;
         self.len = n;
         self.loaded = true;
         Ok(n)
     }
 
-    /// Decides one dialog. A rule for the exact kind beats an `all` rule; among equals the
-    /// later one (the newer setup) wins. A `once` rule is spent by the dialog it answers.
+    /// What the loaded rules match on (`NEEDS_MESSAGE | NEEDS_URL`).
+    pub fn needs(&self) -> u32 {
+        self.needs
+    }
+
+    /// Decides a dialog that no rule matches on message or URL (see `decide_for`).
     pub fn decide(&mut self, kind: DialogKind) -> Decision {
+        self.decide_for(kind, Subject::default())
+    }
+
+    /// Decides one dialog. Among the live rules that apply, the most specific wins (a
+    /// message or URL match counts more than naming the exact kind rather than `all`);
+    /// among equals the later one (the newer setup). A `once` rule is spent by the dialog
+    /// it answers.
+    pub fn decide_for(&mut self, kind: DialogKind, subject: Subject<'_>) -> Decision {
         let rules_loaded = self.loaded;
         if !self.enabled {
             return Decision {
@@ -124,7 +178,7 @@ impl Engine {
                 spent: false,
             };
         }
-        if let Some(i) = self.pick(kind) {
+        if let Some(i) = self.pick(kind, subject) {
             let slot = &mut self.slots[i];
             slot.live = !slot.once;
             let outcome = if slot.accept { Outcome::Accept } else { Outcome::Dismiss };
@@ -139,12 +193,22 @@ impl Engine {
         Decision { outcome, by: DecidedBy::DefaultPolicy, slot: None, rules_loaded, spent: false }
     }
 
-    fn pick(&self, kind: DialogKind) -> Option<usize> {
-        let live = self.slots.get(..self.len)?;
-        let best = |exact: bool| {
-            live.iter().rposition(|s| s.live && s.target.matches(kind) && (s.target != RuleTarget::All) == exact)
+    fn pick(&self, kind: DialogKind, subject: Subject<'_>) -> Option<usize> {
+        let arena = &self.arena;
+        let span = |s: (u16, u16)| arena.get(usize::from(s.0)..usize::from(s.0) + usize::from(s.1)).unwrap_or(&[]);
+        let applies = |s: &Slot| {
+            s.live
+                && s.target.matches(kind)
+                && s.message.is_none_or(|m| contains_folded(subject.message, span(m)))
+                && s.url.is_none_or(|u| contains_folded(subject.url, span(u)))
         };
-        best(true).or_else(|| best(false))
+        let mut best: Option<(usize, u8)> = None;
+        for (i, s) in self.slots.get(..self.len)?.iter().enumerate() {
+            if applies(s) && best.is_none_or(|(_, b)| s.specificity() >= b) {
+                best = Some((i, s.specificity()));
+            }
+        }
+        best.map(|(i, _)| i)
     }
 
     pub fn rule_id(&self, slot: usize) -> Option<u32> {
@@ -265,5 +329,29 @@ mod tests {
         let d =
             Decision { outcome: Outcome::Dismiss, by: DecidedBy::Rule, slot: Some(3), rules_loaded: true, spent: true };
         assert_eq!(d.pack(), 2 | 1 << 2 | 1 << 4 | 1 << 5 | 4 << 8);
+    }
+
+    #[test]
+    fn message_and_url_matches_are_most_specific() {
+        let mut e = Encoder::new();
+        e.rule(1, RuleTarget::All, false, false, None);
+        e.rule_matching(2, CONFIRM, true, false, None, Some("Project ALPHA"), None);
+        e.rule_matching(3, RuleTarget::All, true, false, None, None, Some("admin.example"));
+        let mut engine = Engine::new();
+        engine.set_enabled(true);
+        let wire: Vec<u16> = e.finish().encode_utf16().collect();
+        engine.load(&wire).unwrap();
+        assert_eq!(engine.needs(), NEEDS_MESSAGE | NEEDS_URL);
+        let u = |s: &str| s.encode_utf16().collect::<Vec<u16>>();
+        let mut id = |msg: &str, url: &str| {
+            let (m, l) = (u(msg), u(url));
+            let d = engine.decide_for(DialogKind::Confirm, Subject { message: &m, url: &l });
+            (engine.rule_id(d.slot.unwrap().into()).unwrap(), d.outcome)
+        };
+        assert_eq!(id("Delete project alpha?", "https://shop.example/"), (2, Outcome::Accept));
+        assert_eq!(id("Delete project beta?", "https://shop.example/"), (1, Outcome::Dismiss));
+        assert_eq!(id("Delete project beta?", "https://ADMIN.example/x"), (3, Outcome::Accept));
+        // Both match: message + exact kind (3) beats URL + all (2).
+        assert_eq!(id("Delete project alpha?", "https://admin.example/"), (2, Outcome::Accept));
     }
 }

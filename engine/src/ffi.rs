@@ -1,7 +1,7 @@
 //! The C ABI the page's loader calls (numbers in, strings through linear memory).
 //! Single-threaded by construction: one instance per document.
 
-use crate::{DialogKind, Engine, MAX_TEXT_UNITS};
+use crate::{DialogKind, Engine, MAX_TEXT_UNITS, Subject};
 use core::cell::UnsafeCell;
 
 const IO_UNITS: usize = crate::rules::ARENA_UNITS + 1024;
@@ -54,13 +54,22 @@ pub extern "C" fn load_rules(len: u32) -> i32 {
     }
 }
 
-/// Decides a dialog of `kind`; see `Decision::pack` for the result layout.
+/// What the page must copy before `decide`: bit 0 the message, bit 1 the page URL.
 #[unsafe(no_mangle)]
-pub extern "C" fn decide(kind: u32) -> u32 {
-    match DialogKind::from_u8(kind as u8) {
-        Some(k) => engine().decide(k).pack(),
-        None => 0,
-    }
+pub extern "C" fn needs() -> u32 {
+    engine().needs()
+}
+
+/// Decides a dialog of `kind` whose message (`msg_len` units) and then page URL
+/// (`url_len` units) are in the buffer; see `Decision::pack` for the result layout.
+#[unsafe(no_mangle)]
+pub extern "C" fn decide(kind: u32, msg_len: u32, url_len: u32) -> u32 {
+    let Some(kind) = DialogKind::from_u8(kind as u8) else { return 0 };
+    let (m, u) = (msg_len as usize, url_len as usize);
+    let buf: &[u16] = io();
+    let message = buf.get(..m).unwrap_or(&[]);
+    let url = buf.get(m..m.saturating_add(u)).unwrap_or(&[]);
+    engine().decide_for(kind, Subject { message, url }).pack()
 }
 
 #[unsafe(no_mangle)]

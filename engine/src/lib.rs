@@ -9,11 +9,12 @@
 
 mod decide;
 mod kind;
+pub mod matching;
 pub mod rules;
 
 #[cfg(target_arch = "wasm32")]
 mod ffi;
 
-pub use decide::{DecidedBy, Decision, Engine, Outcome};
+pub use decide::{DecidedBy, Decision, Engine, NEEDS_MESSAGE, NEEDS_URL, Outcome, Subject};
 pub use kind::{DialogKind, RuleTarget};
-pub use rules::{LoadError, MAX_RULES, MAX_TEXT_UNITS};
+pub use rules::{LoadError, MAX_MATCH_UNITS, MAX_RULES, MAX_TEXT_UNITS};

@@ -9,6 +9,8 @@
 //!        | "a" ("0" | "1")         accept (default 1)
 //!        | "o" ("0" | "1")         once (default 1)
 //!        | "x" decimal ":" units   prompt text: length in code units, then the units
+//!        | "m" decimal ":" units   only dialogs whose message contains this (folded, see matching)
+//!        | "u" decimal ":" units   only dialogs whose page URL contains this (folded)
 //! ```
 
 use crate::RuleTarget;
@@ -17,6 +19,8 @@ use crate::RuleTarget;
 pub const MAX_RULES: usize = 32;
 /// At most this many UTF-16 code units of prompt text per rule.
 pub const MAX_TEXT_UNITS: usize = 4096;
+/// At most this many code units in a rule's message or URL match.
+pub const MAX_MATCH_UNITS: usize = 512;
 /// Room for all rule texts of a tab together.
 pub const ARENA_UNITS: usize = 16 * 1024;
 
@@ -55,6 +59,15 @@ pub struct RuleSpec<'a> {
     pub accept: bool,
     pub once: bool,
     pub text: Option<&'a [u16]>,
+    pub message: Option<&'a [u16]>,
+    pub url: Option<&'a [u16]>,
+}
+
+impl RuleSpec<'_> {
+    /// Arena units this rule needs.
+    pub fn units(&self) -> usize {
+        [self.text, self.message, self.url].iter().flatten().map(|t| t.len()).sum()
+    }
 }
 
 const HEADER: [u16; 2] = [b'U' as u16, b'1' as u16];
@@ -81,6 +94,7 @@ pub fn parse<'a>(input: &'a [u16], mut each: impl FnMut(RuleSpec<'a>)) -> Result
 
 fn parse_rule<'a>(cur: &mut Cursor<'a>, index: usize) -> Result<RuleSpec<'a>, LoadError> {
     let (mut id, mut target, mut accept, mut once, mut text) = (None, None, None, None, None);
+    let (mut message, mut url) = (None, None);
     while let Some(tag) = cur.peek() {
         if tag == u16::from(b'R') {
             break;
@@ -112,6 +126,15 @@ fn parse_rule<'a>(cur: &mut Cursor<'a>, index: usize) -> Result<RuleSpec<'a>, Lo
                 let v = cur.take(len)?;
                 text.replace(v).is_some()
             }
+            b'm' | b'u' => {
+                let len = cur.decimal(b':')? as usize;
+                if len > MAX_MATCH_UNITS {
+                    return Err(LoadError::TextTooLong { rule: index });
+                }
+                let v = cur.take(len)?;
+                let field = if tag == u16::from(b'm') { &mut message } else { &mut url };
+                field.replace(v).is_some()
+            }
             _ => return Err(LoadError::Unexpected { at }),
         };
         if dup {
@@ -124,6 +147,8 @@ fn parse_rule<'a>(cur: &mut Cursor<'a>, index: usize) -> Result<RuleSpec<'a>, Lo
         accept: accept.unwrap_or(true),
         once: once.unwrap_or(true),
         text,
+        message,
+        url,
     })
 }
 
@@ -207,10 +232,32 @@ impl Encoder {
     }
 
     pub fn rule(&mut self, id: u32, target: RuleTarget, accept: bool, once: bool, text: Option<&str>) {
+        self.rule_matching(id, target, accept, once, text, None, None);
+    }
+
+    /// A rule that applies only when the message and/or URL contain the given texts
+    /// (compared case-insensitively; they are folded here).
+    #[allow(clippy::too_many_arguments)]
+    pub fn rule_matching(
+        &mut self,
+        id: u32,
+        target: RuleTarget,
+        accept: bool,
+        once: bool,
+        text: Option<&str>,
+        message: Option<&str>,
+        url: Option<&str>,
+    ) {
         use std::fmt::Write;
         let _ = write!(self.out, "Ri{id};t{}a{}o{}", target.code(), u8::from(accept), u8::from(once));
         if let Some(t) = text {
             let _ = write!(self.out, "x{}:{t}", t.encode_utf16().count());
+        }
+        for (tag, m) in [('m', message), ('u', url)] {
+            if let Some(m) = m {
+                let units: Vec<u16> = m.encode_utf16().map(crate::matching::fold).collect();
+                let _ = write!(self.out, "{tag}{}:{}", units.len(), String::from_utf16_lossy(&units));
+            }
         }
     }
 

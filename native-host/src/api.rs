@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use unmodal_engine::{MAX_TEXT_UNITS, RuleTarget};
+use unmodal_engine::{MAX_MATCH_UNITS, MAX_TEXT_UNITS, RuleTarget};
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -35,6 +35,18 @@ impl DialogTypeArg {
             Self::All => RuleTarget::All,
         }
     }
+}
+
+/// Conditions that narrow a rule to some dialogs (both must hold when both are given).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct MatchArg {
+    /// Only dialogs whose message contains this text (case-insensitive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_contains: Option<String>,
+    /// Only dialogs on pages whose URL contains this text (case-insensitive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_contains: Option<String>,
 }
 
 /// `interact` arguments, as in the dialog-handling spec.
@@ -68,6 +80,10 @@ pub struct InteractArgs {
     /// With setup: remove auto-responses for `dialog_type` (default "all").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clear: Option<bool>,
+    /// With setup: apply the rule only to dialogs whose message and/or page URL contain
+    /// these texts. The most specific matching rule wins, and the dialog's record names it.
+    #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<MatchArg>,
     /// true = only report pending dialogs and active auto-responses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<bool>,
@@ -98,7 +114,7 @@ pub struct ObserveArgs {
 /// A validated `handle_dialog` call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DialogCall {
-    Setup { tab: Option<i64>, target: RuleTarget, accept: bool, text: Option<String>, once: bool },
+    Setup { tab: Option<i64>, target: RuleTarget, accept: bool, text: Option<String>, once: bool, matcher: MatchArg },
     Clear { tab: Option<i64>, target: RuleTarget },
     Status { tab: Option<i64> },
     Respond { tab: Option<i64>, accept: bool, text: Option<String> },
@@ -165,12 +181,27 @@ impl InteractArgs {
                     "required with setup: true; one of alert, confirm, prompt, beforeunload, all",
                 ));
             };
+            let matcher = self.matcher.clone().unwrap_or_default();
+            for (param, v) in
+                [("match.message_contains", &matcher.message_contains), ("match.url_contains", &matcher.url_contains)]
+            {
+                match v {
+                    Some(t) if t.is_empty() => {
+                        return Err(bad(param, "must not be empty; leave it out to match every dialog"));
+                    }
+                    Some(t) if t.encode_utf16().count() > MAX_MATCH_UNITS => {
+                        return Err(bad(param, format!("at most {MAX_MATCH_UNITS} characters")));
+                    }
+                    _ => {}
+                }
+            }
             return Ok(DialogCall::Setup {
                 tab,
                 target: kind.target(),
                 accept: self.accept.unwrap_or(true),
                 text: self.text.clone(),
                 once: self.once.unwrap_or(true),
+                matcher,
             });
         }
         if self.dialog_type.is_some() {
@@ -178,6 +209,9 @@ impl InteractArgs {
         }
         if self.once.is_some() {
             return Err(bad("once", "only with setup: true"));
+        }
+        if self.matcher.is_some() {
+            return Err(bad("match", "only with setup: true"));
         }
         Ok(DialogCall::Respond { tab, accept: self.accept.unwrap_or(true), text: self.text.clone() })
     }
@@ -202,7 +236,8 @@ mod tests {
                 target: RuleTarget::One(DialogKind::Confirm),
                 accept: true,
                 text: None,
-                once: true
+                once: true,
+                matcher: MatchArg::default(),
             })
         );
         assert_eq!(

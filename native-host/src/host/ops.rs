@@ -49,7 +49,7 @@ impl State {
     /// Runs a validated `handle_dialog` call; also returns messages for the extension.
     pub fn interact(&mut self, call: DialogCall) -> Result<(Value, Vec<Value>), HostError> {
         match call {
-            DialogCall::Setup { tab, target, accept, text, once } => {
+            DialogCall::Setup { tab, target, accept, text, once, matcher } => {
                 let tab = self.resolve_tab(tab)?.clone();
                 let text = if target == RuleTarget::One(DialogKind::Prompt) || target == RuleTarget::All {
                     text
@@ -57,7 +57,7 @@ impl State {
                     None
                 };
                 let rule = self
-                    .add_rule(tab.id, target, accept, once, text)
+                    .add_rule_matching(tab.id, target, accept, once, text, matcher)
                     .map_err(|m| HostError::new("too_many_rules", m))?;
                 let verb = if accept { "accept" } else { "dismiss" };
                 let message = if once {
@@ -78,6 +78,9 @@ impl State {
                 });
                 if let Some(t) = &rule.text {
                     v["text"] = json!(t);
+                }
+                if rule.matcher != Default::default() {
+                    v["match"] = json!(rule.matcher);
                 }
                 Ok((self.finish(v, &tab), vec![self.rules_message(tab.id)]))
             }
@@ -236,6 +239,7 @@ mod tests {
 
     fn setup(s: &mut State, tab: Option<i64>) -> Value {
         let call = DialogCall::Setup {
+            matcher: Default::default(),
             tab,
             target: RuleTarget::One(DialogKind::Confirm),
             accept: true,

@@ -3,6 +3,7 @@
 
 use super::logs::{Logs, Origin};
 use super::record::{self, ClosedBy, DecidedBy, DialogMsg, DialogRecord, DocSeq, MAX_MESSAGE_CHARS, Phase};
+use crate::api::MatchArg;
 use crate::redact::Redactor;
 use ringbuf::HeapRb;
 use ringbuf::traits::{Consumer, Observer, RingBuffer};
@@ -34,9 +35,22 @@ pub struct Rule {
     pub accept: bool,
     pub once: bool,
     pub text: Option<String>,
+    pub matcher: MatchArg,
 }
 
 impl Rule {
+    /// How the rule is named in a dialog's explanation.
+    pub fn describe(&self) -> String {
+        let mut d = format!("rule {}", self.id);
+        if let Some(m) = &self.matcher.message_contains {
+            d += &format!(" (message contains {m:?})");
+        }
+        if let Some(u) = &self.matcher.url_contains {
+            d += &format!(" (URL contains {u:?})");
+        }
+        d
+    }
+
     pub fn to_json(&self) -> Value {
         let mut v = json!({
             "rule_id": self.id,
@@ -46,6 +60,9 @@ impl Rule {
         });
         if let Some(t) = &self.text {
             v["text"] = json!(t);
+        }
+        if self.matcher != MatchArg::default() {
+            v["match"] = json!(self.matcher);
         }
         v
     }
@@ -258,7 +275,14 @@ impl State {
             (_, None) => "left to the page".to_string(),
         };
         match by {
-            DecidedBy::Rule => format!("{} {answer}: auto-response rule {} matched", kind.as_str(), rule.unwrap_or(0)),
+            DecidedBy::Rule => {
+                let named = self
+                    .rules_of(tab)
+                    .iter()
+                    .find(|r| Some(r.id) == rule)
+                    .map_or_else(|| format!("rule {}", rule.unwrap_or(0)), Rule::describe);
+                format!("{} {answer}: auto-response {named} matched", kind.as_str())
+            }
             DecidedBy::DefaultPolicy if !loaded && self.rules.get(&tab).is_some_and(|r| !r.is_empty()) => {
                 format!(
                     "{} {answer} by the default policy: the dialog came before this tab's rules reached the new document",
@@ -297,13 +321,25 @@ impl State {
         once: bool,
         text: Option<String>,
     ) -> Result<Rule, String> {
+        self.add_rule_matching(tab, target, accept, once, text, MatchArg::default())
+    }
+
+    pub fn add_rule_matching(
+        &mut self,
+        tab: i64,
+        target: RuleTarget,
+        accept: bool,
+        once: bool,
+        text: Option<String>,
+        matcher: MatchArg,
+    ) -> Result<Rule, String> {
         let rules = self.rules.entry(tab).or_default();
-        // A new setup for the same dialog type replaces the old one.
-        rules.retain(|r| r.target != target);
+        // A new setup for the same dialog type and the same match replaces the old one.
+        rules.retain(|r| r.target != target || r.matcher != matcher);
         if rules.len() >= unmodal_engine::MAX_RULES {
             return Err(format!("a tab holds at most {} rules; clear some first", unmodal_engine::MAX_RULES));
         }
-        let rule = Rule { id: self.next_rule_id, target, accept, once, text };
+        let rule = Rule { id: self.next_rule_id, target, accept, once, text, matcher };
         self.next_rule_id += 1;
         rules.push(rule.clone());
         Ok(rule)
@@ -326,7 +362,16 @@ impl State {
     pub fn rules_message(&mut self, tab: i64) -> Value {
         let mut enc = Encoder::new();
         for r in self.rules_of(tab) {
-            enc.rule(r.id, r.target, r.accept, r.once, r.text.as_deref());
+            let m = &r.matcher;
+            enc.rule_matching(
+                r.id,
+                r.target,
+                r.accept,
+                r.once,
+                r.text.as_deref(),
+                m.message_contains.as_deref(),
+                m.url_contains.as_deref(),
+            );
         }
         self.rules_rev += 1;
         json!({"type": "rules", "tab_id": tab, "rev": self.rules_rev, "rules": enc.finish()})
