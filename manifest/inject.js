@@ -27,6 +27,7 @@
   const getRandomValues = Crypto.prototype.getRandomValues;
   const cryptoObj = crypto;
   const NewUint32Array = Uint32Array;
+  const NewUint16Array = Uint16Array;
   const NewMap = Map;
   const mapGet = Map.prototype.get;
   const mapSet = Map.prototype.set;
@@ -49,11 +50,39 @@
   const OUTCOME_NAMES = ['native', 'accepted', 'dismissed'];
   const BY_NAMES = ['pilot_off', 'rule', 'default_policy'];
 
-  // ---- Engine (Rust → wasm32 → wasm2js), instantiated now while natives are pristine ----
-  const engine = (() => {
+  // ---- Engine (Rust → wasm32 → wasm2js), built on the first dialog ----
+  // Most frames never show a dialog, and building the engine costs more than the rest of
+  // this file. The factory sees only globals captured now, so a page that later replaces
+  // Math, typed arrays or String methods can neither break it nor see it being built.
+  const ENGINE_GLOBALS = [
+    { __proto__: null, abs: Math.abs, ceil: Math.ceil, clz32: Math.clz32, floor: Math.floor, fround: Math.fround,
+      imul: Math.imul, max: Math.max, min: Math.min, sqrt: Math.sqrt, trunc: Math.trunc },
+    ArrayBuffer, Int8Array, Int16Array, Int32Array, Uint8Array, Uint16Array, Uint32Array, Float32Array, Float64Array,
+    { __proto__: null, create: Object.create, prototype: Object.prototype },
+    Error,
+    (str, i) => apply(charCodeAt, str, [i]),
+  ];
+  // eslint-disable-next-line no-shadow
+  const factory = (Math, ArrayBuffer, Int8Array, Int16Array, Int32Array, Uint8Array, Uint16Array, Uint32Array,
+    Float32Array, Float64Array, Object, Error, charCodeAtOf) => {
     /*@ENGINE@*/
-  })();
-  const io = new Uint16Array(engine.memory.buffer, engine.io_ptr(), engine.io_cap());
+  };
+  let engine = null;
+  let io = null;
+  let enabled = 0;
+  let rules = null; // the latest rules wire string, loaded when the engine is built
+  const loadRules = (cfg) => {
+    const n = cfg.length - 1;
+    if (n <= 0 || n > io.length) return;
+    for (let i = 0; i < n; i++) io[i] = apply(charCodeAt, cfg, [i + 1]);
+    engine.load_rules(n);
+  };
+  const boot = () => {
+    engine = apply(factory, undefined, ENGINE_GLOBALS);
+    io = new NewUint16Array(engine.memory.buffer, engine.io_ptr(), engine.io_cap());
+    engine.set_enabled(enabled);
+    if (rules !== null) loadRules(rules);
+  };
 
   // ---- Secret channel to content.js (ISOLATED world) ----
   const rnd = new NewUint32Array(4);
@@ -105,11 +134,13 @@
     const cfg = apply(detailOf, event, []);
     if (typeof cfg !== 'string' || cfg.length === 0) return;
     const flag = apply(charCodeAt, cfg, [0]);
-    if (flag === 48 || flag === 49) engine.set_enabled(flag - 48);
-    const n = cfg.length - 1;
-    if (n > 0 && n <= io.length) {
-      for (let i = 0; i < n; i++) io[i] = apply(charCodeAt, cfg, [i + 1]);
-      engine.load_rules(n);
+    if (flag === 48 || flag === 49) {
+      enabled = flag - 48;
+      if (engine !== null) engine.set_enabled(enabled);
+    }
+    if (cfg.length > 1) {
+      rules = cfg;
+      if (engine !== null) loadRules(cfg);
     }
   }]);
   // content.js listens for this one event only, before any page script can exist.
@@ -237,6 +268,7 @@
     const defaultText = kind === 2 ? (args[1] === undefined ? '' : toText(args[1], fn)) : null;
     const cut = message.length > MAX_MESSAGE;
 
+    if (engine === null) boot();
     // Rules that match on the message or the page URL need them in the engine's buffer.
     const needs = engine.needs();
     let m = 0;

@@ -60,3 +60,27 @@ async fn huge_and_odd_arguments_are_cut_and_converted() -> anyhow::Result<()> {
     assert_eq!(r[3]["default_text"], "");
     Ok(())
 }
+
+// The first inline script replaces what the engine is built from, and spies on it.
+const POISON: &str = r#"<!doctype html><title>poison</title>
+<script>
+  window.spied = [];
+  const spy = (obj, key) => { const orig = obj[key]; obj[key] = function (...a) { spied.push(key); return Reflect.apply(orig, this, a); }; };
+  spy(String.prototype, 'charCodeAt'); spy(Math, 'imul'); spy(Math, 'clz32'); spy(Object, 'create'); spy(Reflect, 'apply');
+  window.Uint16Array = function () { spied.push('Uint16Array'); };
+  window.Error = function () { spied.push('Error'); };
+</script>"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn engine_built_after_page_scripts_uses_only_pristine_globals() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/poison", POISON, &[]).await?;
+    s.enable_pilot().await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "prompt", "text": "clean"}))
+        .await?;
+    // The first dialog of this document builds the engine.
+    assert_eq!(s.page_value("prompt('Build now?')").await?, json!("clean"));
+    assert_eq!(s.page_value("spied").await?, json!([]), "the page saw the engine being built or used");
+    Ok(())
+}

@@ -83,6 +83,12 @@ fn factory_body(module: &str) -> Result<String> {
         bail!("wasm2js output changed shape (no asmFunc / retasmFunc): update xtask/src/build.rs");
     }
     body.push_str("return asmFunc({});\n");
+    // The factory may run after page scripts: it must not call methods a page can replace.
+    // inject.js passes a pristine `charCodeAtOf(string, index)` for the data-segment decoder.
+    let body = body.replace("b64.charCodeAt(", "charCodeAtOf(b64, ");
+    if body.contains(".charCodeAt(") {
+        bail!("wasm2js output calls charCodeAt in a new place: route it through charCodeAtOf in xtask/src/build.rs");
+    }
     Ok(body)
 }
 
@@ -121,6 +127,14 @@ mod tests {
         assert!(!body.contains("export"));
         assert!(!body.contains("retasmFunc"));
         assert!(body.ends_with("return asmFunc({});\n"));
+    }
+
+    #[test]
+    fn factory_body_routes_string_methods_through_pristine_ones() {
+        let module = "function d(b64, i) { return b64.charCodeAt(i+1); }\nfunction asmFunc(imports) {}\nvar retasmFunc = asmFunc({\n});\n";
+        assert!(factory_body(module).unwrap().contains("charCodeAtOf(b64, i+1)"));
+        let odd = "function d(s) { return s.charCodeAt(0); }\nfunction asmFunc(imports) {}\nvar retasmFunc = asmFunc({\n});\n";
+        assert!(factory_body(odd).is_err());
     }
 
     #[test]

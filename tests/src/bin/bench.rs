@@ -3,7 +3,24 @@
 
 use anyhow::Result;
 use serde_json::{Value, json};
+use std::time::Instant;
 use unmodal_e2e::Session;
+use unmodal_e2e::browser::{Browser, Options};
+use unmodal_e2e::page::Page;
+
+const FRAMES: usize = 50;
+// Per-frame start-up: script-made about:blank frames get the content scripts synchronously
+// when first touched, so timing their creation isolates what the extension adds to a frame.
+const FRAME_PROBE: &str = "(() => { const t0 = performance.now(); for (let i = 0; i < FRAMES; i++) {   const f = document.createElement('iframe'); document.body.append(f); f.contentWindow.document; }   const dt = (performance.now() - t0) / FRAMES; document.querySelectorAll('iframe').forEach((f) => f.remove()); return dt; })()";
+
+async fn frame_costs(page: &Page) -> Result<Vec<f64>> {
+    let probe = FRAME_PROBE.replace("FRAMES", &FRAMES.to_string());
+    let mut out = Vec::new();
+    for _ in 0..RUNS {
+        out.push(page.eval(&probe).await?.as_f64().unwrap_or(f64::NAN));
+    }
+    Ok(out)
+}
 
 const RUNS: usize = 15;
 const CALLS: usize = 2000;
@@ -53,6 +70,29 @@ async fn main() -> Result<()> {
         .await?;
 
     println!("Unmodal benchmark: {RUNS} runs of {CALLS} calls each, headless Chromium");
+    println!("\nFrom a page's confirm() to the event visible through observe (agent side, {RUNS} runs):");
+    let mut seen_ms = Vec::new();
+    let mut eval_ms = Vec::new();
+    for i in 0..RUNS {
+        let t = Instant::now();
+        s.page.eval("1").await?;
+        eval_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let marker = format!("latency probe {i}");
+        let t = Instant::now();
+        s.page.eval(&format!("confirm('{marker}')")).await?;
+        loop {
+            let d = s.dialogs().await?;
+            if d["recent_dialogs"].as_array().into_iter().flatten().any(|r| r["message"] == marker.as_str()) {
+                break;
+            }
+            anyhow::ensure!(t.elapsed().as_secs() < 10, "the probe dialog never showed up: {d}");
+        }
+        seen_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await; // under the flood limit
+    }
+    row("DevTools evaluate round trip (baseline)", &stats(eval_ms), "ms");
+    row("confirm() -> visible in observe", &stats(seen_ms), "ms");
+
     println!("\nDecision time per dialog call (page -> engine -> answer, report posted to the extension):");
     let base = stats(per_call_us(&s, "sink += plain('Delete?') ? 1 : 0;").await?);
     let dialog = stats(per_call_us(&s, "sink += confirm('Delete?') ? 1 : 0;").await?);
@@ -85,6 +125,18 @@ async fn main() -> Result<()> {
         }
     }
     println!("  answered by the rule: {by_rule} of {RUNS} (the others by the default policy, reported as such)");
+
+    println!("\nStart-up cost per frame ({FRAMES} script-made frames per run, page shows no dialog):");
+    let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
+    let plain_page = baseline.first_page().await?;
+    let blank = s.web.page("/frames", "<!doctype html><title>frames</title><body></body>", &[]);
+    plain_page.goto(&blank).await?;
+    s.page.goto(&blank).await?;
+    let without = stats(frame_costs(&plain_page).await?);
+    let with = stats(frame_costs(&s.page).await?);
+    row("frame without the extension (baseline)", &without, "ms");
+    row("frame with the extension", &with, "ms");
+    println!("  added per frame (median difference): {:.3} ms", with.median - without.median);
 
     let art = &s.browser.art;
     let size = |f: &str| std::fs::metadata(art.extension.join(f)).map(|m| m.len()).unwrap_or(0);
