@@ -92,12 +92,18 @@ async fn host_survives_bad_frames_and_keeps_its_socket_private() -> anyhow::Resu
 
     // A setup makes the host write a rules frame to the browser.
     agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "alert"})).await?;
+    // Frames before it: the redacted summary of the one valid report (for the popup).
     let mut stdout = host.stdout.take().unwrap();
-    let mut len = [0u8; 4];
-    stdout.read_exact(&mut len)?;
-    let mut body = vec![0u8; u32::from_ne_bytes(len) as usize];
-    stdout.read_exact(&mut body)?;
-    let msg: Value = serde_json::from_slice(&body)?;
+    let mut read_frame = || -> anyhow::Result<Value> {
+        let mut len = [0u8; 4];
+        stdout.read_exact(&mut len)?;
+        let mut body = vec![0u8; u32::from_ne_bytes(len) as usize];
+        stdout.read_exact(&mut body)?;
+        Ok(serde_json::from_slice(&body)?)
+    };
+    let first = read_frame()?;
+    assert_eq!((first["type"].as_str(), first["message"].as_str().map(str::len)), (Some("recorded"), Some(4096)));
+    let msg = read_frame()?;
     assert_eq!((msg["type"].as_str(), msg["tab_id"].as_i64()), (Some("rules"), Some(5)));
 
     let sockets: Vec<_> = std::fs::read_dir(run.path())?.filter_map(Result::ok).collect();

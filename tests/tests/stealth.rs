@@ -62,6 +62,20 @@ const PROBE: &str = r#"(() => {
     klass: fts.call(class K {}),
     bound: fts.call(fts.bind(null)),
   };
+  const fnFacts = (f) => f === undefined ? 'none' : [String(f), fts.call(f), f.name, f.length, 'prototype' in f, Reflect.ownKeys(f).map(String).join()];
+  const accessor = (o, k) => { const d = Object.getOwnPropertyDescriptor(o, k); return d ? [fnFacts(d.get), fnFacts(d.set), d.enumerable, d.configurable, 'value' in d] : 'none'; };
+  const handlerOwner = Object.getOwnPropertyDescriptor(window, 'onbeforeunload') ? window : Window.prototype;
+  out.unload = {
+    preventDefault: fnFacts(Event.prototype.preventDefault),
+    preventDefaultDesc: Object.entries(Object.getOwnPropertyDescriptor(Event.prototype, 'preventDefault')).map(([k, v]) => k + ':' + typeof v + (typeof v === 'boolean' ? v : '')),
+    badThis: err(() => Event.prototype.preventDefault.call({})),
+    returnValue: accessor(BeforeUnloadEvent.prototype, 'returnValue'),
+    returnValueBadThis: err(() => { Object.getOwnPropertyDescriptor(BeforeUnloadEvent.prototype, 'returnValue').set.call({}, 'x'); }),
+    handler: accessor(handlerOwner, 'onbeforeunload'),
+    handlerOwnerIsWindow: handlerOwner === window,
+    roundTrip: (() => { const f = function leave() { return 'x'; }; window.onbeforeunload = f; const same = window.onbeforeunload === f; window.onbeforeunload = null; return [same, window.onbeforeunload]; })(),
+    normalEvent: (() => { const e = new Event('x', { cancelable: true }); e.preventDefault(); return e.defaultPrevented; })(),
+  };
   out.globals = Object.getOwnPropertyNames(window).filter((k) => /unmodal|engine|secret/i.test(k));
   out.docGlobals = Object.getOwnPropertyNames(document).length;
   return out;
@@ -88,7 +102,7 @@ async fn replaced_functions_look_native() -> anyhow::Result<()> {
     let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
     let native = probe_in(&baseline, &url).await?;
     assert_eq!(native["confirm"]["string"], "function confirm() { [native code] }", "baseline is sane");
-    for key in ["alert", "confirm", "prompt", "toString", "globals", "docGlobals"] {
+    for key in ["alert", "confirm", "prompt", "toString", "unload", "globals", "docGlobals"] {
         assert_eq!(with_extension[key], native[key], "`{key}` differs from a browser without Unmodal");
     }
     Ok(())

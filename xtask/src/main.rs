@@ -35,7 +35,7 @@ fn test(rest: &[String]) -> Result<()> {
     build::all()?;
     bootstrap::chromium()?;
     let mut cmd = sh::cargo();
-    cmd.args(["test", "--workspace", "--all-features"]).args(rest);
+    cmd.args(["test", "--workspace", "--all-features", "--no-fail-fast"]).args(rest);
     sh::run(&mut cmd)
 }
 

@@ -43,6 +43,9 @@ pub struct Report {
     pub accepted: Option<bool>,
     #[serde(default)]
     pub value: Option<String>,
+    /// beforeunload: whether the browser would show its prompt (needs user activation).
+    #[serde(default)]
+    pub would_show: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -109,6 +112,9 @@ pub struct DialogRecord {
     /// False when the default stood in because the tab's rules had not reached the
     /// document yet.
     pub rules_loaded: bool,
+    /// beforeunload without a rule that accepts: whether the browser shows its prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_show: Option<bool>,
     pub explanation: String,
     pub url: String,
     pub page_url: String,

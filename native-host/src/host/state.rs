@@ -215,12 +215,15 @@ impl State {
             redacted,
             decided_by: by,
             closed_by: match by {
+                // The browser's own leave prompt (if any) is not ours to close.
+                _ if kind == DialogKind::BeforeUnload && r.accepted != Some(true) => None,
                 DecidedBy::Rule => Some(ClosedBy::Rule),
                 DecidedBy::DefaultPolicy => Some(ClosedBy::DefaultPolicy),
                 DecidedBy::PilotOff => None,
             },
             rule_id: rule,
             rules_loaded: r.rules_loaded,
+            would_show: if kind == DialogKind::BeforeUnload { r.would_show } else { None },
             explanation: self.explain(kind, by, rule, r.rules_loaded, r.accepted, m.tab_id),
             url: m.url,
             page_url: m.page_url,
@@ -274,6 +277,23 @@ impl State {
             (_, Some(a)) => (if a { "accepted" } else { "dismissed" }).to_string(),
             (_, None) => "left to the page".to_string(),
         };
+        if kind == DialogKind::BeforeUnload {
+            return match (by, accepted) {
+                (DecidedBy::Rule, Some(true)) => format!(
+                    "beforeunload: the page asked to confirm leaving; auto-response rule {} kept it from asking, so \
+navigation goes on without a prompt",
+                    rule.unwrap_or(0)
+                ),
+                (DecidedBy::PilotOff, _) => {
+                    "beforeunload: the page asked to confirm leaving; AI Web Pilot is off, so the \
+browser's own prompt stands"
+                        .to_string()
+                }
+                _ => "beforeunload: the page asked to confirm leaving; no rule accepts it, so the browser's own \
+\"Leave site?\" prompt stands (set up dialog_type \"beforeunload\" to leave without it)"
+                    .to_string(),
+            };
+        }
         match by {
             DecidedBy::Rule => {
                 let named = self
