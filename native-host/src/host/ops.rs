@@ -57,7 +57,7 @@ impl State {
                     None
                 };
                 let rule = self
-                    .add_rule_matching(tab.id, target, accept, once, text, matcher)
+                    .add_rule(tab.id, target, accept, once, text, matcher)
                     .map_err(|m| HostError::new("too_many_rules", m))?;
                 let verb = if accept { "accept" } else { "dismiss" };
                 let message = if once {

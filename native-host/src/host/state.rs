@@ -340,17 +340,6 @@ browser's own prompt stands"
         accept: bool,
         once: bool,
         text: Option<String>,
-    ) -> Result<Rule, String> {
-        self.add_rule_matching(tab, target, accept, once, text, MatchArg::default())
-    }
-
-    pub fn add_rule_matching(
-        &mut self,
-        tab: i64,
-        target: RuleTarget,
-        accept: bool,
-        once: bool,
-        text: Option<String>,
         matcher: MatchArg,
     ) -> Result<Rule, String> {
         let rules = self.rules.entry(tab).or_default();
@@ -434,7 +423,7 @@ mod tests {
     #[test]
     fn spent_once_rule_leaves_and_rules_are_pushed() {
         let mut s = State::new();
-        let r = s.add_rule(7, RuleTarget::One(DialogKind::Confirm), true, true, None).unwrap();
+        let r = s.add_rule(7, RuleTarget::One(DialogKind::Confirm), true, true, None, MatchArg::default()).unwrap();
         let out = s.on_extension(&report(7, 1, "decided", "confirm", "rule", Some(r.id))).unwrap();
         assert!(s.rules_of(7).is_empty());
         assert_eq!(out[0]["type"], "recorded");
@@ -461,9 +450,9 @@ mod tests {
     fn setup_for_the_same_type_replaces_and_clear_counts() {
         let mut s = State::new();
         let c = RuleTarget::One(DialogKind::Confirm);
-        s.add_rule(1, c, true, true, None).unwrap();
-        s.add_rule(1, c, false, false, None).unwrap();
-        s.add_rule(1, RuleTarget::One(DialogKind::Prompt), true, true, Some("x".into())).unwrap();
+        s.add_rule(1, c, true, true, None, MatchArg::default()).unwrap();
+        s.add_rule(1, c, false, false, None, MatchArg::default()).unwrap();
+        s.add_rule(1, RuleTarget::One(DialogKind::Prompt), true, true, Some("x".into()), MatchArg::default()).unwrap();
         assert_eq!(s.rules_of(1).len(), 2);
         assert_eq!(s.clear_rules(1, c), 1);
         assert_eq!(s.clear_rules(1, RuleTarget::All), 1);
@@ -473,7 +462,7 @@ mod tests {
     #[test]
     fn closed_tabs_drop_their_rules() {
         let mut s = State::new();
-        s.add_rule(1, RuleTarget::All, true, false, None).unwrap();
+        s.add_rule(1, RuleTarget::All, true, false, None, MatchArg::default()).unwrap();
         s.on_extension(&json!({"type":"tabs","tracked":2,"tabs":[{"id":2,"url":"http://a/"}]})).unwrap();
         assert!(s.rules_of(1).is_empty());
         assert_eq!(s.tracked, Some(2));
