@@ -6,26 +6,47 @@
   const MAX_REPORT_CHARS = 16 * 1024;
   let toMain = null;
   let pilot = globalThis.__unmodalPilot === true; // set by pilot.js if it ran first
-  let pending = null;
+  let rules = null; // the tab's rules, wire format (see engine/src/rules.rs)
 
-  // A same-origin child frame (a script-made about:blank one above all) can be called the
-  // moment it exists, before the service worker could answer it: start from the parent
-  // frame's config. This world's globals are invisible to the page.
-  try {
-    const inherited = window !== window.parent ? window.parent.__unmodalConfig : undefined;
-    if (typeof inherited === 'string') pending = inherited;
-  } catch {
-    // Cross-origin parent: wait for the service worker.
-  }
-
-  const send = (cfg) => {
-    if (cfg.length > 1) globalThis.__unmodalConfig = cfg;
-    if (toMain === null) {
-      pending = cfg;
-      return;
+  // The extension API costs a frame about 2 ms the first time it is touched. A same-origin
+  // child frame (a script-made about:blank one above all) needs it only once it has a
+  // dialog to report: its config comes from the parent frame, in this world, which the
+  // page cannot see.
+  let listening = false;
+  const runtime = () => {
+    if (!listening) {
+      listening = true;
+      chrome.runtime.onMessage.addListener(onMessage);
     }
-    document.dispatchEvent(new CustomEvent(toMain, { detail: cfg }));
+    return chrome.runtime;
   };
+
+  // What same-origin child frames read and call (this world only).
+  const bridge = { config: null, apply: null };
+  globalThis.__unmodalBridge = bridge;
+
+  const current = () => (pilot ? '1' : '0') + (rules ?? '');
+
+  const toPage = (cfg) => {
+    if (toMain !== null) document.dispatchEvent(new CustomEvent(toMain, { detail: cfg }));
+  };
+
+  // Applies a config here, then hands it on to same-origin child frames.
+  const apply = (nextPilot, nextRules) => {
+    pilot = nextPilot;
+    if (typeof nextRules === 'string') rules = nextRules;
+    bridge.config = rules === null ? null : current();
+    toPage(current());
+    for (let i = 0; i < window.frames.length; i++) {
+      try {
+        const child = window.frames[i].__unmodalBridge;
+        if (child && typeof child.apply === 'function') child.apply(pilot, rules);
+      } catch {
+        // Cross-origin child: the service worker configures it.
+      }
+    }
+  };
+  bridge.apply = (p, r) => apply(p === true, r);
 
   // inject.js hands over its secret once, before any page script exists; afterwards the
   // well-known name is dead, so the page can neither re-key nor read the channel.
@@ -35,9 +56,7 @@
     if (typeof secret !== 'string' || !/^u[0-9a-z]{4,60}$/.test(secret)) return;
     toMain = secret + 'm';
     document.addEventListener(secret + 'i', onReport, true);
-    send(pilot ? '1' : '0');
-    if (pending !== null) send(pending);
-    pending = null;
+    toPage(current());
   };
   document.addEventListener(HELLO, onHello, true);
 
@@ -45,13 +64,7 @@
   // whichever of the two scripts runs second tells the page hook, before page scripts run.
   globalThis.__unmodalPilotOn = () => {
     pilot = true;
-    send('1');
-  };
-
-  const config = (msg) => {
-    if (!msg || typeof msg.pilot !== 'boolean') return;
-    pilot = msg.pilot;
-    send((pilot ? '1' : '0') + (typeof msg.rules === 'string' ? msg.rules : ''));
+    toPage(current());
   };
 
   // A batch from the page hook: { reports: [...], folded: n }. Page-made data, checked
@@ -69,14 +82,33 @@
     });
     const folded = Number.isSafeInteger(batch.folded) && batch.folded > 0 ? batch.folded : 0;
     if (reports.length === 0 && folded === 0) return;
-    chrome.runtime.sendMessage({ type: 'dialogs', reports, folded }).catch(() => {});
+    runtime().sendMessage({ type: 'dialogs', reports, folded }).catch(() => {});
   };
 
-  chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
+  const fromWorker = (msg) => {
+    if (msg && typeof msg.pilot === 'boolean') apply(msg.pilot, typeof msg.rules === 'string' ? msg.rules : null);
+  };
+  function onMessage(msg, _sender, reply) {
     if (msg && msg.type === 'config') {
-      config(msg);
+      fromWorker(msg);
       reply(true);
     }
-  });
-  chrome.runtime.sendMessage({ type: 'hello' }).then(config, () => {});
+  }
+
+  let parent;
+  try {
+    parent = window !== window.parent ? window.parent.__unmodalBridge : undefined;
+  } catch {
+    parent = undefined; // cross-origin parent
+  }
+  if (parent && typeof parent.apply === 'function') {
+    // The parent pushes every later change; start from what it holds now.
+    if (typeof parent.config === 'string') {
+      rules = parent.config.slice(1);
+      pilot = pilot || parent.config[0] === '1';
+      bridge.config = current();
+    }
+  } else {
+    runtime().sendMessage({ type: 'hello' }).then(fromWorker, () => {});
+  }
 })();

@@ -62,3 +62,25 @@ async fn script_created_about_blank_iframe_is_covered() -> anyhow::Result<()> {
     assert_eq!(d["type"], "prompt");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rules_set_later_reach_existing_same_origin_frames() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/later", "<!doctype html><title>later</title><body></body>", &[]).await?;
+    s.enable_pilot().await?;
+    // Frames first (one nested in the other), the rule afterwards.
+    s.page_value("window.f = document.createElement('iframe'); document.body.append(f); const g = f.contentDocument.createElement('iframe'); f.contentDocument.body.append(g); window.g = g; 1").await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+        .await?;
+    assert_eq!(
+        s.page_value("[f.contentWindow.confirm('child?'), g.contentWindow.confirm('grandchild?')]").await?,
+        json!([true, true])
+    );
+    s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "clear": true})).await?;
+    assert_eq!(
+        s.page_value("[f.contentWindow.confirm('child?'), g.contentWindow.confirm('grandchild?')]").await?,
+        json!([false, false])
+    );
+    Ok(())
+}

@@ -16,7 +16,7 @@ pub fn wasm_target() -> Result<()> {
 
 pub fn node_tools() -> Result<()> {
     let tools = sh::root().join("tools");
-    if tools.join("node_modules/.bin/wasm2js").exists() {
+    if ["wasm2js", "wasm-opt", "esbuild"].iter().all(|t| tools.join("node_modules/.bin").join(t).exists()) {
         return Ok(());
     }
     if !sh::have("npm") {
