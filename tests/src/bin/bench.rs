@@ -13,13 +13,20 @@ const FRAMES: usize = 50;
 // when first touched, so timing their creation isolates what the extension adds to a frame.
 const FRAME_PROBE: &str = "(() => { const t0 = performance.now(); for (let i = 0; i < FRAMES; i++) {   const f = document.createElement('iframe'); document.body.append(f); f.contentWindow.document; }   const dt = (performance.now() - t0) / FRAMES; document.querySelectorAll('iframe').forEach((f) => f.remove()); return dt; })()";
 
-async fn frame_costs(page: &Page) -> Result<Vec<f64>> {
+/// Per-frame cost in both browsers, runs interleaved (after one untimed warm-up each) so
+/// that machine noise and warm-up hit both sides alike.
+async fn frame_costs(without: &Page, with: &Page) -> Result<(Vec<f64>, Vec<f64>)> {
     let probe = FRAME_PROBE.replace("FRAMES", &FRAMES.to_string());
-    let mut out = Vec::new();
-    for _ in 0..RUNS {
-        out.push(page.eval(&probe).await?.as_f64().unwrap_or(f64::NAN));
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for run in 0..=RUNS {
+        let x = without.eval(&probe).await?.as_f64().unwrap_or(f64::NAN);
+        let y = with.eval(&probe).await?.as_f64().unwrap_or(f64::NAN);
+        if run > 0 {
+            a.push(x);
+            b.push(y);
+        }
     }
-    Ok(out)
+    Ok((a, b))
 }
 
 const RUNS: usize = 15;
@@ -132,8 +139,8 @@ async fn main() -> Result<()> {
     let blank = s.web.page("/frames", "<!doctype html><title>frames</title><body></body>", &[]);
     plain_page.goto(&blank).await?;
     s.page.goto(&blank).await?;
-    let without = stats(frame_costs(&plain_page).await?);
-    let with = stats(frame_costs(&s.page).await?);
+    let (without, with) = frame_costs(&plain_page, &s.page).await?;
+    let (without, with) = (stats(without), stats(with));
     row("frame without the extension (baseline)", &without, "ms");
     row("frame with the extension", &with, "ms");
     println!("  added per frame (median difference): {:.3} ms", with.median - without.median);
@@ -141,7 +148,7 @@ async fn main() -> Result<()> {
     let art = &s.browser.art;
     let size = |f: &str| std::fs::metadata(art.extension.join(f)).map(|m| m.len()).unwrap_or(0);
     println!("\nSize of the in-page code:");
-    println!("  inject.js (page hook + engine, unminified): {} bytes", size("inject.js"));
+    println!("  inject.js (page hook + engine, minified):   {} bytes", size("inject.js"));
     println!("  content.js (bridge, isolated world):        {} bytes", size("content.js"));
     Ok(())
 }
