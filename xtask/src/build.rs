@@ -92,6 +92,37 @@ fn factory_body(module: &str) -> Result<String> {
     Ok(body)
 }
 
+const PAGE_HOOK_HEAD: &str = "\
+// Unmodal page hook: MAIN world, document_start, every frame (built from manifest/inject/).
+// Replaces alert/confirm/prompt so that the Rust engine (wasm2js) answers them synchronously,
+// and reports each dialog to content.js over a secret-named DOM event. Everything the page
+// could later tamper with is captured before any page script runs, and nothing is left on
+// the page's objects except the replaced functions themselves.
+(() => {
+  'use strict';
+";
+
+/// inject.js is one closure; its parts (manifest/inject/*.js, in name order) share its scope.
+fn page_hook(dir: &Path) -> Result<String> {
+    let mut parts: Vec<_> = fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "js"))
+        .collect();
+    parts.sort();
+    if parts.is_empty() {
+        bail!("no page hook parts in {}", dir.display());
+    }
+    let mut out = String::from(PAGE_HOOK_HEAD);
+    for p in parts {
+        out.push('\n');
+        out.push_str(&fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?);
+    }
+    out.push_str("})();\n");
+    Ok(out)
+}
+
 fn assemble(root: &Path, engine_js: &str) -> Result<()> {
     let src = root.join("manifest");
     let dst = root.join("target/extension");
@@ -102,9 +133,9 @@ fn assemble(root: &Path, engine_js: &str) -> Result<()> {
     for name in STATIC_FILES {
         fs::copy(src.join(name), dst.join(name)).with_context(|| format!("copying manifest/{name}"))?;
     }
-    let inject = fs::read_to_string(src.join("inject.js"))?;
+    let inject = page_hook(&src.join("inject"))?;
     if inject.matches(MARKER).count() != 1 {
-        bail!("manifest/inject.js must hold the marker {MARKER} exactly once");
+        bail!("manifest/inject/*.js must hold the marker {MARKER} exactly once");
     }
     let inject = inject.replace(MARKER, engine_js);
     let out = dst.join("inject.js");

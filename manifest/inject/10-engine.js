@@ -1,0 +1,33 @@
+  // ---- Engine (Rust → wasm32 → wasm2js), built on the first dialog ----
+  // Most frames never show a dialog, and building the engine costs more than the rest of
+  // this file. The factory sees only globals captured now, so a page that later replaces
+  // Math, typed arrays or String methods can neither break it nor see it being built.
+  const ENGINE_GLOBALS = [
+    { __proto__: null, abs: Math.abs, ceil: Math.ceil, clz32: Math.clz32, floor: Math.floor, fround: Math.fround,
+      imul: Math.imul, max: Math.max, min: Math.min, sqrt: Math.sqrt, trunc: Math.trunc },
+    ArrayBuffer, Int8Array, Int16Array, Int32Array, Uint8Array, Uint16Array, Uint32Array, Float32Array, Float64Array,
+    { __proto__: null, create: Object.create, prototype: Object.prototype },
+    Error,
+    (str, i) => apply(charCodeAt, str, [i]),
+  ];
+  // eslint-disable-next-line no-shadow
+  const factory = (Math, ArrayBuffer, Int8Array, Int16Array, Int32Array, Uint8Array, Uint16Array, Uint32Array,
+    Float32Array, Float64Array, Object, Error, charCodeAtOf) => {
+    /*@ENGINE@*/
+  };
+  let engine = null;
+  let io = null;
+  let enabled = 0;
+  let rules = null; // the latest rules wire string, loaded when the engine is built
+  const loadRules = (cfg) => {
+    const n = cfg.length - 1;
+    if (n <= 0 || n > io.length) return;
+    for (let i = 0; i < n; i++) io[i] = apply(charCodeAt, cfg, [i + 1]);
+    engine.load_rules(n);
+  };
+  const boot = () => {
+    engine = apply(factory, undefined, ENGINE_GLOBALS);
+    io = new NewUint16Array(engine.memory.buffer, engine.io_ptr(), engine.io_cap());
+    engine.set_enabled(enabled);
+    if (rules !== null) loadRules(rules);
+  };

@@ -1,0 +1,61 @@
+  // ---- Secret channel to content.js (ISOLATED world) ----
+  const rnd = new NewUint32Array(4);
+  apply(getRandomValues, cryptoObj, [rnd]);
+  let secret = 'u';
+  for (let i = 0; i < 4; i++) secret += apply(numberToString, rnd[i], [36]);
+  const toIsolated = secret + 'i';
+
+  // Reports leave in batches after the current task, so a dialog call costs only the
+  // decision. A native dialog's "open" goes at once (the call is about to block).
+  // Flood limit: a token bucket lets at most RATE reports a second (bursts of RATE) leave
+  // this frame; the rest are counted, exactly, and the count travels with the next batch.
+  // Reports that spend a once-rule or close a native dialog always go (the host needs them,
+  // and they cannot flood: a rule set is small, a native dialog waits for a human).
+  const RATE = 10;
+  let tokens = RATE;
+  let refilled = now();
+  let queue = [];
+  let folded = 0;
+  let flushQueued = false;
+  const flush = () => {
+    flushQueued = false;
+    const detail = { __proto__: null, reports: queue, folded };
+    queue = [];
+    folded = 0;
+    apply(dispatchEvent, doc, [new NewCustomEvent(toIsolated, { __proto__: null, detail })]);
+  };
+  const admit = () => {
+    const t = now();
+    tokens = tokens + ((t - refilled) * RATE) / 1000;
+    if (tokens > RATE) tokens = RATE;
+    refilled = t;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  };
+  const post = (report, urgent, always) => {
+    if (always || admit()) queue[queue.length] = report;
+    else folded++;
+    if (urgent) flush();
+    else if (!flushQueued) {
+      flushQueued = true;
+      apply(queueMicrotask, win, [flush]);
+    }
+  };
+
+  // Config from content.js: "<pilot 0|1|-><rules wire string or nothing>".
+  apply(addEventListener, doc, [secret + 'm', (event) => {
+    const cfg = apply(detailOf, event, []);
+    if (typeof cfg !== 'string' || cfg.length === 0) return;
+    const flag = apply(charCodeAt, cfg, [0]);
+    if (flag === 48 || flag === 49) {
+      enabled = flag - 48;
+      if (engine !== null) engine.set_enabled(enabled);
+    }
+    if (cfg.length > 1) {
+      rules = cfg;
+      if (engine !== null) loadRules(cfg);
+    }
+  }]);
+  // content.js listens for this one event only, before any page script can exist.
+  apply(dispatchEvent, doc, [new NewCustomEvent('unmodal:hello', { __proto__: null, detail: secret })]);

@@ -1,0 +1,92 @@
+  // ---- Decisions ----
+  let seq = 0;
+  // WebIDL DOMString conversion, with the natives' errors.
+  const toText = (v, fn) => {
+    if (typeof v === 'symbol') throw bindingError(fn, 'Cannot convert a Symbol value to a string');
+    try {
+      return `${v}`;
+    } catch (err) {
+      throw withoutOwnFrames(err);
+    }
+  };
+
+  const ruleText = (slot) => {
+    const n = engine.rule_text(slot);
+    if (n < 0) return null;
+    let s = '';
+    for (let i = 0; i < n; i++) s += fromCharCode(io[i]);
+    return s;
+  };
+
+
+  function handle(kind, self, args, fn) {
+    if (self !== undefined && self !== null && self !== win) {
+      try {
+        apply(windowGetter, self, []);
+      } catch {
+        throw illegalInvocation(fn);
+      }
+    }
+    const message = kind === 0
+      ? (args.length === 0 ? '' : toText(args[0], fn))
+      : (args[0] === undefined ? '' : toText(args[0], fn));
+    const defaultText = kind === 2 ? (args[1] === undefined ? '' : toText(args[1], fn)) : null;
+    const cut = message.length > MAX_MESSAGE;
+
+    if (engine === null) boot();
+    // Rules that match on the message or the page URL need them in the engine's buffer.
+    const needs = engine.needs();
+    let m = 0;
+    let u = 0;
+    if (needs & 1) {
+      m = cut ? MAX_MESSAGE : message.length;
+      for (let i = 0; i < m; i++) io[i] = apply(charCodeAt, message, [i]);
+    }
+    if (needs & 2) {
+      const url = pageUrl();
+      u = url.length < MAX_MESSAGE ? url.length : MAX_MESSAGE;
+      for (let i = 0; i < u; i++) io[m + i] = apply(charCodeAt, url, [i]);
+    }
+    const packed = engine.decide(kind, m, u);
+    const outcome = packed & 3;
+    const slot = (packed >>> 8) - 1;
+    const accepted = outcome === 1;
+    let value;
+    if (kind === 1) value = accepted;
+    else if (kind === 2) value = accepted ? (slot >= 0 ? ruleText(slot) ?? '' : '') : null;
+
+    // Reports are built whole, with no prototype: no page-defined setter or getter on
+    // Object.prototype ever sees them.
+    const id = ++seq;
+    post({
+      __proto__: null,
+      seq: id,
+      phase: outcome === 0 ? 'open' : 'decided',
+      kind: KIND_NAMES[kind],
+      message: cut ? apply(sliceString, message, [0, MAX_MESSAGE]) : message,
+      message_cut: cut,
+      default_text: defaultText,
+      decided_by: BY_NAMES[(packed >>> 2) & 3],
+      rules_loaded: ((packed >>> 4) & 1) === 1,
+      rule_id: slot >= 0 ? engine.rule_id(slot) : null,
+      outcome: OUTCOME_NAMES[outcome],
+      accepted: outcome === 0 ? null : accepted,
+      value: kind === 2 && outcome !== 0 ? value : null,
+      t: now(),
+    }, outcome === 0, ((packed >>> 5) & 1) === 1);
+    if (outcome !== 0) return value;
+
+    // Pilot off: the browser's own dialog; its answer is reported when it closes.
+    const nativeArgs = kind === 2 ? [message, defaultText] : [message];
+    const result = apply(natives[KIND_NAMES[kind]], win, nativeArgs);
+    post({
+      __proto__: null,
+      seq: id,
+      phase: 'closed',
+      kind: KIND_NAMES[kind],
+      accepted: kind === 0 || (result !== false && result !== null),
+      value: kind === 2 ? result : null,
+      t: now(),
+    }, false, true);
+    return result;
+  }

@@ -1,0 +1,104 @@
+  // ---- beforeunload (R8) ----
+  // A capturing listener registered before any page script marks the event being
+  // dispatched. The page's handlers still run (their side effects, such as saving a
+  // draft, happen), but when one asks for the leave prompt (preventDefault, a non-empty
+  // returnValue, or a string returned from onbeforeunload) the engine decides: a rule that
+  // accepts swallows the ask, so navigation proceeds; otherwise the browser's own prompt
+  // stands. The first ask of each dispatch is reported, with whether the browser would
+  // show the prompt (it needs a user activation on the page).
+  let unloading = null;
+  let unloadSuppress = null;
+  apply(addEventListener, win, ['beforeunload', (event) => {
+    unloading = event;
+    unloadSuppress = null;
+    apply(setTimeoutNative, win, [() => { unloading = null; }, 0]);
+  }, true]);
+
+  // Whether to swallow this ask; decided (and reported) once per dispatch.
+  const unloadAsk = () => {
+    if (unloadSuppress !== null) return unloadSuppress;
+    if (engine === null) boot();
+    const packed = engine.decide(3, 0, 0);
+    const outcome = packed & 3;
+    const slot = (packed >>> 8) - 1;
+    unloadSuppress = outcome === 1;
+    post({
+      __proto__: null,
+      seq: ++seq,
+      phase: 'decided',
+      kind: 'beforeunload',
+      message: '',
+      message_cut: false,
+      default_text: null,
+      decided_by: BY_NAMES[(packed >>> 2) & 3],
+      rules_loaded: ((packed >>> 4) & 1) === 1,
+      rule_id: slot >= 0 ? engine.rule_id(slot) : null,
+      outcome: OUTCOME_NAMES[outcome],
+      accepted: unloadSuppress ? true : null,
+      value: null,
+      asked: true,
+      would_show: !unloadSuppress && apply(hasBeenActive, userActivation, []),
+      t: now(),
+    }, true, true);
+    return unloadSuppress;
+  };
+
+  const unloadHooks = {
+    preventDefault() {
+      if (this === unloading && unloading !== null && unloadAsk()) return undefined;
+      try {
+        return apply(nativePreventDefault, this, []);
+      } catch (err) {
+        captureStackTrace(err, unloadHooks.preventDefault);
+        throw err;
+      }
+    },
+    set returnValue(value) {
+      if (this === unloading && unloading !== null && `${value}` !== '' && unloadAsk()) return;
+      try {
+        apply(returnValueDesc.set, this, [value]);
+      } catch (err) {
+        captureStackTrace(err, returnValueSetter);
+        throw err;
+      }
+    },
+  };
+  const returnValueSetter = getOwnPropertyDescriptor(unloadHooks, 'returnValue').set;
+
+  // onbeforeunload: the page's handler is kept (the getter gives it back) and called
+  // through a wrapper that can swallow the string it returns.
+  const handlerOwner = (() => {
+    for (let o = win; o !== null; o = getPrototypeOf(o)) if (getOwnPropertyDescriptor(o, 'onbeforeunload')) return o;
+    return null;
+  })();
+  const handlerDesc = handlerOwner && getOwnPropertyDescriptor(handlerOwner, 'onbeforeunload');
+  const wrappers = new NewMap(); // page handler -> wrapper
+  const originals = new NewMap(); // wrapper -> page handler
+  const wrapHandler = (fn) => {
+    let w = apply(mapGet, wrappers, [fn]);
+    if (w === undefined) {
+      w = function (event) {
+        let r;
+        try {
+          r = apply(fn, this, arguments);
+        } catch (err) {
+          throw withoutOwnFrames(err);
+        }
+        if (event === unloading && unloading !== null && r !== undefined && r !== null && unloadAsk()) return undefined;
+        return r;
+      };
+      apply(mapSet, wrappers, [fn, w]);
+      apply(mapSet, originals, [w, fn]);
+    }
+    return w;
+  };
+  const handlerHooks = {
+    get onbeforeunload() {
+      const w = apply(handlerDesc.get, this, []);
+      const fn = apply(mapGet, originals, [w]);
+      return fn === undefined ? w : fn;
+    },
+    set onbeforeunload(value) {
+      apply(handlerDesc.set, this, [typeof value === 'function' ? wrapHandler(value) : value]);
+    },
+  };

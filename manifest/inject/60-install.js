@@ -1,0 +1,49 @@
+  // Method shorthand: no prototype, not constructible, name and length (0) of the natives.
+  const replacements = {
+    alert(...args) { return handle(0, this, args, replacements.alert); },
+    confirm(...args) { return handle(1, this, args, replacements.confirm); },
+    prompt(...args) { return handle(2, this, args, replacements.prompt); },
+    toString(...args) {
+      let src;
+      try {
+        src = apply(nativeToString, this, args);
+      } catch (err) {
+        throw nativeShapedError(err, replacements.toString, this);
+      }
+      // Keyed by source text, so every same-origin realm's toString (each frame runs this
+      // same file) also prints native source for another realm's replacements.
+      const nativeSrc = apply(mapGet, disguises, [src]);
+      return nativeSrc === undefined ? src : nativeSrc;
+    },
+  };
+
+  const disguises = new NewMap();
+  const disguise = (fn, name) => {
+    apply(mapSet, disguises, [apply(nativeToString, fn, []), `function ${name}() { [native code] }`]);
+  };
+
+  const install = (owner, name, fn) => {
+    const desc = getOwnPropertyDescriptor(owner, name);
+    if (!desc || typeof desc.value !== 'function') return;
+    disguise(fn, name);
+    defineProperty(owner, name, { value: fn, writable: desc.writable, enumerable: desc.enumerable, configurable: desc.configurable });
+  };
+  install(win, 'alert', replacements.alert);
+  install(win, 'confirm', replacements.confirm);
+  install(win, 'prompt', replacements.prompt);
+  install(fnProto, 'toString', replacements.toString);
+  install(eventProto, 'preventDefault', unloadHooks.preventDefault);
+
+  // Accessors: replace only the parts we hook, keep the rest (and the flags) as they were.
+  const installAccessor = (owner, name, desc, hooks, parts) => {
+    if (!owner || !desc) return;
+    const mine = getOwnPropertyDescriptor(hooks, name);
+    const next = { get: desc.get, set: desc.set, enumerable: desc.enumerable, configurable: desc.configurable };
+    for (const part of parts) {
+      disguise(mine[part], `${part} ${name}`);
+      next[part] = mine[part];
+    }
+    defineProperty(owner, name, next);
+  };
+  installAccessor(unloadProto, 'returnValue', returnValueDesc, unloadHooks, ['set']);
+  installAccessor(handlerOwner, 'onbeforeunload', handlerDesc, handlerHooks, ['get', 'set']);
