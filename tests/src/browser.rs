@@ -2,10 +2,10 @@
 //! a throwaway profile. Nothing touches the user's own browser profiles.
 
 use crate::artifacts::Artifacts;
-use crate::cdp::{self, Cdp};
+use crate::cdp::Cdp;
 use crate::page::Page;
 use anyhow::{Context, Result, bail};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -149,20 +149,11 @@ impl Browser {
         self.cdp.call(None, "Target.closeTarget", json!({"targetId": page.target_id})).await.map(drop)
     }
 
-    pub fn events(&self) -> tokio::sync::broadcast::Receiver<cdp::Event> {
-        self.cdp.events()
-    }
-
     /// The last lines Chromium (and the host, whose stderr it inherits) logged.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-
-    pub async fn targets(&self) -> Result<Vec<Value>> {
-        let t = self.cdp.call(None, "Target.getTargets", json!({})).await?;
-        Ok(t["targetInfos"].as_array().cloned().unwrap_or_default())
     }
 }
 

@@ -27,21 +27,10 @@ impl Page {
     }
 
     /// Evaluates `expr` in the page's main world and returns its value (promises awaited).
+    /// No user activation: tests that need one click for real (`click`).
     pub async fn eval(&self, expr: &str) -> Result<Value> {
-        self.eval_with(expr, false).await
-    }
-
-    /// As `eval`, with user activation (as if the user had just clicked).
-    pub async fn eval_gesture(&self, expr: &str) -> Result<Value> {
-        self.eval_with(expr, true).await
-    }
-
-    async fn eval_with(&self, expr: &str, gesture: bool) -> Result<Value> {
         let r = self
-            .call(
-                "Runtime.evaluate",
-                json!({"expression": expr, "returnByValue": true, "awaitPromise": true, "userGesture": gesture}),
-            )
+            .call("Runtime.evaluate", json!({"expression": expr, "returnByValue": true, "awaitPromise": true}))
             .await?;
         if let Some(ex) = r.get("exceptionDetails") {
             let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("exception");
