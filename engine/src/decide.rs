@@ -84,6 +84,8 @@ pub struct Subject<'a> {
     pub url: &'a [u16],
 }
 
+const SPENT_MEMORY: usize = 64;
+
 /// Which parts of the subject the loaded rules look at (the page copies only those).
 pub const NEEDS_MESSAGE: u32 = 1;
 pub const NEEDS_URL: u32 = 2;
@@ -92,6 +94,10 @@ pub const NEEDS_URL: u32 = 2;
 pub struct Engine {
     enabled: bool,
     loaded: bool,
+    /// Ids of once-rules this document used up. The host drops such a rule only when the
+    /// report arrives, so a rule set sent in between still holds it; it must stay spent.
+    spent: [u32; SPENT_MEMORY],
+    spent_next: usize,
     needs: u32,
     len: usize,
     slots: [Slot; MAX_RULES],
@@ -109,6 +115,8 @@ impl Engine {
         Self {
             enabled: false,
             loaded: false,
+            spent: [0; SPENT_MEMORY],
+            spent_next: 0,
             needs: 0,
             len: 0,
             slots: [Slot::EMPTY; MAX_RULES],
@@ -129,7 +137,7 @@ impl Engine {
             return Err(LoadError::TooManyRules);
         }
         let (mut n, mut used, mut needs) = (0, 0usize, 0);
-        let (slots, arena) = (&mut self.slots, &mut self.arena);
+        let (slots, arena, spent) = (&mut self.slots, &mut self.arena, &self.spent);
         let mut store = |t: Option<&[u16]>| {
             let t = t?;
             let dst = arena.get_mut(used..used + t.len())?;
@@ -142,8 +150,16 @@ impl Engine {
             let (text, message, url) = (store(r.text), store(r.message), store(r.url));
             needs |= if message.is_some() { NEEDS_MESSAGE } else { 0 } | if url.is_some() { NEEDS_URL } else { 0 };
             if let Some(slot) = slots.get_mut(n) {
-                *slot =
-                    Slot { id: r.id, target: r.target, accept: r.accept, once: r.once, live: true, text, message, url };
+                *slot = Slot {
+                    id: r.id,
+                    target: r.target,
+                    accept: r.accept,
+                    once: r.once,
+                    live: !(r.once && r.id != 0 && spent.contains(&r.id)),
+                    text,
+                    message,
+                    url,
+                };
             }
             n += 1;
         })?;
@@ -181,8 +197,13 @@ impl Engine {
         if let Some(i) = self.pick(kind, subject) {
             let slot = &mut self.slots[i];
             slot.live = !slot.once;
+            let (once, id) = (slot.once, slot.id);
             let outcome = if slot.accept { Outcome::Accept } else { Outcome::Dismiss };
-            return Decision { outcome, by: DecidedBy::Rule, slot: Some(i as u8), rules_loaded, spent: slot.once };
+            if once {
+                self.spent[self.spent_next % SPENT_MEMORY] = id;
+                self.spent_next = self.spent_next.wrapping_add(1);
+            }
+            return Decision { outcome, by: DecidedBy::Rule, slot: Some(i as u8), rules_loaded, spent: once };
         }
         let outcome = match kind {
             DialogKind::Alert => Outcome::Accept,
@@ -353,5 +374,19 @@ mod tests {
         assert_eq!(id("Delete project beta?", "https://ADMIN.example/x"), (3, Outcome::Accept));
         // Both match: message + exact kind (3) beats URL + all (2).
         assert_eq!(id("Delete project alpha?", "https://admin.example/"), (2, Outcome::Accept));
+    }
+
+    #[test]
+    fn a_spent_once_rule_stays_spent_when_the_same_set_arrives_again() {
+        let mut e = Encoder::new();
+        e.rule(7, RuleTarget::One(DialogKind::Prompt), true, true, None);
+        let wire: Vec<u16> = e.finish().encode_utf16().collect();
+        let mut engine = Engine::new();
+        engine.set_enabled(true);
+        engine.load(&wire).unwrap();
+        assert_eq!(engine.decide(DialogKind::Prompt).by, DecidedBy::Rule);
+        // The host has not seen the report yet and sends the set again (say, with a new rule).
+        engine.load(&wire).unwrap();
+        assert_eq!(engine.decide(DialogKind::Prompt).by, DecidedBy::DefaultPolicy);
     }
 }
