@@ -19,6 +19,31 @@
   };
 
 
+  // The report of one engine decision. Built whole, with no prototype: no page-defined
+  // setter or getter on Object.prototype ever sees it.
+  const decisionReport = (kind, packed, message, defaultText, accepted, value) => {
+    const slot = (packed >>> 8) - 1;
+    const cut = message.length > MAX_MESSAGE;
+    const outcome = packed & 3;
+    return {
+      __proto__: null,
+      seq: ++seq,
+      // A native alert/confirm/prompt is about to open; a beforeunload ask never blocks here.
+      phase: outcome === 0 && kind !== 3 ? 'open' : 'decided',
+      kind: KIND_NAMES[kind],
+      message: cut ? apply(sliceString, message, [0, MAX_MESSAGE]) : message,
+      message_cut: cut,
+      default_text: defaultText,
+      decided_by: BY_NAMES[(packed >>> 2) & 3],
+      rules_loaded: ((packed >>> 4) & 1) === 1,
+      rule_id: slot >= 0 ? engine.rule_id(slot) : null,
+      outcome: OUTCOME_NAMES[outcome],
+      accepted,
+      value,
+      t: now(),
+    };
+  };
+
   function handle(kind, self, args, fn) {
     if (self !== undefined && self !== null && self !== win) {
       try {
@@ -31,7 +56,6 @@
       ? (args.length === 0 ? '' : toText(args[0], fn))
       : (args[0] === undefined ? '' : toText(args[0], fn));
     const defaultText = kind === 2 ? (args[1] === undefined ? '' : toText(args[1], fn)) : null;
-    const cut = message.length > MAX_MESSAGE;
 
     if (engine === null) boot();
     // Rules that match on the message or the page URL need them in the engine's buffer.
@@ -39,7 +63,7 @@
     let m = 0;
     let u = 0;
     if (needs & 1) {
-      m = cut ? MAX_MESSAGE : message.length;
+      m = message.length > MAX_MESSAGE ? MAX_MESSAGE : message.length;
       for (let i = 0; i < m; i++) io[i] = apply(charCodeAt, message, [i]);
     }
     if (needs & 2) {
@@ -55,25 +79,9 @@
     if (kind === 1) value = accepted;
     else if (kind === 2) value = accepted ? (slot >= 0 ? ruleText(slot) ?? '' : '') : null;
 
-    // Reports are built whole, with no prototype: no page-defined setter or getter on
-    // Object.prototype ever sees them.
-    const id = ++seq;
-    post({
-      __proto__: null,
-      seq: id,
-      phase: outcome === 0 ? 'open' : 'decided',
-      kind: KIND_NAMES[kind],
-      message: cut ? apply(sliceString, message, [0, MAX_MESSAGE]) : message,
-      message_cut: cut,
-      default_text: defaultText,
-      decided_by: BY_NAMES[(packed >>> 2) & 3],
-      rules_loaded: ((packed >>> 4) & 1) === 1,
-      rule_id: slot >= 0 ? engine.rule_id(slot) : null,
-      outcome: OUTCOME_NAMES[outcome],
-      accepted: outcome === 0 ? null : accepted,
-      value: kind === 2 && outcome !== 0 ? value : null,
-      t: now(),
-    }, outcome === 0, ((packed >>> 5) & 1) === 1);
+    const report = decisionReport(kind, packed, message, defaultText, outcome === 0 ? null : accepted,
+      kind === 2 && outcome !== 0 ? value : null);
+    post(report, outcome === 0, ((packed >>> 5) & 1) === 1);
     if (outcome !== 0) return value;
 
     // Pilot off: the browser's own dialog; its answer is reported when it closes.
@@ -81,7 +89,7 @@
     const result = apply(natives[KIND_NAMES[kind]], win, nativeArgs);
     post({
       __proto__: null,
-      seq: id,
+      seq: report.seq,
       phase: 'closed',
       kind: KIND_NAMES[kind],
       accepted: kind === 0 || (result !== false && result !== null),

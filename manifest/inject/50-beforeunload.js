@@ -19,27 +19,11 @@
     if (unloadSuppress !== null) return unloadSuppress;
     if (engine === null) boot();
     const packed = engine.decide(3, 0, 0);
-    const outcome = packed & 3;
-    const slot = (packed >>> 8) - 1;
-    unloadSuppress = outcome === 1;
-    post({
-      __proto__: null,
-      seq: ++seq,
-      phase: 'decided',
-      kind: 'beforeunload',
-      message: '',
-      message_cut: false,
-      default_text: null,
-      decided_by: BY_NAMES[(packed >>> 2) & 3],
-      rules_loaded: ((packed >>> 4) & 1) === 1,
-      rule_id: slot >= 0 ? engine.rule_id(slot) : null,
-      outcome: OUTCOME_NAMES[outcome],
-      accepted: unloadSuppress ? true : null,
-      value: null,
-      asked: true,
-      would_show: !unloadSuppress && apply(hasBeenActive, userActivation, []),
-      t: now(),
-    }, true, true);
+    unloadSuppress = (packed & 3) === 1;
+    const report = decisionReport(3, packed, '', null, unloadSuppress ? true : null, null);
+    report.asked = true;
+    report.would_show = !unloadSuppress && apply(hasBeenActive, userActivation, []);
+    post(report, true, true);
     return unloadSuppress;
   };
 

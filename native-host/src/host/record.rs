@@ -1,7 +1,6 @@
 //! Dialog reports from the page, as they arrive (untrusted), and the records the host keeps.
 
 use serde::{Deserialize, Serialize};
-use unmodal_engine::DialogKind;
 
 /// Page text is cut to this many characters before it is stored or shown.
 pub const MAX_MESSAGE_CHARS: usize = 4096;
@@ -139,10 +138,6 @@ pub fn clip(s: &str, max_chars: usize) -> (String, bool) {
         Some((cut, _)) => (s[..cut].to_string(), true),
         None => (s.to_string(), false),
     }
-}
-
-pub fn parse_kind(s: &str) -> Option<DialogKind> {
-    DialogKind::parse(s)
 }
 
 pub fn now_rfc3339() -> String {

@@ -174,7 +174,7 @@ impl State {
 
     fn on_dialog(&mut self, m: DialogMsg) -> Result<Vec<Value>, String> {
         let r = &m.report;
-        let kind = record::parse_kind(&r.kind).ok_or_else(|| format!("unknown dialog kind `{}`", r.kind))?;
+        let kind = DialogKind::parse(&r.kind).ok_or_else(|| format!("unknown dialog kind `{}`", r.kind))?;
         let key = DocSeq {
             tab: m.tab_id,
             frame: m.frame_id,
