@@ -1,6 +1,7 @@
 // Unmodal service worker: routes messages between the pages and the native host (the
-// state of record). It keeps only caches: the pilot switch and each tab's encoded rules.
-'use strict';
+// state of record). It keeps only caches: the pilot switch, each tab's encoded rules and
+// dialog policy, and (debugger.js) the debugger sessions of tabs under a policy.
+import { createHolds } from './debugger.js';
 
 const HOST = 'dev.unmodal.host';
 const PILOT_SCRIPT = 'unmodal-pilot';
@@ -10,6 +11,8 @@ let port = null;
 let hostState = { connected: false, error: null, since: null };
 let pilot = false;
 const rulesByTab = new Map(); // tabId -> rules wire string (see engine/src/rules.rs)
+const policyByTab = new Map(); // tabId -> dialog policy name, when not "auto"
+const holds = createHolds(toHost);
 const recent = []; // last few dialogs, for the popup
 
 // ---- Native host ----
@@ -26,6 +29,9 @@ function connect() {
     const err = chrome.runtime.lastError;
     hostState = { connected: false, error: err ? err.message : 'host exited', since: Date.now() };
     port = null;
+    // The host kept the policies; a new one starts without any.
+    policyByTab.clear();
+    holds.releaseAll();
     retry();
   });
   hostState = { connected: true, error: null, since: Date.now() };
@@ -58,9 +64,28 @@ function onHostMessage(msg) {
   }
   if (msg.type === 'rules' && Number.isInteger(msg.tab_id) && typeof msg.rules === 'string') {
     rulesByTab.set(msg.tab_id, msg.rules);
+    if (typeof msg.policy === 'string' && msg.policy !== 'auto') policyByTab.set(msg.tab_id, msg.policy);
+    else policyByTab.delete(msg.tab_id);
     // The host answers the agent's setup only once the tab's frames hold the rules.
-    pushConfig(msg.tab_id).then((delivered) => toHost({ type: 'rules_ack', tab_id: msg.tab_id, rev: msg.rev, delivered }));
+    applyTab(msg.tab_id).then((ack) => toHost({ type: 'rules_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
+  } else if (msg.type === 'answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.hold)) {
+    holds.answer(msg);
   }
+}
+
+// Brings a tab in line with its rules and policy. A page may leave a dialog to the browser
+// only while a debugger session catches it: attach before the config says so, detach after.
+async function applyTab(tabId) {
+  const want = pilot && policyByTab.has(tabId);
+  let dbg = { attached: false };
+  if (want) {
+    dbg = await holds.sync(tabId, true, configFor(tabId));
+    // Without the session the page must not hold dialogs; the host falls back to auto.
+    if (!dbg.attached) return { delivered: false, debugger: dbg };
+  }
+  const delivered = await pushConfig(tabId);
+  if (!want) await holds.sync(tabId, false);
+  return { delivered, debugger: dbg };
 }
 
 // ---- Tabs: the host needs the list and the tracked tab (active in the last focused window) ----
@@ -80,6 +105,7 @@ function sendTabs() {
     if (!tabs.some((t) => t.id === trackedId)) trackedId = null;
     const tracked = trackedId === null ? null : { id: trackedId };
     for (const id of rulesByTab.keys()) if (!tabs.some((t) => t.id === id)) rulesByTab.delete(id);
+    for (const id of policyByTab.keys()) if (!tabs.some((t) => t.id === id)) policyByTab.delete(id);
     toHost({
       type: 'tabs',
       tracked: tracked ? tracked.id : null,
@@ -97,6 +123,8 @@ chrome.windows.onFocusChanged.addListener(sendTabs);
 
 // ---- Pages ----
 // Resolves to whether the tab's top frame (and every frame that answered) took the config.
+const configFor = (tabId) => (pilot ? '1' : '0') + (rulesByTab.get(tabId) ?? '');
+
 async function pushConfig(tabId) {
   const msg = { type: 'config', pilot, rules: rulesByTab.get(tabId) ?? '' };
   const frames = await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null);
@@ -152,7 +180,7 @@ async function applyPilot(on) {
   }
   // Open tabs first, then the host: once the host says "on", the pages know it too.
   const tabs = await chrome.tabs.query({});
-  await Promise.allSettled(tabs.map((tab) => pushConfig(tab.id)));
+  await Promise.allSettled(tabs.map((tab) => applyTab(tab.id)));
   toHost({ type: 'pilot', on });
 }
 

@@ -1,11 +1,12 @@
 use crate::matching::contains_folded;
 use crate::rules::{self, ARENA_UNITS, LoadError, MAX_RULES};
-use crate::{DialogKind, RuleTarget};
+use crate::{DialogKind, Policy, RuleTarget};
 
 /// What the page's call does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// Call the browser's own dialog (the pilot is off, or beforeunload without a rule).
+    /// Call the browser's own dialog: the pilot is off, beforeunload without a rule, or the
+    /// tab's policy holds dialogs for the agent.
     Native = 0,
     Accept = 1,
     Dismiss = 2,
@@ -17,6 +18,8 @@ pub enum DecidedBy {
     PilotOff = 0,
     Rule = 1,
     DefaultPolicy = 2,
+    /// The tab's `dialog_policy` (held for the agent, or accepted/dismissed by policy).
+    Policy = 3,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +97,7 @@ pub const NEEDS_URL: u32 = 2;
 pub struct Engine {
     enabled: bool,
     loaded: bool,
+    policy: Policy,
     /// Ids of once-rules this document used up. The host drops such a rule only when the
     /// report arrives, so a rule set sent in between still holds it; it must stay spent.
     spent: [u32; SPENT_MEMORY],
@@ -115,6 +119,7 @@ impl Engine {
         Self {
             enabled: false,
             loaded: false,
+            policy: Policy::Auto,
             spent: [0; SPENT_MEMORY],
             spent_next: 0,
             needs: 0,
@@ -146,7 +151,7 @@ impl Engine {
             used += t.len();
             Some(span)
         };
-        rules::parse(input, |r| {
+        let (policy, _) = rules::parse(input, |r| {
             let (text, message, url) = (store(r.text), store(r.message), store(r.url));
             needs |= if message.is_some() { NEEDS_MESSAGE } else { 0 } | if url.is_some() { NEEDS_URL } else { 0 };
             if let Some(slot) = slots.get_mut(n) {
@@ -163,10 +168,15 @@ impl Engine {
             }
             n += 1;
         })?;
+        self.policy = policy;
         self.needs = needs;
         self.len = n;
         self.loaded = true;
         Ok(n)
+    }
+
+    pub fn policy(&self) -> Policy {
+        self.policy
     }
 
     /// What the loaded rules match on (`NEEDS_MESSAGE | NEEDS_URL`).
@@ -205,13 +215,19 @@ impl Engine {
             }
             return Decision { outcome, by: DecidedBy::Rule, slot: Some(i as u8), rules_loaded, spent: once };
         }
-        let outcome = match kind {
-            DialogKind::Alert => Outcome::Accept,
-            DialogKind::Confirm | DialogKind::Prompt => Outcome::Dismiss,
+        let (outcome, by) = match (self.policy, kind) {
+            (Policy::Auto, DialogKind::Alert) => (Outcome::Accept, DecidedBy::DefaultPolicy),
+            (Policy::Auto, DialogKind::Confirm | DialogKind::Prompt) => (Outcome::Dismiss, DecidedBy::DefaultPolicy),
             // Without a rule the page's own beforeunload behaviour stands.
-            DialogKind::BeforeUnload => Outcome::Native,
+            (Policy::Auto, DialogKind::BeforeUnload) => (Outcome::Native, DecidedBy::DefaultPolicy),
+            (Policy::Hold, _) => (Outcome::Native, DecidedBy::Policy),
+            (Policy::Accept, _) => (Outcome::Accept, DecidedBy::Policy),
+            // Dismissing a leave prompt means staying: the page's ask must reach the
+            // browser, whose prompt the debugger session then dismisses.
+            (Policy::Dismiss, DialogKind::BeforeUnload) => (Outcome::Native, DecidedBy::Policy),
+            (Policy::Dismiss, _) => (Outcome::Dismiss, DecidedBy::Policy),
         };
-        Decision { outcome, by: DecidedBy::DefaultPolicy, slot: None, rules_loaded, spent: false }
+        Decision { outcome, by, slot: None, rules_loaded, spent: false }
     }
 
     fn pick(&self, kind: DialogKind, subject: Subject<'_>) -> Option<usize> {
@@ -275,6 +291,35 @@ mod tests {
         assert_eq!(d(&mut e, DialogKind::Confirm), Outcome::Dismiss);
         assert_eq!(d(&mut e, DialogKind::Prompt), Outcome::Dismiss);
         assert_eq!(d(&mut e, DialogKind::BeforeUnload), Outcome::Native);
+    }
+
+    #[test]
+    fn the_tabs_policy_answers_what_no_rule_matches() {
+        let load = |p: Policy| {
+            let mut enc = Encoder::new();
+            enc.policy(p);
+            enc.rule(1, PROMPT, true, false, Some("x"));
+            let mut e = Engine::new();
+            e.set_enabled(true);
+            e.load(&enc.finish().encode_utf16().collect::<Vec<_>>()).unwrap();
+            assert_eq!(e.policy(), p);
+            e
+        };
+        let mut hold = load(Policy::Hold);
+        for k in DialogKind::ALL.into_iter().filter(|k| *k != DialogKind::Prompt) {
+            let d = hold.decide(k);
+            assert_eq!((d.outcome, d.by), (Outcome::Native, DecidedBy::Policy), "{k:?}");
+        }
+        assert_eq!(hold.decide(DialogKind::Prompt).by, DecidedBy::Rule, "rules still come first");
+        let mut accept = load(Policy::Accept);
+        assert_eq!(accept.decide(DialogKind::Confirm).outcome, Outcome::Accept);
+        assert_eq!(accept.decide(DialogKind::BeforeUnload).outcome, Outcome::Accept);
+        let mut dismiss = load(Policy::Dismiss);
+        assert_eq!(dismiss.decide(DialogKind::Confirm).outcome, Outcome::Dismiss);
+        assert_eq!(dismiss.decide(DialogKind::BeforeUnload).outcome, Outcome::Native);
+        // A later rule set without a policy returns the tab to the default.
+        hold.load(&"U1".encode_utf16().collect::<Vec<_>>()).unwrap();
+        assert_eq!(hold.decide(DialogKind::Confirm).by, DecidedBy::DefaultPolicy);
     }
 
     #[test]

@@ -69,6 +69,44 @@ impl RuleTarget {
     }
 }
 
+/// What answers a dialog no rule matches (the agent's `dialog_policy` for the tab).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Policy {
+    /// The default policy: alert accepted, confirm false, prompt null, beforeunload left alone.
+    #[default]
+    Auto = 0,
+    /// Let the browser open its own dialog; the extension's debugger session holds it open
+    /// until the agent answers (`must_respond`).
+    Hold = 1,
+    /// Accept every such dialog (`auto_accept`).
+    Accept = 2,
+    /// Dismiss every such dialog (`auto_dismiss`).
+    Dismiss = 3,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 4] = [Self::Auto, Self::Hold, Self::Accept, Self::Dismiss];
+
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(v)).copied()
+    }
+
+    /// The name agents use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Hold => "must_respond",
+            Self::Accept => "auto_accept",
+            Self::Dismiss => "auto_dismiss",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +120,14 @@ mod tests {
         }
         assert_eq!(RuleTarget::from_code(5), None);
         assert_eq!(RuleTarget::parse("Confirm"), None);
+    }
+
+    #[test]
+    fn policies_round_trip() {
+        for p in Policy::ALL {
+            assert_eq!(Policy::from_u8(p as u8), Some(p));
+            assert_eq!(Policy::parse(p.as_str()), Some(p));
+        }
+        assert_eq!(Policy::from_u8(4), None);
     }
 }

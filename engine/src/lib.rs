@@ -16,5 +16,5 @@ pub mod rules;
 mod ffi;
 
 pub use decide::{DecidedBy, Decision, Engine, NEEDS_MESSAGE, NEEDS_URL, Outcome, Subject};
-pub use kind::{DialogKind, RuleTarget};
+pub use kind::{DialogKind, Policy, RuleTarget};
 pub use rules::{LoadError, MAX_MATCH_UNITS, MAX_RULES, MAX_TEXT_UNITS};

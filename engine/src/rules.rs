@@ -2,7 +2,7 @@
 //! of, so the page can copy it into linear memory without a text decoder):
 //!
 //! ```text
-//! rules := "U1" rule*
+//! rules := "U1" ("P" digit)? rule*  P: the tab's policy (0 auto, 1 hold, 2 accept, 3 dismiss)
 //! rule  := "R" field*              fields in any order, each at most once
 //! field := "i" decimal ";"         rule id (u32), required
 //!        | "t" digit               target: 0 alert, 1 confirm, 2 prompt, 3 beforeunload, 4 all; required
@@ -13,7 +13,7 @@
 //!        | "u" decimal ":" units   only dialogs whose page URL contains this (folded)
 //! ```
 
-use crate::RuleTarget;
+use crate::{Policy, RuleTarget};
 
 /// At most this many rules per tab reach the page.
 pub const MAX_RULES: usize = 32;
@@ -72,11 +72,17 @@ impl RuleSpec<'_> {
 
 const HEADER: [u16; 2] = [b'U' as u16, b'1' as u16];
 
-/// Decodes `input`, handing each rule to `each`. Returns the number of rules.
-pub fn parse<'a>(input: &'a [u16], mut each: impl FnMut(RuleSpec<'a>)) -> Result<usize, LoadError> {
+/// Decodes `input`, handing each rule to `each`. Returns the policy and the number of rules.
+pub fn parse<'a>(input: &'a [u16], mut each: impl FnMut(RuleSpec<'a>)) -> Result<(Policy, usize), LoadError> {
     let mut cur = Cursor { input, at: 0 };
     if cur.take(2)? != HEADER {
         return Err(LoadError::BadHeader);
+    }
+    let mut policy = Policy::Auto;
+    if cur.peek() == Some(u16::from(b'P')) {
+        cur.at += 1;
+        let at = cur.at;
+        policy = Policy::from_u8(cur.digit()?).ok_or(LoadError::Unexpected { at })?;
     }
     let mut count = 0;
     while !cur.done() {
@@ -89,7 +95,7 @@ pub fn parse<'a>(input: &'a [u16], mut each: impl FnMut(RuleSpec<'a>)) -> Result
         each(parse_rule(&mut cur, count)?);
         count += 1;
     }
-    Ok(count)
+    Ok((policy, count))
 }
 
 fn parse_rule<'a>(cur: &mut Cursor<'a>, index: usize) -> Result<RuleSpec<'a>, LoadError> {
@@ -222,13 +228,19 @@ impl<'a> Cursor<'a> {
 #[cfg(feature = "encode")]
 #[derive(Debug, Default)]
 pub struct Encoder {
+    policy: Policy,
     out: String,
 }
 
 #[cfg(feature = "encode")]
 impl Encoder {
     pub fn new() -> Self {
-        Self { out: String::from("U1") }
+        Self::default()
+    }
+
+    /// The policy for dialogs no rule answers (default `Auto`).
+    pub fn policy(&mut self, policy: Policy) {
+        self.policy = policy;
     }
 
     pub fn rule(&mut self, id: u32, target: RuleTarget, accept: bool, once: bool, text: Option<&str>) {
@@ -262,7 +274,10 @@ impl Encoder {
     }
 
     pub fn finish(self) -> String {
-        self.out
+        match self.policy {
+            Policy::Auto => format!("U1{}", self.out),
+            p => format!("U1P{}{}", p as u8, self.out),
+        }
     }
 }
 
@@ -283,6 +298,19 @@ mod tests {
         let mut out = Vec::new();
         parse(&input, |r| out.push((r.id, r.target, r.accept, r.once, r.text.map(String::from_utf16_lossy))))?;
         Ok(out)
+    }
+
+    #[test]
+    fn policy_header_round_trips() {
+        let mut e = Encoder::new();
+        e.policy(Policy::Hold);
+        e.rule(3, RuleTarget::All, true, true, None);
+        let wire = e.finish();
+        assert_eq!(wire, "U1P1Ri3;t4a1o1");
+        assert_eq!(parse(&units(&wire), |_| {}), Ok((Policy::Hold, 1)));
+        assert_eq!(parse(&units("U1P3"), |_| {}), Ok((Policy::Dismiss, 0)));
+        assert_eq!(parse(&units("U1P7"), |_| {}), Err(LoadError::Unexpected { at: 3 }));
+        assert_eq!(parse(&units("U1P"), |_| {}), Err(LoadError::Truncated));
     }
 
     #[test]

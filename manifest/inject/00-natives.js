@@ -36,8 +36,11 @@
   const numberToString = Number.prototype.toString;
   const now = Date.now;
   const queueMicrotask = win.queueMicrotask;
+  const deleteProperty = Reflect.deleteProperty;
 
   const MAX_MESSAGE = 4096;
+  // Where background.js's new-document script leaves the config (see there).
+  const HANDOFF = '__unmodalConfig';
   const baseURI = getOwnPropertyDescriptor(Node.prototype, 'baseURI').get;
   const loc = win.location;
   // The URL rules match: the document's, or for about:blank/srcdoc frames their creator's.
@@ -47,4 +50,5 @@
   };
   const KIND_NAMES = ['alert', 'confirm', 'prompt', 'beforeunload'];
   const OUTCOME_NAMES = ['native', 'accepted', 'dismissed'];
-  const BY_NAMES = ['pilot_off', 'rule', 'default_policy'];
+  const BY_NAMES = ['pilot_off', 'rule', 'default_policy', 'policy'];
+  const BY_POLICY = 3;

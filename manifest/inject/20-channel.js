@@ -43,9 +43,8 @@
     }
   };
 
-  // Config from content.js: "<pilot 0|1|-><rules wire string or nothing>".
-  apply(addEventListener, doc, [secret + 'm', (event) => {
-    const cfg = apply(detailOf, event, []);
+  // Config: "<pilot 0|1|-><rules wire string or nothing>", from content.js.
+  const configure = (cfg) => {
     if (typeof cfg !== 'string' || cfg.length === 0) return;
     const flag = apply(charCodeAt, cfg, [0]);
     if (flag === 48 || flag === 49) {
@@ -56,6 +55,14 @@
       rules = cfg;
       if (engine !== null) loadRules(cfg);
     }
-  }]);
+  };
+  apply(addEventListener, doc, [secret + 'm', (event) => configure(apply(detailOf, event, []))]);
+  // A tab under a dialog policy also gets its config from the debugger session's
+  // new-document script, which runs before this file: no page script has run, none sees it.
+  const handed = getOwnPropertyDescriptor(win, HANDOFF);
+  if (handed !== undefined) {
+    deleteProperty(win, HANDOFF);
+    configure(handed.value);
+  }
   // content.js listens for this one event only, before any page script can exist.
   apply(dispatchEvent, doc, [new NewCustomEvent('unmodal:hello', { __proto__: null, detail: secret })]);

@@ -74,9 +74,14 @@
     const packed = engine.decide(kind, m, u);
     const outcome = packed & 3;
     const slot = (packed >>> 8) - 1;
+    const nativeArgs = kind === 2 ? [message, defaultText] : [message];
+    // must_respond: the browser's dialog opens and the service worker's debugger session
+    // holds it for the agent and reports it; the page gets exactly the agent's answer.
+    if (outcome === 0 && ((packed >>> 2) & 3) === BY_POLICY) return apply(natives[KIND_NAMES[kind]], win, nativeArgs);
     const accepted = outcome === 1;
     let value;
     if (kind === 1) value = accepted;
+    // An accepted prompt returns the rule's text, or "" (as the debugger answers without text).
     else if (kind === 2) value = accepted ? (slot >= 0 ? ruleText(slot) ?? '' : '') : null;
 
     const report = decisionReport(kind, packed, message, defaultText, outcome === 0 ? null : accepted,
@@ -85,7 +90,6 @@
     if (outcome !== 0) return value;
 
     // Pilot off: the browser's own dialog; its answer is reported when it closes.
-    const nativeArgs = kind === 2 ? [message, defaultText] : [message];
     const result = apply(natives[KIND_NAMES[kind]], win, nativeArgs);
     post({
       __proto__: null,

@@ -20,9 +20,12 @@
     if (engine === null) boot();
     const packed = engine.decide(3, 0, 0);
     unloadSuppress = (packed & 3) === 1;
+    const wouldShow = !unloadSuppress && apply(hasBeenActive, userActivation, []);
+    // Under a policy the debugger session answers the browser's prompt and reports it.
+    if (wouldShow && ((packed >>> 2) & 3) === BY_POLICY) return unloadSuppress;
     const report = decisionReport(3, packed, '', null, unloadSuppress ? true : null, null);
     report.asked = true;
-    report.would_show = !unloadSuppress && apply(hasBeenActive, userActivation, []);
+    report.would_show = wouldShow;
     post(report, true, true);
     return unloadSuppress;
   };

@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use unmodal_engine::{MAX_MATCH_UNITS, MAX_TEXT_UNITS, RuleTarget};
+use unmodal_engine::{MAX_MATCH_UNITS, MAX_TEXT_UNITS, Policy, RuleTarget};
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -87,6 +87,79 @@ pub struct InteractArgs {
     /// true = only report pending dialogs and active auto-responses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<bool>,
+    /// Which held dialog to answer (`dialog_id` of a pending dialog). Needed when several
+    /// are held open; with one, it may be left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog_id: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigureAction {
+    /// How dialogs that no auto-response matches are handled in a tab.
+    DialogPolicy,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyArg {
+    /// Default: alert accepted, confirm false, prompt null, at once; beforeunload left alone.
+    Auto,
+    /// Hold the dialog open until the agent answers it (or the watchdog dismisses it).
+    MustRespond,
+    /// Accept at once (prompt returns ""; a leave prompt leaves).
+    AutoAccept,
+    /// Dismiss at once (a leave prompt stays).
+    AutoDismiss,
+}
+
+impl PolicyArg {
+    pub fn policy(self) -> Policy {
+        match self {
+            Self::Auto => Policy::Auto,
+            Self::MustRespond => Policy::Hold,
+            Self::AutoAccept => Policy::Accept,
+            Self::AutoDismiss => Policy::Dismiss,
+        }
+    }
+}
+
+/// `configure` arguments.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigureArgs {
+    /// What to configure.
+    pub action: ConfigureAction,
+    /// For `dialog_policy`: auto, must_respond, auto_accept or auto_dismiss.
+    pub policy: PolicyArg,
+    /// must_respond: seconds a held dialog waits for the agent before the watchdog
+    /// dismisses it; 1 to 600, default 10.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u32>,
+    /// Target tab id. Default: the tracked tab.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab_id: Option<i64>,
+}
+
+/// A validated `dialog_policy` call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PolicyCall {
+    pub tab: Option<i64>,
+    pub policy: Policy,
+    pub timeout_s: u32,
+}
+
+pub const MAX_TIMEOUT_S: u32 = 600;
+
+impl ConfigureArgs {
+    pub fn validate(&self) -> Result<PolicyCall, ParamError> {
+        check_tab(self.tab_id)?;
+        let timeout_s = self.timeout_s.unwrap_or(crate::host::policy::DEFAULT_TIMEOUT_S);
+        if !(1..=MAX_TIMEOUT_S).contains(&timeout_s) {
+            return Err(bad("timeout_s", format!("{timeout_s} is out of range; 1 to {MAX_TIMEOUT_S} seconds")));
+        }
+        Ok(PolicyCall { tab: self.tab_id, policy: self.policy.policy(), timeout_s })
+    }
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
@@ -117,7 +190,7 @@ pub enum DialogCall {
     Setup { tab: Option<i64>, target: RuleTarget, accept: bool, text: Option<String>, once: bool, matcher: MatchArg },
     Clear { tab: Option<i64>, target: RuleTarget },
     Status { tab: Option<i64> },
-    Respond { tab: Option<i64>, accept: bool, text: Option<String> },
+    Respond { tab: Option<i64>, accept: bool, text: Option<String>, dialog_id: Option<u64> },
 }
 
 /// A parameter the caller got wrong; the message says how to get it right.
@@ -150,20 +223,26 @@ fn between_backticks(s: &str) -> Option<&str> {
     Some(&s[start..start + len])
 }
 
+fn check_tab(tab: Option<i64>) -> Result<(), ParamError> {
+    match tab {
+        Some(id) if id < 0 => Err(bad("tab_id", format!("{id} is not a tab id; tab ids are positive"))),
+        _ => Ok(()),
+    }
+}
+
 impl InteractArgs {
     pub fn validate(&self) -> Result<DialogCall, ParamError> {
         let tab = self.tab_id;
-        if let Some(id) = tab
-            && id < 0
-        {
-            return Err(bad("tab_id", format!("{id} is not a tab id; tab ids are positive")));
-        }
+        check_tab(tab)?;
         if let Some(t) = &self.text
             && t.encode_utf16().count() > MAX_TEXT_UNITS
         {
             return Err(bad("text", format!("at most {MAX_TEXT_UNITS} characters")));
         }
         let setup = self.setup.unwrap_or(false);
+        if self.dialog_id.is_some() && (setup || self.clear == Some(true) || self.status == Some(true)) {
+            return Err(bad("dialog_id", "only when answering a pending dialog (without setup, clear or status)"));
+        }
         if self.status == Some(true) {
             if setup || self.clear == Some(true) {
                 return Err(bad("status", "status: true only reads; send it without setup or clear"));
@@ -213,7 +292,12 @@ impl InteractArgs {
         if self.matcher.is_some() {
             return Err(bad("match", "only with setup: true"));
         }
-        Ok(DialogCall::Respond { tab, accept: self.accept.unwrap_or(true), text: self.text.clone() })
+        Ok(DialogCall::Respond {
+            tab,
+            accept: self.accept.unwrap_or(true),
+            text: self.text.clone(),
+            dialog_id: self.dialog_id,
+        })
     }
 }
 
@@ -247,7 +331,7 @@ mod tests {
         assert_eq!(call(json!({"action":"handle_dialog","status":true})), Ok(DialogCall::Status { tab: None }));
         assert_eq!(
             call(json!({"action":"handle_dialog","accept":true,"text":"x","tab_id":4})),
-            Ok(DialogCall::Respond { tab: Some(4), accept: true, text: Some("x".into()) })
+            Ok(DialogCall::Respond { tab: Some(4), accept: true, text: Some("x".into()), dialog_id: None })
         );
     }
 
@@ -265,11 +349,40 @@ mod tests {
         assert_eq!(param(json!({"action":"handle_dialog","once":false})), "once");
         assert_eq!(param(json!({"action":"handle_dialog","tab_id":-3})), "tab_id");
         assert_eq!(param(json!({"action":"handle_dialog","status":true,"setup":true})), "status");
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"alert","dialog_id":3})),
+            "dialog_id"
+        );
         let long = "x".repeat(MAX_TEXT_UNITS + 1);
         assert_eq!(
             param(json!({"action":"handle_dialog","setup":true,"dialog_type":"prompt","text":long.clone()})),
             "text"
         );
+    }
+
+    #[test]
+    fn dialog_policy_validates_its_range() {
+        let v = |j| parse::<ConfigureArgs>(j).map_err(|e| e.param).and_then(|a| a.validate().map_err(|e| e.param));
+        assert_eq!(
+            v(json!({"action":"dialog_policy","policy":"must_respond"})),
+            Ok(PolicyCall { tab: None, policy: Policy::Hold, timeout_s: 10 })
+        );
+        assert_eq!(
+            v(json!({"action":"dialog_policy","policy":"auto_accept","timeout_s":600,"tab_id":2})),
+            Ok(PolicyCall { tab: Some(2), policy: Policy::Accept, timeout_s: 600 })
+        );
+        assert_eq!(v(json!({"action":"dialog_policy","policy":"must_respond","timeout_s":0})), Err("timeout_s".into()));
+        assert_eq!(
+            v(json!({"action":"dialog_policy","policy":"must_respond","timeout_s":601})),
+            Err("timeout_s".into())
+        );
+        assert_eq!(
+            v(json!({"action":"dialog_policy","policy":"must_respond","timeout_s":-1})),
+            Err("timeout_s".into())
+        );
+        assert_eq!(v(json!({"action":"dialog_policy","policy":"hold"})), Err("policy".into()));
+        assert_eq!(v(json!({"action":"dialog_policy"})), Err("policy".into()));
+        assert_eq!(v(json!({"action":"policy","policy":"auto"})), Err("action".into()));
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum Tool {
     Interact,
     Observe,
+    Configure,
     Info,
 }
 
@@ -39,11 +40,19 @@ pub struct RemoteError {
     /// The parameter at fault, for `invalid_params`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub param: Option<String>,
+    /// Dialogs held open in that browser (see `State::blocking_note`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialogs_blocking: Option<Value>,
 }
 
 impl RemoteError {
     pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self { code: code.to_owned(), message: message.into(), param: None }
+        Self { code: code.to_owned(), message: message.into(), param: None, dialogs_blocking: None }
+    }
+
+    /// A parameter the caller got wrong, named.
+    pub fn invalid(e: crate::api::ParamError) -> Self {
+        Self { param: Some(e.param.clone()), ..Self::new("invalid_params", e.to_string()) }
     }
 
     pub fn not_connected() -> Self {
@@ -145,7 +154,10 @@ pub async fn call_in(dir: &Path, tool: Tool, args: Value) -> Result<Value, Remot
     let mut last = None;
     for socket in paths::host_sockets(dir) {
         match ask(&socket, &line).await {
-            Some(Err(e)) if e.code == "tab_not_found" || e.code == "host_timeout" => last = Some(e),
+            // Tabs and dialogs belong to one browser; another host may hold them.
+            Some(Err(e)) if matches!(e.code.as_str(), "tab_not_found" | "dialog_not_found" | "host_timeout") => {
+                last = Some(e)
+            }
             Some(reply) => return reply,
             None => {}
         }

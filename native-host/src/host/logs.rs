@@ -22,7 +22,7 @@ pub struct LogEntry {
     pub url: String,
     pub page_url: String,
     pub tab_id: i64,
-    pub frame_id: i64,
+    pub frame_id: Option<i64>,
     pub timestamp: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dialog_id: Option<u64>,
@@ -58,7 +58,12 @@ impl Logs {
     }
 
     pub fn dialog(&mut self, r: &DialogRecord) {
-        self.push(LogEntry {
+        let e = self.entry_for(r);
+        self.push(e);
+    }
+
+    fn entry_for(&self, r: &DialogRecord) -> LogEntry {
+        LogEntry {
             source: "dialog",
             level: if r.state == "open" { "warning" } else { "info" },
             kind: r.kind,
@@ -71,14 +76,14 @@ impl Logs {
             timestamp: r.timestamp.clone(),
             dialog_id: Some(r.id),
             count: None,
-        });
+        }
     }
 
     /// Adds `count` folded events; a run of summaries from one frame stays one entry.
     pub fn folded(&mut self, at: Origin<'_>, count: u64) {
         if let Some(last) = self.entries.iter_mut().last()
             && last.kind == "flood"
-            && (last.tab_id, last.frame_id) == (at.tab_id, at.frame_id)
+            && (last.tab_id, last.frame_id) == (at.tab_id, Some(at.frame_id))
             && last.url == at.url
         {
             let total = last.count.unwrap_or(0).saturating_add(count);
@@ -96,10 +101,33 @@ impl Logs {
             url: at.url.to_owned(),
             page_url: at.page_url.to_owned(),
             tab_id: at.tab_id,
-            frame_id: at.frame_id,
+            frame_id: Some(at.frame_id),
             timestamp: now_rfc3339(),
             dialog_id: None,
             count: Some(count),
+        });
+    }
+
+    /// A held dialog closed: who closed it and with what answer.
+    pub fn closed(&mut self, r: &DialogRecord, summary: String) {
+        self.push(LogEntry { level: "info", summary, timestamp: now_rfc3339(), ..self.entry_for(r) });
+    }
+
+    /// Something Unmodal did to a tab on its own (a policy falling back), in its words.
+    pub fn note(&mut self, tab_id: i64, kind: &'static str, summary: String) {
+        self.push(LogEntry {
+            source: "unmodal",
+            level: "warning",
+            kind,
+            message: String::new(),
+            summary,
+            url: String::new(),
+            page_url: String::new(),
+            tab_id,
+            frame_id: None,
+            timestamp: now_rfc3339(),
+            dialog_id: None,
+            count: None,
         });
     }
 

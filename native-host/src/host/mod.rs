@@ -2,8 +2,10 @@
 //! over stdin/stdout. The host keeps the state of record and serves `unmodal mcp` over a
 //! Unix socket that only this user can reach.
 
+mod held;
 pub mod logs;
 pub mod ops;
+pub mod policy;
 pub mod record;
 mod socket;
 pub mod state;
@@ -79,7 +81,7 @@ async fn serve(origin: &str) -> Result<()> {
     tokio::spawn(write_to_browser(rx));
     tokio::spawn(socket::accept(listener, shared.clone()));
     tokio::select! {
-        r = read_from_browser(&shared) => r,
+        r = read_from_browser(shared.clone()) => r,
         _ = terminated() => Ok(()),
     }
 }
@@ -112,7 +114,7 @@ async fn write_to_browser(mut rx: mpsc::UnboundedReceiver<Value>) {
 }
 
 /// Until the browser closes the port. Bad frames are logged and skipped, never fatal.
-async fn read_from_browser(shared: &Shared) -> Result<()> {
+async fn read_from_browser(shared: Arc<Shared>) -> Result<()> {
     let mut input = tokio::io::stdin();
     loop {
         let bytes = match frame::read(&mut input).await {
@@ -134,11 +136,27 @@ async fn read_from_browser(shared: &Shared) -> Result<()> {
                 continue;
             }
         };
-        let reply = shared.state().on_extension(&msg);
+        let (reply, armed) = {
+            let mut state = shared.state();
+            (state.on_extension(&msg), std::mem::take(&mut state.armed))
+        };
         match reply {
             Ok(msgs) => shared.send(msgs),
             Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
         }
+        for (id, after) in armed {
+            tokio::spawn(watchdog(shared.clone(), id, after));
+        }
         shared.browser_spoke.notify_waiters();
     }
+}
+
+/// Dismisses held dialog `id` after `after`, unless someone answered it first.
+async fn watchdog(shared: Arc<Shared>, id: u64, after: std::time::Duration) {
+    tokio::time::sleep(after).await;
+    let msgs = shared.state().watchdog(id);
+    if !msgs.is_empty() {
+        tracing::info!(dialog = id, "watchdog dismissed a held dialog");
+    }
+    shared.send(msgs);
 }

@@ -1,5 +1,6 @@
 //! What the agent can ask of the host (through `unmodal mcp`), answered from the state.
 
+use super::record::ClosedBy;
 use super::state::{State, Tab};
 use crate::api::{DialogCall, ObserveArgs, ObserveWhat};
 use ringbuf::traits::Consumer;
@@ -17,6 +18,21 @@ pub struct HostError {
 impl HostError {
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
         Self { code, message: message.into() }
+    }
+}
+
+/// What an `interact` call did: its answer, messages for the extension, and the held
+/// dialog whose close the caller should wait for before answering the agent.
+#[derive(Debug)]
+pub struct Done {
+    pub value: Value,
+    pub msgs: Vec<Value>,
+    pub answering: Option<u64>,
+}
+
+impl Done {
+    fn now(value: Value, msgs: Vec<Value>) -> Self {
+        Self { value, msgs, answering: None }
     }
 }
 
@@ -46,8 +62,8 @@ impl State {
         }
     }
 
-    /// Runs a validated `handle_dialog` call; also returns messages for the extension.
-    pub fn interact(&mut self, call: DialogCall) -> Result<(Value, Vec<Value>), HostError> {
+    /// Runs a validated `handle_dialog` call.
+    pub fn interact(&mut self, call: DialogCall) -> Result<Done, HostError> {
         match call {
             DialogCall::Setup { tab, target, accept, text, once, matcher } => {
                 let tab = self.resolve_tab(tab)?.clone();
@@ -82,7 +98,7 @@ impl State {
                 if rule.matcher != Default::default() {
                     v["match"] = json!(rule.matcher);
                 }
-                Ok((self.finish(v, &tab), vec![self.rules_message(tab.id)]))
+                Ok(Done::now(self.finish(v, &tab), vec![self.rules_message(tab.id)]))
             }
             DialogCall::Clear { tab, target } => {
                 let tab = self.resolve_tab(tab)?.clone();
@@ -93,18 +109,124 @@ impl State {
                     "removed": removed,
                     "message": format!("Removed {removed} auto-response(s) for {}.", target.as_str()),
                 });
-                Ok((self.finish(v, &tab), vec![self.rules_message(tab.id)]))
+                Ok(Done::now(self.finish(v, &tab), vec![self.rules_message(tab.id)]))
             }
             DialogCall::Status { tab } => {
                 let tab = self.resolve_tab(tab)?.clone();
                 let v = json!({"status": "ok", "pending_dialogs": self.pending_json(tab.id)});
-                Ok((self.finish(v, &tab), Vec::new()))
+                Ok(Done::now(self.finish(v, &tab), Vec::new()))
             }
-            DialogCall::Respond { tab, accept, text } => {
+            DialogCall::Respond { tab, accept, text, dialog_id } => {
+                if let Some(id) = self.held_to_answer(tab, dialog_id)? {
+                    let msg = self.answer_held(id, accept, text, ClosedBy::Agent)?;
+                    return Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) });
+                }
                 let tab = self.resolve_tab(tab)?.clone();
-                Ok((self.respond(&tab, accept, text), Vec::new()))
+                Ok(Done::now(self.respond(&tab, accept, text), Vec::new()))
             }
         }
+    }
+
+    /// Which held dialog an answer is for: the one named, or the only one that waits (in
+    /// the given tab, or anywhere). Several and none named is an error listing them.
+    fn held_to_answer(&self, tab: Option<i64>, dialog_id: Option<u64>) -> Result<Option<u64>, HostError> {
+        let waiting: Vec<_> = self.awaiting_agent().filter(|r| tab.is_none_or(|t| r.tab_id == t)).collect();
+        let listed = || {
+            waiting
+                .iter()
+                .map(|r| {
+                    format!(
+                        "dialog_id {} ({} in tab {}: {:?})",
+                        r.id,
+                        r.kind,
+                        r.tab_id,
+                        r.message.chars().take(80).collect::<String>()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let Some(id) = dialog_id else {
+            return match waiting.len() {
+                0 => Ok(None),
+                1 => Ok(Some(waiting[0].id)),
+                n => Err(HostError::new(
+                    "several_dialogs_pending",
+                    format!("{n} dialogs are held open; say which one with dialog_id: {}.", listed()),
+                )),
+            };
+        };
+        match self.record(id) {
+            Some(r) if r.held.is_some() && r.state == "open" => {
+                if tab.is_some_and(|t| t != r.tab_id) {
+                    return Err(HostError::new(
+                        "dialog_not_found",
+                        format!("Dialog {id} is in tab {}, not in tab {}.", r.tab_id, tab.unwrap_or_default()),
+                    ));
+                }
+                Ok(Some(id))
+            }
+            Some(r) => Err(HostError::new(
+                "dialog_not_open",
+                format!(
+                    "Dialog {id} is not waiting for an answer ({}: {}). Open ones: {}.",
+                    r.state,
+                    r.explanation,
+                    if waiting.is_empty() { "none".to_string() } else { listed() }
+                ),
+            )),
+            None => Err(HostError::new(
+                "dialog_not_found",
+                format!(
+                    "No dialog {id}. Held open: {}.",
+                    if waiting.is_empty() { "none".to_string() } else { listed() }
+                ),
+            )),
+        }
+    }
+
+    /// The answer to the agent once its answer closed a held dialog.
+    pub fn answered(&self, id: u64) -> Result<Value, HostError> {
+        let rec = match self.answer_outcome(id) {
+            Some(Ok(rec)) => rec.clone(),
+            Some(Err(why)) => {
+                return Err(HostError::new("answer_failed", format!("The browser did not take the answer: {why}.")));
+            }
+            None => {
+                return Err(HostError::new(
+                    "answer_pending",
+                    format!(
+                        "The answer to dialog {id} went to the browser, which has not reported the dialog closed \
+yet; observe {{what:\"dialogs\"}} shows when it does."
+                    ),
+                ));
+            }
+        };
+        let tab = self.tabs.iter().find(|t| t.id == rec.tab_id).cloned().unwrap_or(Tab {
+            id: rec.tab_id,
+            window_id: 0,
+            url: rec.page_url.clone(),
+            title: String::new(),
+            active: false,
+        });
+        let applied = rec.closed_by == Some(ClosedBy::Agent);
+        let v = json!({
+            "status": "dismissed",
+            "dialog": {
+                "dialog_id": rec.id,
+                "type": rec.kind,
+                "message": rec.message,
+                "accepted": rec.accepted,
+                "response_text": rec.response_text,
+                "url": rec.url,
+                "timestamp": rec.timestamp,
+                "decided_by": rec.decided_by,
+                "closed_by": rec.closed_by,
+            },
+            "agent_answer_applied": applied,
+            "message": if applied { "The page received this answer.".to_string() } else { rec.explanation.clone() },
+        });
+        Ok(self.finish(v, &tab))
     }
 
     /// The reactive path. The page already got its answer (a synchronous dialog cannot wait
@@ -205,19 +327,20 @@ answer, call setup=true with dialog_type=\"{}\" before the action that opens the
         })
     }
 
+    /// Held dialogs first (they block the page), then what waits for acknowledgement.
     fn pending_json(&self, tab: i64) -> Vec<Value> {
-        self.pending
-            .iter()
-            .filter_map(|id| self.record(*id))
-            .filter(|r| r.tab_id == tab)
-            .map(|r| serde_json::to_value(r).unwrap_or_default())
-            .collect()
+        let held = self.held.iter().filter(|r| r.tab_id == tab);
+        let acknowledge = self.pending.iter().filter_map(|id| self.record(*id)).filter(|r| r.tab_id == tab);
+        held.chain(acknowledge).map(|r| serde_json::to_value(r).unwrap_or_default()).collect()
     }
 
     /// Every answer names the tab it acted on, the active auto-responses and the pilot.
-    fn finish(&self, mut v: Value, tab: &Tab) -> Value {
+    pub(super) fn finish(&self, mut v: Value, tab: &Tab) -> Value {
         v["tab"] = tab_json(tab);
         v["auto_responses"] = self.rules_of(tab.id).iter().map(|r| r.to_json()).collect();
+        if let Some(p) = self.policy_json(tab.id) {
+            v["dialog_policy"] = p;
+        }
         v["pilot_enabled"] = json!(self.pilot);
         if !self.pilot {
             v["warning"] = json!(PILOT_OFF_WARNING);
@@ -237,6 +360,10 @@ mod tests {
         s
     }
 
+    fn respond(dialog_id: Option<u64>) -> DialogCall {
+        DialogCall::Respond { tab: None, accept: true, text: None, dialog_id }
+    }
+
     fn setup(s: &mut State, tab: Option<i64>) -> Value {
         let call = DialogCall::Setup {
             matcher: Default::default(),
@@ -246,7 +373,7 @@ mod tests {
             text: None,
             once: true,
         };
-        s.interact(call).unwrap().0
+        s.interact(call).unwrap().value
     }
 
     #[test]
@@ -285,7 +412,7 @@ mod tests {
     #[test]
     fn respond_without_pending_says_no_pending_dialog() {
         let mut s = state_with_tab();
-        let (v, _) = s.interact(DialogCall::Respond { tab: None, accept: true, text: None }).unwrap();
+        let v = s.interact(respond(None)).unwrap().value;
         assert_eq!(v["status"], "no_pending_dialog");
         assert_eq!(v["auto_responses"], json!([]));
     }
@@ -296,12 +423,12 @@ mod tests {
         s.on_extension(&json!({"type":"dialog","tab_id":3,"report":{"seq":1,"phase":"decided","kind":"confirm",
             "message":"Delete?","decided_by":"default_policy","rules_loaded":true,"accepted":false}}))
             .unwrap();
-        let (v, _) = s.interact(DialogCall::Respond { tab: None, accept: true, text: None }).unwrap();
+        let v = s.interact(respond(None)).unwrap().value;
         assert_eq!(v["status"], "dismissed");
         assert_eq!(v["dialog"]["accepted"], false);
         assert_eq!(v["agent_answer_applied"], false);
         assert!(v["message"].as_str().unwrap().contains("setup=true"));
-        let (v, _) = s.interact(DialogCall::Respond { tab: None, accept: true, text: None }).unwrap();
+        let v = s.interact(respond(None)).unwrap().value;
         assert_eq!(v["status"], "no_pending_dialog");
     }
 

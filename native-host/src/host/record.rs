@@ -64,14 +64,24 @@ pub enum DecidedBy {
     Rule,
     DefaultPolicy,
     PilotOff,
+    /// The tab's dialog policy (auto_accept / auto_dismiss, or must_respond's ask).
+    Policy,
+    /// Held open for the agent (must_respond); the agent answers it.
+    Agent,
+    /// Held open, nobody answered in time.
+    Watchdog,
+    /// Held open, then closed outside Unmodal (navigation, the browser, a human).
+    Remote,
 }
 
 impl DecidedBy {
+    /// What a page report may claim (the other values come from the debugger path).
     pub fn parse(s: Option<&str>) -> Option<Self> {
         match s? {
             "rule" => Some(Self::Rule),
             "default_policy" => Some(Self::DefaultPolicy),
             "pilot_off" => Some(Self::PilotOff),
+            "policy" => Some(Self::Policy),
             _ => None,
         }
     }
@@ -83,12 +93,45 @@ impl DecidedBy {
 pub enum ClosedBy {
     Rule,
     DefaultPolicy,
-    /// The browser's own dialog, answered outside Unmodal (a human, the browser).
+    /// auto_accept / auto_dismiss.
+    Policy,
+    Agent,
+    Watchdog,
+    /// Closed outside Unmodal: a human, the page's navigation, the browser.
     Remote,
+}
+
+impl ClosedBy {
+    pub fn decided_by(self) -> DecidedBy {
+        match self {
+            Self::Rule => DecidedBy::Rule,
+            Self::DefaultPolicy => DecidedBy::DefaultPolicy,
+            Self::Policy => DecidedBy::Policy,
+            Self::Agent => DecidedBy::Agent,
+            Self::Watchdog => DecidedBy::Watchdog,
+            Self::Remote => DecidedBy::Remote,
+        }
+    }
+}
+
+/// A dialog the extension's debugger session holds open in the browser.
+#[derive(Clone, Debug)]
+pub struct Held {
+    /// The service worker's number for it (unique per browser session).
+    pub hold: u64,
+    pub opened: std::time::Instant,
+    /// When the watchdog dismisses it, if it waits for the agent.
+    pub deadline: Option<std::time::Instant>,
+    /// Who the host asked to close it (the close event then names them).
+    pub closing: Option<ClosedBy>,
+    /// Why the last answer did not reach the browser.
+    pub answer_error: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct DialogRecord {
+    /// What `interact {dialog_id}` names.
+    #[serde(rename = "dialog_id")]
     pub id: u64,
     #[serde(rename = "type")]
     pub kind: &'static str,
@@ -118,10 +161,14 @@ pub struct DialogRecord {
     pub url: String,
     pub page_url: String,
     pub tab_id: i64,
-    pub frame_id: i64,
+    /// The extension's frame id (0: top); null for a held dialog in a subframe.
+    pub frame_id: Option<i64>,
     pub timestamp: String,
     #[serde(skip)]
     pub key: DocSeq,
+    /// Set for dialogs the debugger session holds open.
+    #[serde(skip)]
+    pub held: Option<Held>,
 }
 
 /// Identifies a dialog within its document, to pair a native dialog's open and close.

@@ -2,7 +2,8 @@
 //! the state, and waits (briefly) until new rules are in force in the tab.
 
 use super::Shared;
-use crate::api::{self, InteractArgs, ObserveArgs, ParamError};
+use super::state::RulesAck;
+use crate::api::{self, ConfigureArgs, InteractArgs, ObserveArgs, ParamError};
 use crate::ipc::{self, RemoteError, Request, Tool};
 use crate::paths;
 use serde_json::{Value, json};
@@ -13,6 +14,8 @@ use tokio::net::{UnixListener, UnixStream};
 
 /// How long a setup waits for the extension to confirm the tab holds the new rules.
 const RULES_WAIT: Duration = Duration::from_secs(3);
+/// How long an answer to a held dialog waits for the browser to report it closed.
+const ANSWER_WAIT: Duration = Duration::from_secs(3);
 
 pub(super) async fn accept(listener: UnixListener, shared: Arc<Shared>) {
     loop {
@@ -55,12 +58,26 @@ async fn connection(stream: UnixStream, shared: Arc<Shared>) {
 }
 
 fn invalid(e: ParamError) -> RemoteError {
-    RemoteError { code: "invalid_params".into(), message: e.to_string(), param: Some(e.param) }
+    RemoteError::invalid(e)
 }
 
 async fn handle(shared: &Shared, line: &[u8]) -> Result<Value, RemoteError> {
     let req: Request =
         serde_json::from_slice(line).map_err(|e| RemoteError::new("bad_request", format!("not a request: {e}")))?;
+    let mut reply = run(shared, req).await;
+    // While a dialog is held open, every answer says so (an agent must never be left
+    // guessing why the page stopped).
+    if let Some(note) = shared.state().blocking_note() {
+        match &mut reply {
+            Ok(v) if v.is_object() => v["dialogs_blocking"] = note,
+            Ok(_) => {}
+            Err(e) => e.dialogs_blocking = Some(note),
+        }
+    }
+    reply
+}
+
+async fn run(shared: &Shared, req: Request) -> Result<Value, RemoteError> {
     match req.tool {
         Tool::Info => Ok(shared.state().info()),
         Tool::Observe => {
@@ -70,13 +87,19 @@ async fn handle(shared: &Shared, line: &[u8]) -> Result<Value, RemoteError> {
         Tool::Interact => {
             let args: InteractArgs = api::parse(req.args).map_err(invalid)?;
             let call = args.validate().map_err(invalid)?;
-            let (mut value, msgs) = shared.state().interact(call)?;
-            let rules = msgs.iter().find(|m| m["type"] == "rules").map(|m| (m["tab_id"].as_i64(), m["rev"].as_u64()));
-            shared.send(msgs);
-            if let Some((Some(tab), Some(rev))) = rules {
-                let delivered = wait_for_rules(shared, tab, rev).await;
-                value["rules_in_force"] = json!(delivered == Some(true));
-                if delivered != Some(true) {
+            let done = shared.state().interact(call)?;
+            let rules = rules_rev(&done.msgs);
+            shared.send(done.msgs);
+            if let Some(id) = done.answering {
+                wait_for_answer(shared, id).await;
+                return shared.state().answered(id).map_err(Into::into);
+            }
+            let mut value = done.value;
+            if let Some((tab, rev)) = rules {
+                let ack = wait_for_rules(shared, tab, rev).await;
+                let delivered = ack.as_ref().is_some_and(|a| a.delivered);
+                value["rules_in_force"] = json!(delivered);
+                if !delivered {
                     value["rules_note"] = json!(
                         "The tab did not confirm it holds the new rules (it may be a browser page without content \
 scripts, or still loading). Documents that load from now on get them."
@@ -85,20 +108,64 @@ scripts, or still loading). Documents that load from now on get them."
             }
             Ok(value)
         }
+        Tool::Configure => {
+            let args: ConfigureArgs = api::parse(req.args).map_err(invalid)?;
+            let call = args.validate().map_err(invalid)?;
+            let (mut value, msgs) = shared.state().configure(call)?;
+            let Some((tab, rev)) = rules_rev(&msgs) else { return Ok(value) };
+            shared.send(msgs);
+            let ack = wait_for_rules(shared, tab, rev).await;
+            if let Some(err) = ack.as_ref().and_then(|a| a.debugger_error.clone()) {
+                return Err(RemoteError::new(
+                    "debugger_unavailable",
+                    format!(
+                        "The {} policy needs the extension's debugger on the tab, which could not attach: {err}. The \
+tab stays on auto. Close DevTools or other debugging extensions on the tab, or use a tab with a web page.",
+                        call.policy.as_str()
+                    ),
+                ));
+            }
+            value["policy_in_force"] =
+                json!(ack.is_some_and(|a| a.delivered || call.policy != unmodal_engine::Policy::Auto));
+            // The answer shows the state after the ack (a fallback, for one).
+            let state = shared.state();
+            if let Some(p) = state.policy_json(tab) {
+                value["dialog_policy"] = p;
+            }
+            Ok(value)
+        }
     }
 }
 
-async fn wait_for_rules(shared: &Shared, tab: i64, rev: u64) -> Option<bool> {
+fn rules_rev(msgs: &[Value]) -> Option<(i64, u64)> {
+    let m = msgs.iter().find(|m| m["type"] == "rules")?;
+    Some((m["tab_id"].as_i64()?, m["rev"].as_u64()?))
+}
+
+async fn wait_for_rules(shared: &Shared, tab: i64, rev: u64) -> Option<RulesAck> {
     let wait = async {
         loop {
             let spoke = shared.browser_spoke.notified();
-            if let Some(d) = shared.state().rules_delivered(tab, rev) {
-                return d;
+            if let Some(a) = shared.state().rules_delivered(tab, rev) {
+                return a.clone();
             }
             spoke.await;
         }
     };
     tokio::time::timeout(RULES_WAIT, wait).await.ok()
+}
+
+async fn wait_for_answer(shared: &Shared, id: u64) {
+    let wait = async {
+        loop {
+            let spoke = shared.browser_spoke.notified();
+            if shared.state().answer_outcome(id).is_some() {
+                return;
+            }
+            spoke.await;
+        }
+    };
+    let _ = tokio::time::timeout(ANSWER_WAIT, wait).await;
 }
 
 impl From<super::ops::HostError> for RemoteError {

@@ -2,6 +2,7 @@
 //! queue. Mutated only under one short lock; nothing here waits on the browser.
 
 use super::logs::{Logs, Origin};
+use super::policy::{TabPolicy, detach_reason};
 use super::record::{self, ClosedBy, DecidedBy, DialogMsg, DialogRecord, DocSeq, MAX_MESSAGE_CHARS, Phase};
 use crate::api::MatchArg;
 use crate::redact::Redactor;
@@ -10,7 +11,8 @@ use ringbuf::traits::{Consumer, Observer, RingBuffer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
-use unmodal_engine::{DialogKind, RuleTarget, rules::Encoder};
+use std::time::Duration;
+use unmodal_engine::{DialogKind, Policy, RuleTarget, rules::Encoder};
 
 pub const HISTORY: usize = 50;
 pub const MAX_PENDING: usize = 5;
@@ -68,6 +70,16 @@ impl Rule {
     }
 }
 
+/// The extension's answer to a rules message.
+#[derive(Clone, Debug, Default)]
+pub struct RulesAck {
+    pub rev: u64,
+    /// The tab's top frame (and every frame that answered) took the config.
+    pub delivered: bool,
+    /// Why the debugger session a policy needs could not start.
+    pub debugger_error: Option<String>,
+}
+
 pub struct State {
     pub pilot: bool,
     pub extension_version: Option<String>,
@@ -84,7 +96,13 @@ pub struct State {
     /// Every rules message carries a revision; the extension acknowledges it per tab once
     /// the tab's frames hold the rules, so a setup can answer only when it is in force.
     rules_rev: u64,
-    pub rules_acked: HashMap<i64, (u64, bool)>,
+    pub rules_acked: HashMap<i64, RulesAck>,
+    /// Per tab, when not the default: the dialog policy and its watchdog.
+    pub policies: HashMap<i64, TabPolicy>,
+    /// Dialogs the debugger session holds open; they join the history when they close.
+    pub held: Vec<DialogRecord>,
+    /// Watchdogs to start (record id, delay); the host's loop takes them.
+    pub armed: Vec<(u64, Duration)>,
     /// Per tab: dialog reports a flooding page folded into a count.
     pub folded: HashMap<i64, u64>,
     pub logs: Logs,
@@ -112,6 +130,9 @@ impl State {
             next_record_id: 1,
             rules_rev: 0,
             rules_acked: HashMap::new(),
+            policies: HashMap::new(),
+            held: Vec::new(),
+            armed: Vec::new(),
             folded: HashMap::new(),
             logs: Logs::default(),
             redactor: Redactor::default(),
@@ -139,7 +160,9 @@ impl State {
                 self.tracked = msg.get("tracked").and_then(Value::as_i64);
                 self.rules.retain(|id, _| tabs.iter().any(|t| t.id == *id));
                 self.rules_acked.retain(|id, _| tabs.iter().any(|t| t.id == *id));
+                self.policies.retain(|id, _| tabs.iter().any(|t| t.id == *id));
                 self.tabs = tabs;
+                self.drop_held_of_closed_tabs();
                 Ok(Vec::new())
             }
             "dialog" => {
@@ -162,11 +185,31 @@ impl State {
                 let tab = msg.get("tab_id").and_then(Value::as_i64).ok_or("rules_ack without tab_id")?;
                 let rev = msg.get("rev").and_then(Value::as_u64).ok_or("rules_ack without rev")?;
                 let delivered = msg.get("delivered").and_then(Value::as_bool).unwrap_or(false);
+                let debugger_error = msg
+                    .pointer("/debugger/error")
+                    .and_then(Value::as_str)
+                    .map(|e| record::clip(e, 500).0)
+                    .filter(|_| msg.pointer("/debugger/attached") != Some(&Value::Bool(true)));
                 let acked = self.rules_acked.entry(tab).or_default();
-                if rev >= acked.0 {
-                    *acked = (rev, delivered);
+                if rev < acked.rev {
+                    return Ok(Vec::new());
                 }
-                Ok(Vec::new())
+                *acked = RulesAck { rev, delivered, debugger_error: debugger_error.clone() };
+                match debugger_error {
+                    Some(e) => Ok(self.fall_back(tab, format!("the debugger session could not start ({e})"))),
+                    None => Ok(Vec::new()),
+                }
+            }
+            "held" => self.on_held(msg),
+            "held_closed" => self.on_held_closed(msg),
+            "answer_result" => self.on_answer_result(msg),
+            "debugger_detached" => {
+                let tab = msg.get("tab_id").and_then(Value::as_i64).ok_or("debugger_detached without tab_id")?;
+                let reason = msg.get("reason").and_then(Value::as_str).unwrap_or("unknown");
+                if !self.tabs.iter().any(|t| t.id == tab) {
+                    return Ok(Vec::new());
+                }
+                Ok(self.fall_back(tab, detach_reason(reason)))
             }
             other => Err(format!("unknown message type `{other}`")),
         }
@@ -201,8 +244,7 @@ impl State {
         let response_text = if r.phase == Phase::Open { None } else { r.value.as_deref().map(&mut clean) };
         let open = r.phase == Phase::Open;
         let rule = if by == DecidedBy::Rule { r.rule_id } else { None };
-        let id = self.next_record_id;
-        self.next_record_id += 1;
+        let id = self.next_id();
         let rec = DialogRecord {
             id,
             kind: kind.as_str(),
@@ -219,7 +261,8 @@ impl State {
                 _ if kind == DialogKind::BeforeUnload && r.accepted != Some(true) => None,
                 DecidedBy::Rule => Some(ClosedBy::Rule),
                 DecidedBy::DefaultPolicy => Some(ClosedBy::DefaultPolicy),
-                DecidedBy::PilotOff => None,
+                DecidedBy::Policy => Some(ClosedBy::Policy),
+                _ => None,
             },
             rule_id: rule,
             rules_loaded: r.rules_loaded,
@@ -228,36 +271,53 @@ impl State {
             url: m.url,
             page_url: m.page_url,
             tab_id: m.tab_id,
-            frame_id: m.frame_id,
+            frame_id: Some(m.frame_id),
             timestamp: record::now_rfc3339(),
             key,
+            held: None,
         };
         self.logs.dialog(&rec);
         // The popup shows what the host stored (redacted), never the raw page text.
         let shown = json!({"type": "recorded", "tab_id": rec.tab_id, "kind": rec.kind, "message": rec.message,
             "decided_by": rec.decided_by, "accepted": rec.accepted, "state": rec.state});
+        self.remember(rec);
+        // What the agent did not choose waits for its acknowledgement.
+        if matches!(by, DecidedBy::DefaultPolicy | DecidedBy::PilotOff) {
+            self.pending.push_back(id);
+            while self.pending.len() > MAX_PENDING {
+                self.pending.pop_front();
+            }
+        }
+        let mut out = vec![shown];
+        if let Some(rule_id) = rule {
+            out.extend(self.spend_rule(m.tab_id, rule_id));
+        }
+        Ok(out)
+    }
+
+    pub(super) fn next_id(&mut self) -> u64 {
+        let id = self.next_record_id;
+        self.next_record_id += 1;
+        id
+    }
+
+    /// Adds a record to the history, evicting the oldest when full.
+    pub(super) fn remember(&mut self, rec: DialogRecord) {
         if self.history.is_full() {
             self.evicted += 1;
         }
         if let Some(old) = self.history.push_overwrite(rec) {
             self.pending.retain(|&p| p != old.id);
         }
-        if by != DecidedBy::Rule {
-            self.pending.push_back(id);
-            while self.pending.len() > MAX_PENDING {
-                self.pending.pop_front();
-            }
-        }
-        // A spent once-rule leaves the tab's rule set (the page already stopped using it).
-        let mut out = vec![shown];
-        if let (Some(rule_id), Some(rules)) = (rule, self.rules.get_mut(&m.tab_id)) {
-            let before = rules.len();
-            rules.retain(|x| !(x.id == rule_id && x.once));
-            if rules.len() != before {
-                out.push(self.rules_message(m.tab_id));
-            }
-        }
-        Ok(out)
+    }
+
+    /// A once-rule that answered a dialog leaves the tab's rule set (the page already
+    /// stopped using it); returns the rules message if one left.
+    pub(super) fn spend_rule(&mut self, tab: i64, rule_id: u32) -> Option<Value> {
+        let rules = self.rules.get_mut(&tab)?;
+        let before = rules.len();
+        rules.retain(|x| !(x.id == rule_id && x.once));
+        (rules.len() != before).then(|| self.rules_message(tab))
     }
 
     fn explain(
@@ -289,6 +349,12 @@ navigation goes on without a prompt",
 browser's own prompt stands"
                         .to_string()
                 }
+                (DecidedBy::Policy, Some(true)) => "beforeunload: the page asked to confirm leaving; the \
+auto_accept policy kept it from asking, so navigation goes on without a prompt"
+                    .to_string(),
+                (DecidedBy::Policy, _) => "beforeunload: the page asked to confirm leaving; no user activation, \
+so the browser shows no prompt and the tab's policy has nothing to answer"
+                    .to_string(),
                 _ => "beforeunload: the page asked to confirm leaving; no rule accepts it, so the browser's own \
 \"Leave site?\" prompt stands (set up dialog_type \"beforeunload\" to leave without it)"
                     .to_string(),
@@ -316,6 +382,12 @@ browser's own prompt stands"
                 "AI Web Pilot is off: the browser showed its own {} dialog; a human must switch the pilot on in the Unmodal popup",
                 kind.as_str()
             ),
+            DecidedBy::Policy => {
+                format!("{} {answer} by the tab's {} policy", kind.as_str(), self.policy_of(tab).policy.as_str())
+            }
+            DecidedBy::Agent | DecidedBy::Watchdog | DecidedBy::Remote => {
+                format!("{} {answer}", kind.as_str())
+            }
         }
     }
 
@@ -369,7 +441,16 @@ browser's own prompt stands"
     }
 
     pub fn rules_message(&mut self, tab: i64) -> Value {
+        let policy = self.policy_of(tab).policy;
+        let rules = self.encode_rules(tab, policy);
+        self.rules_rev += 1;
+        json!({"type": "rules", "tab_id": tab, "rev": self.rules_rev, "rules": rules, "policy": policy.as_str()})
+    }
+
+    /// The tab's rules (and policy) in the engine's wire format.
+    pub fn encode_rules(&self, tab: i64, policy: Policy) -> String {
         let mut enc = Encoder::new();
+        enc.policy(policy);
         for r in self.rules_of(tab) {
             let m = &r.matcher;
             enc.rule_matching(
@@ -382,18 +463,18 @@ browser's own prompt stands"
                 m.url_contains.as_deref(),
             );
         }
-        self.rules_rev += 1;
-        json!({"type": "rules", "tab_id": tab, "rev": self.rules_rev, "rules": enc.finish()})
+        enc.finish()
     }
 
     /// Once the extension answered for revision `rev` (or newer) of `tab`'s rules: whether
     /// the tab's frames received them. `None` while no answer came.
-    pub fn rules_delivered(&self, tab: i64, rev: u64) -> Option<bool> {
-        self.rules_acked.get(&tab).filter(|(r, _)| *r >= rev).map(|&(_, d)| d)
+    pub fn rules_delivered(&self, tab: i64, rev: u64) -> Option<&RulesAck> {
+        self.rules_acked.get(&tab).filter(|a| a.rev >= rev)
     }
 
+    /// A dialog by id: held open, or in the history.
     pub fn record(&self, id: u64) -> Option<&DialogRecord> {
-        self.history.iter().find(|r| r.id == id)
+        self.held.iter().find(|r| r.id == id).or_else(|| self.history.iter().find(|r| r.id == id))
     }
 }
 
@@ -427,7 +508,7 @@ mod tests {
         let out = s.on_extension(&report(7, 1, "decided", "confirm", "rule", Some(r.id))).unwrap();
         assert!(s.rules_of(7).is_empty());
         assert_eq!(out[0]["type"], "recorded");
-        assert_eq!(out[1], json!({"type": "rules", "tab_id": 7, "rev": 1, "rules": "U1"}));
+        assert_eq!(out[1], json!({"type": "rules", "tab_id": 7, "rev": 1, "rules": "U1", "policy": "auto"}));
         assert!(s.pending.is_empty(), "rule-answered dialogs are not pending");
     }
 

@@ -1,0 +1,133 @@
+// Debugger sessions for tabs under a dialog policy (must_respond, auto_accept, auto_dismiss).
+// The page lets the browser open a dialog no rule answers; the session holds it open, the
+// host (the state of record) decides who answers, and this file only carries messages:
+// the dialog to the host, the host's answer to the browser, the close back to the host.
+const VERSION = '1.3';
+const MAX_FIELD = 8192;
+// inject.js reads (and deletes) this before any page script runs; see manifest/inject.
+const HANDOFF = '__unmodalConfig';
+
+const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
+
+export function createHolds(toHost) {
+  const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null }
+  const queues = new Map(); // tabId -> promise chain: attach/detach/script steps in order
+  let holdSeq = 0;
+
+  const send = (tabId, method, params = {}) => chrome.debugger.sendCommand({ tabId }, method, params);
+
+  const serial = (tabId, step) => {
+    const next = (queues.get(tabId) ?? Promise.resolve()).then(step, step);
+    queues.set(tabId, next.catch(() => {}));
+    return next;
+  };
+
+  // New documents of the tab get the config before their first script (closes the race
+  // between a page's first inline script and the config message).
+  const installScript = async (tabId, s, config) => {
+    const source = `Object.defineProperty(window, ${JSON.stringify(HANDOFF)}, { value: ${JSON.stringify(config)}, configurable: true });`;
+    const { identifier } = await send(tabId, 'Page.addScriptToEvaluateOnNewDocument', { source });
+    const old = s.script;
+    s.script = identifier;
+    if (old !== null) await send(tabId, 'Page.removeScriptToEvaluateOnNewDocument', { identifier: old }).catch(() => {});
+  };
+
+  // Attaches or detaches so the tab has a session exactly when `want`; keeps its
+  // new-document config current. Resolves to { attached, error? }.
+  const sync = (tabId, want, config) => serial(tabId, async () => {
+    let s = sessions.get(tabId);
+    if (!want) {
+      if (s) {
+        sessions.delete(tabId);
+        await chrome.debugger.detach({ tabId }).catch(() => {});
+      }
+      return { attached: false };
+    }
+    try {
+      if (!s) {
+        await chrome.debugger.attach({ tabId }, VERSION);
+        s = { script: null, mainFrame: null, open: null };
+        sessions.set(tabId, s);
+        await send(tabId, 'Page.enable');
+        const { frameTree } = await send(tabId, 'Page.getFrameTree');
+        s.mainFrame = frameTree.frame.id;
+      }
+      await installScript(tabId, s, config);
+      return { attached: true };
+    } catch (err) {
+      if (sessions.get(tabId) === s && s) {
+        sessions.delete(tabId);
+        await chrome.debugger.detach({ tabId }).catch(() => {});
+      }
+      return { attached: false, error: String(err?.message ?? err) };
+    }
+  });
+
+  chrome.debugger.onEvent.addListener((source, method, params) => {
+    const tabId = source.tabId;
+    const s = sessions.get(tabId);
+    if (!s || source.sessionId || !params) return;
+    if (method === 'Page.javascriptDialogOpening') {
+      // The browser shows one dialog per tab at a time; the next waits for this one.
+      s.open = { hold: ++holdSeq };
+      toHost({
+        type: 'held',
+        tab_id: tabId,
+        hold: s.open.hold,
+        kind: clip(params.type),
+        message: clip(params.message),
+        default_prompt: clip(params.defaultPrompt),
+        url: clip(params.url),
+        top_frame: params.frameId === undefined || params.frameId === s.mainFrame,
+      });
+    } else if (method === 'Page.javascriptDialogClosed') {
+      if (s.open === null) return;
+      toHost({ type: 'held_closed', tab_id: tabId, hold: s.open.hold, accepted: params.result === true, text: clip(params.userInput) });
+      s.open = null;
+    } else if (method === 'Page.frameNavigated' && params.frame && !params.frame.parentId) {
+      s.mainFrame = params.frame.id;
+    }
+  });
+
+  // The browser ended the session: a human cancelled the debugging bar, the tab went to a
+  // page extensions may not debug, or it closed. The host falls the tab back to auto.
+  chrome.debugger.onDetach.addListener((source, reason) => {
+    const s = sessions.get(source.tabId);
+    if (!s) return;
+    sessions.delete(source.tabId);
+    if (s.open !== null) toHost({ type: 'held_closed', tab_id: source.tabId, hold: s.open.hold, accepted: false, text: '', gone: true });
+    toHost({ type: 'debugger_detached', tab_id: source.tabId, reason: String(reason) });
+  });
+
+  // The host's answer to a held dialog.
+  const answer = async (msg) => {
+    const s = sessions.get(msg.tab_id);
+    const reply = { type: 'answer_result', tab_id: msg.tab_id, hold: msg.hold, ok: false };
+    if (!s || s.open === null || s.open.hold !== msg.hold) {
+      toHost({ ...reply, error: 'the dialog is no longer open' });
+      return;
+    }
+    const params = { accept: msg.accept === true };
+    if (typeof msg.text === 'string') params.promptText = msg.text;
+    try {
+      await send(msg.tab_id, 'Page.handleJavaScriptDialog', params);
+      toHost({ ...reply, ok: true });
+    } catch (err) {
+      toHost({ ...reply, error: String(err?.message ?? err) });
+    }
+  };
+
+  // No host: nobody can answer, so nothing may stay held. Dismiss and let go of every tab.
+  const releaseAll = async () => {
+    const tabs = [...sessions.keys()];
+    await Promise.allSettled(tabs.map((tabId) => serial(tabId, async () => {
+      const s = sessions.get(tabId);
+      if (!s) return;
+      sessions.delete(tabId);
+      if (s.open !== null) await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
+      await chrome.debugger.detach({ tabId }).catch(() => {});
+    })));
+  };
+
+  return { sync, answer, releaseAll, attached: (tabId) => sessions.has(tabId) };
+}
