@@ -81,6 +81,21 @@ impl Agent {
         bail!("tab {url} never became the tracked tab; last view: {last:?}")
     }
 
+    /// Waits until a tab with `url` is listed (tracked or not); returns its id.
+    pub async fn wait_for_tab_listed(&self, url: &str) -> Result<i64> {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(15) {
+            if let Reply::Ok(v) = self.call("observe", serde_json::json!({"what": "tabs"})).await? {
+                let tab = v["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url);
+                if let Some(id) = tab.and_then(|t| t["id"].as_i64()) {
+                    return Ok(id);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        bail!("tab {url} never appeared")
+    }
+
     pub async fn close(self) -> Result<()> {
         self.client.cancel().await?;
         Ok(())

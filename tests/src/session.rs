@@ -117,6 +117,45 @@ impl Session {
         }
     }
 
+    /// Sets the tracked tab's dialog policy and requires that it took effect.
+    pub async fn policy(&self, policy: &str, timeout_s: u32) -> Result<Value> {
+        let v = self
+            .agent
+            .ok("configure", json!({"action": "dialog_policy", "policy": policy, "timeout_s": timeout_s}))
+            .await?;
+        if v["policy_in_force"] != json!(true) {
+            bail!("policy {policy} not in force: {v}");
+        }
+        Ok(v)
+    }
+
+    /// Waits until at least `n` dialogs are held open for the agent (as every answer's
+    /// `dialogs_blocking` note lists them) and returns them.
+    pub async fn held(&self, n: usize) -> Result<Vec<Value>> {
+        let start = Instant::now();
+        loop {
+            let v = self.agent.ok("observe", json!({"what": "tabs"})).await?;
+            let held = v["dialogs_blocking"]["dialogs"].as_array().cloned().unwrap_or_default();
+            if held.len() >= n {
+                return Ok(held);
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                bail!("expected {n} held dialogs, have {}: {v}", held.len());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Runs `expr` in the page on a fresh task, so a dialog it opens can stay open.
+    pub async fn page_later(&self, expr: &str) -> Result<()> {
+        self.page.eval(&format!("setTimeout(() => {{ {expr} }}, 0); 0")).await.map(drop)
+    }
+
+    /// Whether the page's script is blocked (a dialog is open): it cannot evaluate `1` soon.
+    pub async fn page_blocked(&self) -> bool {
+        tokio::time::timeout(Duration::from_millis(400), self.page.eval("1")).await.is_err()
+    }
+
     pub async fn dialogs(&self) -> Result<Value> {
         self.agent.ok("observe", json!({"what": "dialogs"})).await
     }

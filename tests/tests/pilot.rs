@@ -34,7 +34,11 @@ async fn pilot_off_keeps_native_dialogs_and_reports_them_then_popup_click_turns_
         ),
         other => panic!("expected a parameter error, got {other:?}"),
     }
-    assert_eq!(s.agent.tool_names().await?.len(), 2);
+    match s.agent.call("configure", json!({"action": "pilot", "policy": "auto"})).await? {
+        Reply::Failed(e) => assert_eq!(e["error"]["param"], "action", "{e}"),
+        other => panic!("expected a parameter error, got {other:?}"),
+    }
+    assert_eq!(s.agent.tool_names().await?, ["configure", "interact", "observe"]);
 
     // A human clicks the switch in the real popup: the stored rule now answers.
     s.enable_pilot().await?;

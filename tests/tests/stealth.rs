@@ -95,6 +95,12 @@ async fn replaced_functions_look_native() -> anyhow::Result<()> {
     // Probe with the pilot on too: the replacement is installed either way.
     s.enable_pilot().await?;
     let with_extension = s.page.eval(PROBE).await?;
+    // Under must_respond a new document also gets its config from the debugger session's
+    // new-document script; that leaves no trace either.
+    s.policy("must_respond", 10).await?;
+    s.page.goto(&url).await?;
+    let under_policy = s.page.eval(PROBE).await?;
+    s.policy("auto", 10).await?;
     // It really is our replacement (a rule answers), not the native function.
     s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm"})).await?;
     assert_eq!(s.page_value("confirm('x')").await?, json!(true));
@@ -104,6 +110,7 @@ async fn replaced_functions_look_native() -> anyhow::Result<()> {
     assert_eq!(native["confirm"]["string"], "function confirm() { [native code] }", "baseline is sane");
     for key in ["alert", "confirm", "prompt", "toString", "unload", "globals", "docGlobals"] {
         assert_eq!(with_extension[key], native[key], "`{key}` differs from a browser without Unmodal");
+        assert_eq!(under_policy[key], native[key], "`{key}` differs under must_respond");
     }
     Ok(())
 }

@@ -125,8 +125,12 @@ tab stays on auto. Close DevTools or other debugging extensions on the tab, or u
                     ),
                 ));
             }
-            value["policy_in_force"] =
-                json!(ack.is_some_and(|a| a.delivered || call.policy != unmodal_engine::Policy::Auto));
+            // Held dialogs need the session; under auto, the tab's frames need the config.
+            let in_force = ack.is_some_and(|a| match call.policy {
+                unmodal_engine::Policy::Auto => a.delivered,
+                _ => a.debugger_attached,
+            });
+            value["policy_in_force"] = json!(in_force);
             // The answer shows the state after the ack (a fallback, for one).
             let state = shared.state();
             if let Some(p) = state.policy_json(tab) {

@@ -76,6 +76,8 @@ pub struct RulesAck {
     pub rev: u64,
     /// The tab's top frame (and every frame that answered) took the config.
     pub delivered: bool,
+    /// The tab has the debugger session a policy needs.
+    pub debugger_attached: bool,
     /// Why the debugger session a policy needs could not start.
     pub debugger_error: Option<String>,
 }
@@ -194,7 +196,8 @@ impl State {
                 if rev < acked.rev {
                     return Ok(Vec::new());
                 }
-                *acked = RulesAck { rev, delivered, debugger_error: debugger_error.clone() };
+                let debugger_attached = msg.pointer("/debugger/attached") == Some(&Value::Bool(true));
+                *acked = RulesAck { rev, delivered, debugger_attached, debugger_error: debugger_error.clone() };
                 match debugger_error {
                     Some(e) => Ok(self.fall_back(tab, format!("the debugger session could not start ({e})"))),
                     None => Ok(Vec::new()),

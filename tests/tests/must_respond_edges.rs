@@ -1,0 +1,195 @@
+//! What the debugger session of a must_respond tab catches beyond plain dialogs: the real
+//! beforeunload prompt, dialogs in same- and cross-origin frames, a dialog from a new
+//! document's first inline script; and the fallback to auto when the session ends.
+
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use unmodal_e2e::Session;
+
+const DRAFT: &str = r#"<!doctype html><title>draft</title><p id=p>editing</p>
+<script>addEventListener('beforeunload', (e) => { e.preventDefault(); e.returnValue = 'unsaved'; });</script>"#;
+
+async fn held_session(path: &str, html: &str) -> anyhow::Result<(Session, String)> {
+    let s = Session::start().await?;
+    let url = s.open(path, html, &[]).await?;
+    s.enable_pilot().await?;
+    s.policy("must_respond", 60).await?;
+    Ok((s, url))
+}
+
+/// Starts a navigation without waiting for it (a held dialog may stop it).
+fn navigate(s: &Session, url: &str) {
+    let (cdp, session, url) = (s.page.cdp.clone(), s.page.session.clone(), url.to_owned());
+    tokio::spawn(async move { cdp.call(Some(&session), "Page.navigate", json!({"url": url})).await });
+}
+
+async fn answer(s: &Session, accept: bool, text: Option<&str>) -> anyhow::Result<Value> {
+    let mut a = json!({"action": "handle_dialog", "accept": accept});
+    if let Some(t) = text {
+        a["text"] = json!(t);
+    }
+    s.agent.ok("interact", a).await
+}
+
+async fn title_becomes(s: &Session, want: &str) -> anyhow::Result<()> {
+    let start = Instant::now();
+    loop {
+        let t = s.page.eval("document.title").await?;
+        if t == want {
+            return Ok(());
+        }
+        anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "title is {t}, expected {want}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_leave_prompt_is_held_and_answered_stay_then_leave() -> anyhow::Result<()> {
+    let (s, _) = held_session("/draft", DRAFT).await?;
+    s.page.click("#p").await?; // the prompt needs a user activation
+    let away = s.web.page("/away", "<!doctype html><title>away</title>", &[]);
+
+    navigate(&s, &away);
+    let held = s.held(1).await?;
+    assert_eq!((held[0]["type"].as_str(), held[0]["message"].as_str()), (Some("beforeunload"), Some("")));
+    let v = answer(&s, false, None).await?;
+    assert_eq!(v["dialog"]["closed_by"], "agent");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(s.page.eval("document.title").await?, json!("draft"), "stay keeps the page");
+
+    navigate(&s, &away);
+    s.held(1).await?;
+    answer(&s, true, None).await?;
+    title_becomes(&s, "away").await?;
+    let d = s.dialogs().await?;
+    let unload: Vec<&Value> =
+        d["recent_dialogs"].as_array().unwrap().iter().filter(|r| r["type"] == "beforeunload").collect();
+    let answers: Vec<_> = unload.iter().map(|r| (r["closed_by"].as_str(), r["accepted"].as_bool())).collect();
+    assert_eq!(answers, [(Some("agent"), Some(false)), (Some("agent"), Some(true))], "{d}");
+    assert!(unload[1]["explanation"].as_str().unwrap().contains("leave"), "{d}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dialogs_in_same_and_cross_origin_frames_are_held() -> anyhow::Result<()> {
+    let other = unmodal_e2e::web::WebServer::start()?;
+    let child = other.page("/widget", "<!doctype html><script>onmessage = () => { window.got = confirm('Pay from the widget?'); parent.postMessage(String(window.got), '*'); };</script>", &[]);
+    let top = format!(
+        "<!doctype html><title>shop</title><iframe id=same srcdoc='<p>inner</p>'></iframe><iframe id=w src='{child}'></iframe>
+         <script>window.loaded = Promise.all([same, w].map((f) => new Promise((d) => f.onload = d)));
+         onmessage = (e) => window.fromWidget = e.data;</script>"
+    );
+    let (s, url) = held_session("/shop", &top).await?;
+    s.page.eval("loaded").await?;
+
+    s.page_later("window.got = same.contentWindow.prompt('Coupon code?')").await?;
+    let held = s.held(1).await?;
+    assert_eq!(held[0]["message"], "Coupon code?");
+    answer(&s, true, Some("SAVE10")).await?;
+    assert_eq!(s.page.eval("window.got").await?, json!("SAVE10"));
+
+    s.page.eval("w.contentWindow.postMessage('go', '*'); 0").await?;
+    let held = s.held(1).await?;
+    assert_eq!(
+        (held[0]["message"].as_str(), held[0]["url"].as_str()),
+        (Some("Pay from the widget?"), Some(child.as_str()))
+    );
+    answer(&s, true, None).await?;
+    let start = Instant::now();
+    while s.page.eval("window.fromWidget").await? != json!("true") {
+        anyhow::ensure!(start.elapsed() < Duration::from_secs(5), "the widget never got its answer");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let r = s.last_dialog(2).await?;
+    assert_eq!((r["closed_by"].as_str(), r["page_url"].as_str()), (Some("agent"), Some(url.as_str())), "{r}");
+    assert_eq!(r["frame_id"], Value::Null, "a subframe: {r}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_documents_first_inline_script_gets_the_rules_or_is_held() -> anyhow::Result<()> {
+    let (s, _) = held_session("/form", "<!doctype html><title>form</title>").await?;
+    // With a rule: every reload's first script gets it (the config reaches the document
+    // before its first script), where without the debugger it often got the default.
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+        .await?;
+    let early = s.web.page(
+        "/early",
+        "<!doctype html><script>window.first = confirm('First?');</script><title>early</title>",
+        &[],
+    );
+    for n in 1..=5 {
+        s.page.goto(&early).await?;
+        assert_eq!(s.page.eval("window.first").await?, json!(true), "load {n}");
+        let r = s.last_dialog(n).await?;
+        assert_eq!((r["decided_by"].as_str(), r["rules_loaded"].as_bool()), (Some("rule"), Some(true)), "{r}");
+    }
+    // Without one: the first script waits for the agent.
+    let asks = s.web.page(
+        "/asks",
+        "<!doctype html><script>window.first = prompt('Early question?');</script><title>asks</title>",
+        &[],
+    );
+    navigate(&s, &asks);
+    let held = s.held(1).await?;
+    assert_eq!(held[0]["message"], "Early question?");
+    answer(&s, true, Some("early answer")).await?;
+    title_becomes(&s, "asks").await?;
+    assert_eq!(s.page.eval("window.first").await?, json!("early answer"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn when_the_browser_ends_the_session_the_tab_falls_back_to_auto() -> anyhow::Result<()> {
+    let (s, url) = held_session("/form", "<!doctype html><title>form</title>").await?;
+    // Extensions may not debug browser pages: going there ends the session.
+    s.page.goto("chrome://version").await?;
+    let start = Instant::now();
+    let policy = loop {
+        let tab = s.agent.ok("observe", json!({"what": "tabs"})).await?["tracked_tab"].clone();
+        let d = s.agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
+        if d["dialog_policy"]["fallback"].is_object() {
+            break d["dialog_policy"].clone();
+        }
+        anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "no fallback reported: {d}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!((policy["policy"].as_str(), policy["fallback"]["from"].as_str()), (Some("auto"), Some("must_respond")));
+    assert!(policy["message"].as_str().unwrap().contains("chrome://"), "{policy}");
+    // Back on a web page, dialogs get the default again instead of waiting.
+    s.page.goto(&url).await?;
+    assert_eq!(s.page_value("confirm('Still held?')").await?, json!(false));
+    let logs = s.agent.ok("observe", json!({"what": "logs"})).await?;
+    let note = logs["logs"].as_array().unwrap().iter().find(|e| e["source"] == "unmodal").cloned();
+    assert!(note.is_some_and(|n| n["summary"].as_str().unwrap().contains("fell back")), "{logs}");
+    // Setting the policy again works, and clears the note.
+    let v = s.policy("must_respond", 60).await?;
+    assert!(v["dialog_policy"].get("fallback").is_none(), "{v}");
+    s.page_later("window.got = confirm('Held again?')").await?;
+    s.held(1).await?;
+    answer(&s, true, None).await?;
+    assert_eq!(s.page.eval("window.got").await?, json!(true));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_browser_page_cannot_take_the_policy_and_the_agent_is_told_why() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/form", "<!doctype html><title>form</title>", &[]).await?;
+    s.enable_pilot().await?;
+    s.page.goto("chrome://version").await?;
+    let tab = s.agent.wait_for_tab_listed("chrome://version/").await?;
+    let r =
+        s.agent.call("configure", json!({"action": "dialog_policy", "policy": "must_respond", "tab_id": tab})).await?;
+    match r {
+        unmodal_e2e::Reply::Failed(v) => {
+            assert_eq!(v["error"]["code"], "debugger_unavailable", "{v}");
+            assert!(v["error"]["message"].as_str().unwrap().contains("stays on auto"), "{v}");
+        }
+        other => anyhow::bail!("must_respond on chrome:// must fail: {other:?}"),
+    }
+    let d = s.agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
+    assert_eq!(d["dialog_policy"]["policy"], "auto", "{d}");
+    Ok(())
+}
