@@ -29,9 +29,12 @@ function connect() {
     const err = chrome.runtime.lastError;
     hostState = { connected: false, error: err ? err.message : 'host exited', since: Date.now() };
     port = null;
-    // The host kept the policies; a new one starts without any.
+    // The host kept the rules and policies; a new one starts without any, so the pages go
+    // back to the default policy now.
+    const tabs = [...rulesByTab.keys()];
+    rulesByTab.clear();
     policyByTab.clear();
-    holds.releaseAll();
+    holds.releaseAll(Promise.allSettled(tabs.map((tabId) => pushConfig(tabId, 'U1'))));
     retry();
   });
   hostState = { connected: true, error: null, since: Date.now() };
@@ -125,8 +128,8 @@ chrome.windows.onFocusChanged.addListener(sendTabs);
 // Resolves to whether the tab's top frame (and every frame that answered) took the config.
 const configFor = (tabId) => (pilot ? '1' : '0') + (rulesByTab.get(tabId) ?? '');
 
-async function pushConfig(tabId) {
-  const msg = { type: 'config', pilot, rules: rulesByTab.get(tabId) ?? '' };
+async function pushConfig(tabId, rules = rulesByTab.get(tabId) ?? '') {
+  const msg = { type: 'config', pilot, rules };
   const frames = await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null);
   const ids = frames && frames.length ? frames.map((f) => f.frameId) : [0];
   const sent = await Promise.allSettled(ids.map((frameId) => chrome.tabs.sendMessage(tabId, msg, { frameId })));

@@ -13,6 +13,7 @@ export function createHolds(toHost) {
   const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null }
   const queues = new Map(); // tabId -> promise chain: attach/detach/script steps in order
   let holdSeq = 0;
+  let orphaned = false; // no host: whatever opens is dismissed at once
 
   const send = (tabId, method, params = {}) => chrome.debugger.sendCommand({ tabId }, method, params);
 
@@ -68,6 +69,10 @@ export function createHolds(toHost) {
     const s = sessions.get(tabId);
     if (!s || source.sessionId || !params) return;
     if (method === 'Page.javascriptDialogOpening') {
+      if (orphaned) {
+        send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
+        return;
+      }
       // The browser shows one dialog per tab at a time; the next waits for this one.
       s.open = { hold: ++holdSeq };
       toHost({
@@ -117,16 +122,19 @@ export function createHolds(toHost) {
     }
   };
 
-  // No host: nobody can answer, so nothing may stay held. Dismiss and let go of every tab.
-  const releaseAll = async () => {
+  // No host: nobody can answer, so nothing may stay held. Held dialogs are dismissed, and
+  // so is every dialog that opens until `reset` (the pages' new config) is delivered; only
+  // then do the sessions end, so no page is left holding a dialog nobody catches.
+  const releaseAll = async (reset) => {
+    orphaned = true;
+    for (const [tabId, s] of sessions) {
+      if (s.open !== null) send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
+      s.open = null;
+    }
+    await reset;
     const tabs = [...sessions.keys()];
-    await Promise.allSettled(tabs.map((tabId) => serial(tabId, async () => {
-      const s = sessions.get(tabId);
-      if (!s) return;
-      sessions.delete(tabId);
-      if (s.open !== null) await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
-      await chrome.debugger.detach({ tabId }).catch(() => {});
-    })));
+    await Promise.allSettled(tabs.map((tabId) => sync(tabId, false)));
+    orphaned = false;
   };
 
   return { sync, answer, releaseAll, attached: (tabId) => sessions.has(tabId) };

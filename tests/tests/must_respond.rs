@@ -205,3 +205,48 @@ async fn with_the_pilot_off_a_policy_waits_for_the_human() -> anyhow::Result<()>
     assert_eq!(s.page.eval("window.got").await?, json!(true));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dialog_closed_outside_unmodal_is_recorded_as_remote() -> anyhow::Result<()> {
+    let s = held_session(60).await?;
+    s.page_later("window.got = confirm('Who answers?')").await?;
+    s.held(1).await?;
+    // Another DevTools client (here the test, as a human or another tool would) answers it.
+    s.page.call("Page.handleJavaScriptDialog", json!({"accept": true})).await?;
+    assert_eq!(s.page.eval("window.got").await?, json!(true));
+    let r = s.last_dialog_where(1, |r| r["state"] == "closed").await?;
+    assert_eq!((r["closed_by"].as_str(), r["decided_by"].as_str()), (Some("remote"), Some("remote")), "{r}");
+    let v = answer(&s, json!({"accept": false})).await?;
+    assert_eq!(v["status"], "no_pending_dialog", "nothing is left to answer: {v}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn if_the_host_dies_a_held_dialog_is_let_go_not_left_hanging() -> anyhow::Result<()> {
+    let s = held_session(600).await?;
+    let pid = s.agent.ok("observe", json!({"what": "tabs"})).await?["browsers"][0]["browser"]["host_pid"].clone();
+    // A second dialog right after the first must not be left open either.
+    s.page_later("window.got = [confirm('Orphan?'), confirm('Orphan too?')]").await?;
+    s.held(1).await?;
+    let st = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status()?;
+    anyhow::ensure!(st.success(), "could not kill host {pid}");
+    // Nobody can answer any more: the service worker dismisses it at once.
+    let start = Instant::now();
+    let got = tokio::time::timeout(Duration::from_secs(5), s.page.eval("window.got")).await??;
+    assert_eq!(got, json!([false, false]));
+    assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
+    // The browser starts a new host; the tab is back on the default (nothing holds it).
+    let start = Instant::now();
+    loop {
+        if let Reply::Ok(v) = s.agent.call("observe", json!({"what": "tabs"})).await?
+            && v["browsers"][0]["browser"]["host_pid"] != pid
+            && v["pilot_enabled"] == json!(true)
+        {
+            break;
+        }
+        anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "no new host");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(s.page_value("confirm('Default again?')").await?, json!(false));
+    Ok(())
+}
