@@ -62,6 +62,49 @@ async fn per_call_us(s: &Session, body: &str) -> Result<Vec<f64>> {
     Ok(out)
 }
 
+fn epoch_ms() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// must_respond: from a prompt() opening to the agent seeing it (polling observe, as an
+/// agent does), and from the agent's answer to the page's script going on.
+async fn held_dialogs(s: &Session) -> Result<()> {
+    println!("\nA dialog held for the agent (must_respond; agent polls observe {{what: \"dialogs\"}}):");
+    let (mut poll_ms, mut seen_ms, mut resume_ms, mut call_ms) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..RUNS {
+        let t = Instant::now();
+        s.dialogs().await?;
+        poll_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let marker = format!("held probe {i}");
+        s.page_later(&format!(
+            "window.t0 = performance.timeOrigin + performance.now(); window.got = prompt('{marker}'); \
+             window.t1 = performance.timeOrigin + performance.now();"
+        ))
+        .await?;
+        let seen = loop {
+            let d = s.dialogs().await?;
+            let now = epoch_ms();
+            if d["pending_dialogs"].as_array().into_iter().flatten().any(|r| r["message"] == marker.as_str()) {
+                break now;
+            }
+            anyhow::ensure!(t.elapsed().as_secs() < 10, "the held dialog never showed up: {d}");
+        };
+        let asked = epoch_ms();
+        let t = Instant::now();
+        s.agent.ok("interact", json!({"action": "handle_dialog", "accept": true, "text": "ok"})).await?;
+        call_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let v = s.page.eval("[window.t0, window.t1, window.got]").await?;
+        anyhow::ensure!(v[2] == "ok", "the page got {v}");
+        seen_ms.push(seen - v[0].as_f64().unwrap_or(f64::NAN));
+        resume_ms.push(v[1].as_f64().unwrap_or(f64::NAN) - asked);
+    }
+    row("observe call, nothing held (baseline)", &stats(poll_ms), "ms");
+    row("prompt() opened -> visible to the agent", &stats(seen_ms), "ms");
+    row("agent answers -> page script resumes", &stats(resume_ms), "ms");
+    row("the answering interact call, end to end", &stats(call_ms), "ms");
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let s = Session::start().await?;
@@ -158,6 +201,19 @@ async fn main() -> Result<()> {
         }
     }
     println!("  answered by the rule: {by_rule} of {RUNS} (the others by the default policy, reported as such)");
+
+    // must_respond: the debugger session's new-document script carries the rules.
+    s.policy("must_respond", 60).await?;
+    let mut by_rule = 0;
+    for _ in 0..RUNS {
+        s.page.goto(&early).await?;
+        if s.page.eval("document.title").await? == json!("true") {
+            by_rule += 1;
+        }
+    }
+    println!("  the same under must_respond: {by_rule} of {RUNS}");
+    held_dialogs(&s).await?;
+    s.policy("auto", 10).await?;
 
     println!("\nStart-up cost per frame ({FRAMES} script-made frames per run, page shows no dialog):");
     let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
