@@ -94,11 +94,29 @@ async fn main() -> Result<()> {
     println!("   page: {}", click(&s, "save").await?);
     println!("   observe: {}", describe(&s.last_dialog(5).await?));
 
-    step(7, "Agent: interact {action: handle_dialog, status: true}");
+    step(
+        7,
+        "Agent wants to read the next dialog before answering: configure {action: dialog_policy, policy: must_respond}",
+    );
+    let r = s.policy("must_respond", 30).await?;
+    show("message", &r["message"]);
+    s.page_later("document.getElementById('delete').click()").await?;
+    let held = s.held(1).await?;
+    println!("   agent clicks \"Delete project alpha\": the confirm stays open and the page waits");
+    show("every answer now carries dialogs_blocking", &held[0]);
+    let r = s
+        .agent
+        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": true}))
+        .await?;
+    show("agent answers accept", &json!({"status": r["status"], "closed_by": r["dialog"]["closed_by"]}));
+    println!("   page: {}", s.page.eval("document.getElementById('out').textContent").await?);
+    s.policy("auto", 10).await?;
+
+    step(8, "Agent: interact {action: handle_dialog, status: true}");
     let r = s.agent.ok("interact", json!({"action": "handle_dialog", "status": true})).await?;
     show("pending_dialogs", &json!(r["pending_dialogs"].as_array().map_or(0, Vec::len)));
     show("auto_responses", &r["auto_responses"]);
 
-    println!("\nNo native dialog blocked the tab after the pilot went on. Done.");
+    println!("\nAfter the pilot went on, no dialog blocked the tab except the one the agent chose to hold. Done.");
     Ok(())
 }
