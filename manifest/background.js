@@ -11,8 +11,13 @@ let port = null;
 let hostState = { connected: false, error: null, since: null };
 let pilot = false;
 const rulesByTab = new Map(); // tabId -> rules wire string (see engine/src/rules.rs)
+// What a tab without an entry holds: no rules, the default policy. Sent explicitly, so a
+// page that kept an older set (this worker restarted, the host died) drops it.
+const NO_RULES = 'U1';
+const rulesOf = (tabId) => rulesByTab.get(tabId) ?? NO_RULES;
 const policyByTab = new Map(); // tabId -> dialog policy name, when not "auto"
-const holds = createHolds(toHost);
+const wantsSession = (tabId) => pilot && policyByTab.has(tabId);
+const holds = createHolds(toHost, wantsSession, (tabId) => configFor(tabId));
 const recent = []; // last few dialogs, for the popup
 
 // ---- Native host ----
@@ -34,7 +39,7 @@ function connect() {
     const tabs = [...rulesByTab.keys()];
     rulesByTab.clear();
     policyByTab.clear();
-    holds.releaseAll(Promise.allSettled(tabs.map((tabId) => pushConfig(tabId, 'U1'))));
+    holds.releaseAll(Promise.allSettled(tabs.map((tabId) => pushConfig(tabId))));
     retry();
   });
   hostState = { connected: true, error: null, since: Date.now() };
@@ -79,16 +84,14 @@ function onHostMessage(msg) {
 // Brings a tab in line with its rules and policy. A page may leave a dialog to the browser
 // only while a debugger session catches it: attach before the config says so, detach after.
 async function applyTab(tabId) {
-  const want = pilot && policyByTab.has(tabId);
-  let dbg = { attached: false };
-  if (want) {
-    dbg = await holds.sync(tabId, true, configFor(tabId));
+  if (wantsSession(tabId)) {
+    const dbg = await holds.sync(tabId);
     // Without the session the page must not hold dialogs; the host falls back to auto.
     if (!dbg.attached) return { delivered: false, debugger: dbg };
+    return { delivered: await pushConfig(tabId), debugger: dbg };
   }
   const delivered = await pushConfig(tabId);
-  if (!want) await holds.sync(tabId, false);
-  return { delivered, debugger: dbg };
+  return { delivered, debugger: await holds.sync(tabId) };
 }
 
 // ---- Tabs: the host needs the list and the tracked tab (active in the last focused window) ----
@@ -126,12 +129,14 @@ chrome.windows.onFocusChanged.addListener(sendTabs);
 
 // ---- Pages ----
 // Resolves to whether the tab's top frame (and every frame that answered) took the config.
-const configFor = (tabId) => (pilot ? '1' : '0') + (rulesByTab.get(tabId) ?? '');
+const configFor = (tabId) => (pilot ? '1' : '0') + rulesOf(tabId);
 
-async function pushConfig(tabId, rules = rulesByTab.get(tabId) ?? '') {
-  const msg = { type: 'config', pilot, rules };
+async function pushConfig(tabId) {
   const frames = await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null);
   const ids = frames && frames.length ? frames.map((f) => f.frameId) : [0];
+  // Built after the wait: pushes for one tab may overtake each other there, and the last
+  // to be sent must carry the newest config, not the one current when it started.
+  const msg = { type: 'config', pilot, rules: rulesOf(tabId) };
   const sent = await Promise.allSettled(ids.map((frameId) => chrome.tabs.sendMessage(tabId, msg, { frameId })));
   return sent.some((r, i) => ids[i] === 0 && r.status === 'fulfilled' && r.value === true);
 }
@@ -146,7 +151,7 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   }
   if (!sender.tab) return;
   if (msg.type === 'hello') {
-    reply({ type: 'config', pilot, rules: rulesByTab.get(sender.tab.id) ?? '' });
+    reply({ type: 'config', pilot, rules: rulesOf(sender.tab.id) });
   } else if (msg.type === 'dialogs' && Array.isArray(msg.reports)) {
     // Tab, frame and URLs come from the browser, never from the page.
     const where = {
@@ -194,6 +199,11 @@ chrome.storage.onChanged.addListener((changes, area) => {
 (async () => {
   // Only extension pages may write the switch; content scripts are refused.
   await chrome.storage.local.setAccessLevel?.({ accessLevel: 'TRUSTED_CONTEXTS' }).catch(() => {});
+  // A session this extension still holds from before a restart of this worker has nobody
+  // listening to it any more; let it go (the host it reported to is gone too).
+  const targets = await chrome.debugger.getTargets().catch(() => []);
+  await Promise.allSettled(targets.filter((t) => t.attached && t.tabId !== undefined)
+    .map((t) => chrome.debugger.detach({ tabId: t.tabId })));
   const { pilot: on } = await chrome.storage.local.get('pilot');
   await applyPilot(on === true);
   connect();

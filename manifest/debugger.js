@@ -9,7 +9,10 @@ const HANDOFF = '__unmodalConfig';
 
 const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
 
-export function createHolds(toHost) {
+// `wanted(tabId)`: whether the tab should have a session now; `configFor(tabId)`: its config.
+// Both are read when a queued step runs, so whatever order steps were queued in, the tab
+// ends in the newest wanted state.
+export function createHolds(toHost, wanted, configFor) {
   const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null }
   const queues = new Map(); // tabId -> promise chain: attach/detach/script steps in order
   let holdSeq = 0;
@@ -33,11 +36,11 @@ export function createHolds(toHost) {
     if (old !== null) await send(tabId, 'Page.removeScriptToEvaluateOnNewDocument', { identifier: old }).catch(() => {});
   };
 
-  // Attaches or detaches so the tab has a session exactly when `want`; keeps its
+  // Attaches or detaches so the tab has a session exactly when wanted; keeps its
   // new-document config current. Resolves to { attached, error? }.
-  const sync = (tabId, want, config) => serial(tabId, async () => {
+  const sync = (tabId) => serial(tabId, async () => {
     let s = sessions.get(tabId);
-    if (!want) {
+    if (!wanted(tabId)) {
       if (s) {
         sessions.delete(tabId);
         await chrome.debugger.detach({ tabId }).catch(() => {});
@@ -53,7 +56,7 @@ export function createHolds(toHost) {
         const { frameTree } = await send(tabId, 'Page.getFrameTree');
         s.mainFrame = frameTree.frame.id;
       }
-      await installScript(tabId, s, config);
+      await installScript(tabId, s, configFor(tabId));
       return { attached: true };
     } catch (err) {
       if (sessions.get(tabId) === s && s) {
@@ -133,7 +136,7 @@ export function createHolds(toHost) {
     }
     await reset;
     const tabs = [...sessions.keys()];
-    await Promise.allSettled(tabs.map((tabId) => sync(tabId, false)));
+    await Promise.allSettled(tabs.map((tabId) => sync(tabId)));
     orphaned = false;
   };
 

@@ -180,7 +180,8 @@ async fn auto_accept_and_auto_dismiss_answer_at_once_and_say_so() -> anyhow::Res
     assert_eq!(s.page_value("confirm('c')").await?, json!(true));
     s.policy("auto", 10).await?;
     assert_eq!(s.page_value("[confirm('a'), prompt('b', 'def')]").await?, json!([false, null]));
-    assert_eq!(s.last_dialog(7).await?["decided_by"], "default_policy");
+    let r = s.last_dialog(7).await?;
+    assert_eq!(r["decided_by"], "default_policy", "{}", s.dialogs().await?["recent_dialogs"]);
     Ok(())
 }
 
@@ -248,5 +249,31 @@ async fn if_the_host_dies_a_held_dialog_is_let_go_not_left_hanging() -> anyhow::
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(s.page_value("confirm('Default again?')").await?, json!(false));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_policy_set_right_after_a_rule_fired_is_the_one_in_force() -> anyhow::Result<()> {
+    // A once-rule spent by the page makes the host send the tab's rules again (with the
+    // policy of that moment) while the agent's policy change may already be on its way.
+    let s = Session::start().await?;
+    s.open("/form", PAGE, &[]).await?;
+    s.enable_pilot().await?;
+    for i in 0..8 {
+        let accept = i % 2 == 0;
+        s.agent
+            .ok(
+                "interact",
+                json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "accept": !accept}),
+            )
+            .await?;
+        assert_eq!(s.page_value("confirm('rule')").await?, json!(!accept), "round {i}");
+        s.policy(if accept { "auto_accept" } else { "auto_dismiss" }, 10).await?;
+        assert_eq!(
+            s.page_value("confirm('policy')").await?,
+            json!(accept),
+            "round {i}: the policy just set must answer"
+        );
+    }
     Ok(())
 }
