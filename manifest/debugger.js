@@ -13,7 +13,7 @@ const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
 // Both are read when a queued step runs, so whatever order steps were queued in, the tab
 // ends in the newest wanted state.
 export function createHolds(toHost, wanted, configFor) {
-  const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null }
+  const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null, children }
   const queues = new Map(); // tabId -> promise chain: attach/detach/script steps in order
   let holdSeq = 0;
   let orphaned = false; // no host: whatever opens is dismissed at once
@@ -27,13 +27,50 @@ export function createHolds(toHost, wanted, configFor) {
   };
 
   // New documents of the tab get the config before their first script (closes the race
-  // between a page's first inline script and the config message).
+  // between a page's first inline script and the config message). The tab's own session
+  // covers its top document and the frames in its process; frames from other sites run in
+  // other renderers, each reached through a child session (see `adopt`).
+  const scriptFor = (config) =>
+    ({ source: `Object.defineProperty(window, ${JSON.stringify(HANDOFF)}, { value: ${JSON.stringify(config)}, configurable: true });` });
+  const replaceScript = async (target, old, config) => {
+    const { identifier } = await chrome.debugger.sendCommand(target, 'Page.addScriptToEvaluateOnNewDocument', scriptFor(config));
+    if (old !== null) {
+      await chrome.debugger.sendCommand(target, 'Page.removeScriptToEvaluateOnNewDocument', { identifier: old }).catch(() => {});
+    }
+    return identifier;
+  };
   const installScript = async (tabId, s, config) => {
-    const source = `Object.defineProperty(window, ${JSON.stringify(HANDOFF)}, { value: ${JSON.stringify(config)}, configurable: true });`;
-    const { identifier } = await send(tabId, 'Page.addScriptToEvaluateOnNewDocument', { source });
-    const old = s.script;
-    s.script = identifier;
-    if (old !== null) await send(tabId, 'Page.removeScriptToEvaluateOnNewDocument', { identifier: old }).catch(() => {});
+    s.script = await replaceScript({ tabId }, s.script, config);
+    await Promise.allSettled([...s.children].map(async ([sessionId, old]) => {
+      s.children.set(sessionId, await replaceScript({ tabId, sessionId }, old, config));
+    }));
+  };
+
+  // Out-of-process frames (and frames nested in them) attach paused, before their first
+  // document: they get the config script, then run. Whatever fails, the frame must run.
+  const AUTO_ATTACH = { autoAttach: true, waitForDebuggerOnStart: true, flatten: true, filter: [{ type: 'iframe' }] };
+  const adopt = async (tabId, s, sessionId, type) => {
+    const target = { tabId, sessionId };
+    try {
+      if (type === 'iframe') {
+        // The new-document script runs only in a session with the Page domain on.
+        await chrome.debugger.sendCommand(target, 'Page.enable');
+        await chrome.debugger.sendCommand(target, 'Target.setAutoAttach', AUTO_ATTACH);
+        let config = configFor(tabId);
+        let script = await replaceScript(target, null, config);
+        // The config may have changed while the script was on its way (installScript did
+        // not know this frame yet).
+        while (config !== configFor(tabId)) {
+          config = configFor(tabId);
+          script = await replaceScript(target, script, config);
+        }
+        s.children.set(sessionId, script);
+      }
+    } catch {
+      // The frame went away, or the session ended: nothing left to prepare.
+    } finally {
+      chrome.debugger.sendCommand(target, 'Runtime.runIfWaitingForDebugger').catch(() => {});
+    }
   };
 
   // Attaches or detaches so the tab has a session exactly when wanted; keeps its
@@ -50,11 +87,12 @@ export function createHolds(toHost, wanted, configFor) {
     try {
       if (!s) {
         await chrome.debugger.attach({ tabId }, VERSION);
-        s = { script: null, mainFrame: null, open: null };
+        s = { script: null, mainFrame: null, open: null, children: new Map() };
         sessions.set(tabId, s);
         await send(tabId, 'Page.enable');
         const { frameTree } = await send(tabId, 'Page.getFrameTree');
         s.mainFrame = frameTree.frame.id;
+        await send(tabId, 'Target.setAutoAttach', AUTO_ATTACH);
       }
       await installScript(tabId, s, configFor(tabId));
       return { attached: true };
@@ -70,7 +108,18 @@ export function createHolds(toHost, wanted, configFor) {
   chrome.debugger.onEvent.addListener((source, method, params) => {
     const tabId = source.tabId;
     const s = sessions.get(tabId);
-    if (!s || source.sessionId || !params) return;
+    if (!s || !params) return;
+    // Child sessions (out-of-process frames) matter only for attaching their own children;
+    // the tab's session reports every dialog of the tab, theirs too.
+    if (method === 'Target.attachedToTarget') {
+      adopt(tabId, s, params.sessionId, params.targetInfo?.type);
+      return;
+    }
+    if (method === 'Target.detachedFromTarget') {
+      s.children.delete(params.sessionId);
+      return;
+    }
+    if (source.sessionId) return;
     if (method === 'Page.javascriptDialogOpening') {
       if (orphaned) {
         send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});

@@ -1,4 +1,6 @@
 //! Test pages served from 127.0.0.1, each with the headers a test asks for (CSP above all).
+//! Another port is only another origin; `other_site` names the server `localhost`, another
+//! site, so its frames run in their own renderer (out-of-process iframes).
 
 use anyhow::Result;
 use std::collections::HashMap;
@@ -22,6 +24,15 @@ pub struct WebServer {
 
 impl WebServer {
     pub fn start() -> Result<Self> {
+        Self::start_as("127.0.0.1")
+    }
+
+    /// A server on another site than `start()`'s: Chromium puts its frames in another process.
+    pub fn other_site() -> Result<Self> {
+        Self::start_as("localhost")
+    }
+
+    fn start_as(host: &str) -> Result<Self> {
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").map_err(|e| anyhow::anyhow!("{e}"))?);
         let port = server.server_addr().to_ip().map(|a| a.port()).unwrap_or_default();
         let routes: Arc<Mutex<HashMap<String, Route>>> = Arc::default();
@@ -47,7 +58,7 @@ impl WebServer {
                 let _ = req.respond(resp);
             }
         });
-        Ok(Self { server, routes, hits, thread: Some(thread), origin: format!("http://127.0.0.1:{port}") })
+        Ok(Self { server, routes, hits, thread: Some(thread), origin: format!("http://{host}:{port}") })
     }
 
     /// Serves `html` at `path` with extra response headers; returns the page's URL.

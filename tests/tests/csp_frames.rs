@@ -87,31 +87,33 @@ async fn rules_set_later_reach_existing_same_origin_frames() -> anyhow::Result<(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cross_origin_frames_get_the_tabs_rules() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    // Another port is another origin (and, with site isolation, another renderer).
-    let other = unmodal_e2e::web::WebServer::start()?;
-    let child = other.page(
-        "/widget",
-        "<!doctype html><script>onmessage = (e) => parent.postMessage([confirm('Pay 10 EUR?'), location.origin], '*');</script>",
-        &[],
-    );
-    let top = format!(
-        "<!doctype html><title>shop</title><iframe id=w src='{child}'></iframe>
-         <script>window.ask = () => new Promise((done) => {{ onmessage = (e) => done(e.data); w.contentWindow.postMessage('go', '*'); }});
-         window.loaded = new Promise((done) => w.onload = done);</script>"
-    );
-    let url = s.open("/shop", &top, &[]).await?;
-    s.enable_pilot().await?;
-    s.agent
-        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
-        .await?;
-    let v = s.page_value("loaded.then(() => ask())").await?;
-    assert_eq!(v, json!([true, other.origin]));
-    let d = s.last_dialog(1).await?;
-    assert_eq!(
-        (d["decided_by"].as_str(), d["url"].as_str(), d["page_url"].as_str()),
-        (Some("rule"), Some(child.as_str()), Some(url.as_str()))
-    );
-    assert_ne!(d["frame_id"], 0);
+    // Another port is another origin in the same renderer; another site is another renderer.
+    for other in [unmodal_e2e::web::WebServer::start()?, unmodal_e2e::web::WebServer::other_site()?] {
+        let s = Session::start().await?;
+        let child = other.page(
+            "/widget",
+            "<!doctype html><script>onmessage = (e) => parent.postMessage([confirm('Pay 10 EUR?'), location.origin], '*');</script>",
+            &[],
+        );
+        let top = format!(
+            "<!doctype html><title>shop</title><iframe id=w src='{child}'></iframe>
+             <script>window.ask = () => new Promise((done) => {{ onmessage = (e) => done(e.data); w.contentWindow.postMessage('go', '*'); }});
+             window.loaded = new Promise((done) => w.onload = done);</script>"
+        );
+        let url = s.open("/shop", &top, &[]).await?;
+        s.enable_pilot().await?;
+        s.agent
+            .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+            .await?;
+        let v = s.page_value("loaded.then(() => ask())").await?;
+        assert_eq!(v, json!([true, other.origin]));
+        let d = s.last_dialog(1).await?;
+        assert_eq!(
+            (d["decided_by"].as_str(), d["url"].as_str(), d["page_url"].as_str()),
+            (Some("rule"), Some(child.as_str()), Some(url.as_str())),
+            "{d}"
+        );
+        assert_ne!(d["frame_id"], 0);
+    }
     Ok(())
 }

@@ -72,7 +72,7 @@ async fn a_real_leave_prompt_is_held_and_answered_stay_then_leave() -> anyhow::R
 
 #[tokio::test(flavor = "multi_thread")]
 async fn dialogs_in_same_and_cross_origin_frames_are_held() -> anyhow::Result<()> {
-    let other = unmodal_e2e::web::WebServer::start()?;
+    let other = unmodal_e2e::web::WebServer::other_site()?;
     let child = other.page("/widget", "<!doctype html><script>onmessage = () => { window.got = confirm('Pay from the widget?'); parent.postMessage(String(window.got), '*'); };</script>", &[]);
     let top = format!(
         "<!doctype html><title>shop</title><iframe id=same srcdoc='<p>inner</p>'></iframe><iframe id=w src='{child}'></iframe>
@@ -137,6 +137,63 @@ async fn a_new_documents_first_inline_script_gets_the_rules_or_is_held() -> anyh
     answer(&s, true, Some("early answer")).await?;
     title_becomes(&s, "asks").await?;
     assert_eq!(s.page.eval("window.first").await?, json!("early answer"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cross_site_frames_first_inline_script_gets_the_rules_or_is_held() -> anyhow::Result<()> {
+    // A frame from another site runs in its own renderer, which the tab's new-document
+    // script does not reach by itself.
+    let other = unmodal_e2e::web::WebServer::other_site()?;
+    let child = other.page(
+        "/early-widget",
+        "<!doctype html><script>parent.postMessage(String(confirm('Widget first?')), '*');</script>",
+        &[],
+    );
+    let top = format!(
+        "<!doctype html><title>shop</title><script>onmessage = (e) => window.fromWidget = e.data;</script><iframe src='{child}'></iframe>"
+    );
+    let (s, _) = held_session("/form", "<!doctype html><title>form</title>").await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+        .await?;
+    let shop = s.web.page("/shop", &top, &[]);
+    for n in 1..=5 {
+        navigate(&s, &format!("{shop}?load={n}"));
+        let start = Instant::now();
+        let answer_here = format!("location.search === '?load={n}' ? window.fromWidget ?? null : null");
+        loop {
+            match s.page.eval(&answer_here).await? {
+                v if v == json!("true") => break,
+                v if v == json!("false") => anyhow::bail!("load {n}: the default answered: {}", s.dialogs().await?),
+                _ => {}
+            }
+            let blocking = s.agent.ok("observe", json!({"what": "tabs"})).await?["dialogs_blocking"].clone();
+            if blocking.is_object() {
+                answer(&s, false, None).await?;
+                anyhow::bail!("load {n}: the widget's first confirm() missed the rule and was held: {blocking}");
+            }
+            anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "load {n}: the widget never answered");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let r = s.last_dialog(n).await?;
+        assert_eq!(
+            (r["url"].as_str(), r["decided_by"].as_str(), r["rules_loaded"].as_bool()),
+            (Some(child.as_str()), Some("rule"), Some(true)),
+            "load {n}: {r}"
+        );
+    }
+    // Without a rule, it waits for the agent like any other dialog.
+    s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "clear": true})).await?;
+    navigate(&s, &format!("{shop}?load=held"));
+    let held = s.held(1).await?;
+    assert_eq!((held[0]["message"].as_str(), held[0]["url"].as_str()), (Some("Widget first?"), Some(child.as_str())));
+    answer(&s, true, None).await?;
+    let start = Instant::now();
+    while s.page.eval("location.search === '?load=held' ? window.fromWidget ?? null : null").await? != json!("true") {
+        anyhow::ensure!(start.elapsed() < Duration::from_secs(5), "the widget never got the agent's answer");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Ok(())
 }
 
