@@ -36,7 +36,10 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn send(&self, msgs: Vec<Value>) {
+    /// Sends to the browser. Takes the state's guard so messages leave in the order the
+    /// state made them: a rules message overtaken by an older one would put the older
+    /// rules (or policy) in force after the agent was told the newer ones were.
+    fn send(&self, _in_order: &MutexGuard<'_, State>, msgs: Vec<Value>) {
         for m in msgs {
             let _ = self.to_browser.send(m);
         }
@@ -136,14 +139,14 @@ async fn read_from_browser(shared: Arc<Shared>) -> Result<()> {
                 continue;
             }
         };
-        let (reply, armed) = {
+        let armed = {
             let mut state = shared.state();
-            (state.on_extension(&msg), std::mem::take(&mut state.armed))
+            match state.on_extension(&msg) {
+                Ok(msgs) => shared.send(&state, msgs),
+                Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
+            }
+            std::mem::take(&mut state.armed)
         };
-        match reply {
-            Ok(msgs) => shared.send(msgs),
-            Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
-        }
         for (id, after) in armed {
             tokio::spawn(watchdog(shared.clone(), id, after));
         }
@@ -154,9 +157,10 @@ async fn read_from_browser(shared: Arc<Shared>) -> Result<()> {
 /// Dismisses held dialog `id` after `after`, unless someone answered it first.
 async fn watchdog(shared: Arc<Shared>, id: u64, after: std::time::Duration) {
     tokio::time::sleep(after).await;
-    let msgs = shared.state().watchdog(id);
+    let mut state = shared.state();
+    let msgs = state.watchdog(id);
     if !msgs.is_empty() {
         tracing::info!(dialog = id, "watchdog dismissed a held dialog");
     }
-    shared.send(msgs);
+    shared.send(&state, msgs);
 }

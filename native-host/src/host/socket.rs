@@ -87,9 +87,13 @@ async fn run(shared: &Shared, req: Request) -> Result<Value, RemoteError> {
         Tool::Interact => {
             let args: InteractArgs = api::parse(req.args).map_err(invalid)?;
             let call = args.validate().map_err(invalid)?;
-            let done = shared.state().interact(call)?;
-            let rules = rules_rev(&done.msgs);
-            shared.send(done.msgs);
+            let (done, rules) = {
+                let mut state = shared.state();
+                let mut done = state.interact(call)?;
+                let rules = rules_rev(&done.msgs);
+                shared.send(&state, std::mem::take(&mut done.msgs));
+                (done, rules)
+            };
             if let Some(id) = done.answering {
                 wait_for_answer(shared, id).await;
                 return shared.state().answered(id).map_err(Into::into);
@@ -111,9 +115,14 @@ scripts, or still loading). Documents that load from now on get them."
         Tool::Configure => {
             let args: ConfigureArgs = api::parse(req.args).map_err(invalid)?;
             let call = args.validate().map_err(invalid)?;
-            let (mut value, msgs) = shared.state().configure(call)?;
-            let Some((tab, rev)) = rules_rev(&msgs) else { return Ok(value) };
-            shared.send(msgs);
+            let (mut value, rules) = {
+                let mut state = shared.state();
+                let (value, msgs) = state.configure(call)?;
+                let rules = rules_rev(&msgs);
+                shared.send(&state, msgs);
+                (value, rules)
+            };
+            let Some((tab, rev)) = rules else { return Ok(value) };
             let ack = wait_for_rules(shared, tab, rev).await;
             if let Some(err) = ack.as_ref().and_then(|a| a.debugger_error.clone()) {
                 return Err(RemoteError::new(
