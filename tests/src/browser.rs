@@ -29,11 +29,14 @@ pub struct Options {
     pub runtime: Option<PathBuf>,
     /// Extra environment for the browser, which its host inherits (e.g. `UNMODAL_CONFIG`).
     pub env: Vec<(String, String)>,
+    /// Load this unpacked extension instead of ours, with no host (`extension` must be off):
+    /// the benchmark's empty-script floor.
+    pub other_extension: Option<PathBuf>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { extension: true, runtime: None, env: Vec::new() }
+        Self { extension: true, runtime: None, env: Vec::new(), other_extension: None }
     }
 }
 
@@ -92,6 +95,9 @@ impl Browser {
         if opts.extension {
             cmd.arg(format!("--load-extension={}", art.extension.display()))
                 .arg(format!("--disable-extensions-except={}", art.extension.display()));
+        } else if let Some(dir) = &opts.other_extension {
+            cmd.arg(format!("--load-extension={}", dir.display()))
+                .arg(format!("--disable-extensions-except={}", dir.display()));
         }
         cmd.arg("about:blank")
             .env("UNMODAL_RUNTIME_DIR", &runtime)
