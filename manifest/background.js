@@ -16,7 +16,6 @@ const rulesByTab = new Map(); // tabId -> rules wire string (see engine/src/rule
 const NO_RULES = 'U1';
 const rulesOf = (tabId) => rulesByTab.get(tabId) ?? NO_RULES;
 const policyByTab = new Map(); // tabId -> dialog policy name, when not "auto"
-const revByTab = new Map(); // tabId -> revision of the host's last rules message applied
 const wantsSession = (tabId) => pilot && policyByTab.has(tabId);
 const holds = createHolds(toHost, wantsSession, (tabId) => configFor(tabId));
 const recent = []; // last few dialogs, for the popup
@@ -40,7 +39,6 @@ function connect() {
     const tabs = [...rulesByTab.keys()];
     rulesByTab.clear();
     policyByTab.clear();
-    revByTab.clear(); // a new host counts from 1 again
     holds.releaseAll(Promise.allSettled(tabs.map((tabId) => pushConfig(tabId))));
     retry();
   });
@@ -73,11 +71,6 @@ function onHostMessage(msg) {
     return;
   }
   if (msg.type === 'rules' && Number.isInteger(msg.tab_id) && typeof msg.rules === 'string') {
-    // The host numbers its rules messages; an older one arriving late must not win.
-    if (Number.isInteger(msg.rev)) {
-      if (msg.rev <= (revByTab.get(msg.tab_id) ?? 0)) return;
-      revByTab.set(msg.tab_id, msg.rev);
-    }
     rulesByTab.set(msg.tab_id, msg.rules);
     if (typeof msg.policy === 'string' && msg.policy !== 'auto') policyByTab.set(msg.tab_id, msg.policy);
     else policyByTab.delete(msg.tab_id);
@@ -119,7 +112,6 @@ function sendTabs() {
     const tracked = trackedId === null ? null : { id: trackedId };
     for (const id of rulesByTab.keys()) if (!tabs.some((t) => t.id === id)) rulesByTab.delete(id);
     for (const id of policyByTab.keys()) if (!tabs.some((t) => t.id === id)) policyByTab.delete(id);
-    for (const id of revByTab.keys()) if (!tabs.some((t) => t.id === id)) revByTab.delete(id);
     toHost({
       type: 'tabs',
       tracked: tracked ? tracked.id : null,

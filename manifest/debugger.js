@@ -18,7 +18,9 @@ export function createHolds(toHost, wanted, configFor) {
   let holdSeq = 0;
   let orphaned = false; // no host: whatever opens is dismissed at once
 
-  const send = (tabId, method, params = {}) => chrome.debugger.sendCommand({ tabId }, method, params);
+  // `target`: { tabId } for the tab's session, { tabId, sessionId } for a child session.
+  const command = (target, method, params = {}) => chrome.debugger.sendCommand(target, method, params);
+  const send = (tabId, method, params) => command({ tabId }, method, params);
 
   const serial = (tabId, step) => {
     const next = (queues.get(tabId) ?? Promise.resolve()).then(step, step);
@@ -33,10 +35,8 @@ export function createHolds(toHost, wanted, configFor) {
   const scriptFor = (config) =>
     ({ source: `Object.defineProperty(window, ${JSON.stringify(HANDOFF)}, { value: ${JSON.stringify(config)}, configurable: true });` });
   const replaceScript = async (target, old, config) => {
-    const { identifier } = await chrome.debugger.sendCommand(target, 'Page.addScriptToEvaluateOnNewDocument', scriptFor(config));
-    if (old !== null) {
-      await chrome.debugger.sendCommand(target, 'Page.removeScriptToEvaluateOnNewDocument', { identifier: old }).catch(() => {});
-    }
+    const { identifier } = await command(target, 'Page.addScriptToEvaluateOnNewDocument', scriptFor(config));
+    if (old !== null) await command(target, 'Page.removeScriptToEvaluateOnNewDocument', { identifier: old }).catch(() => {});
     return identifier;
   };
   const installScript = async (tabId, s, config) => {
@@ -47,31 +47,23 @@ export function createHolds(toHost, wanted, configFor) {
   };
 
   // Out-of-process frames (and frames nested in them) attach paused, before their first
-  // document: they get the config script, then run. Whatever fails, the frame must run.
+  // document: they get the config script, then run. Queued with the tab's other steps, so a
+  // later config change (installScript) already finds this frame among the children.
+  // Whatever fails, the frame must run.
   const AUTO_ATTACH = { autoAttach: true, waitForDebuggerOnStart: true, flatten: true, filter: [{ type: 'iframe' }] };
-  const adopt = async (tabId, s, sessionId, type) => {
+  const adopt = (tabId, s, sessionId) => serial(tabId, async () => {
     const target = { tabId, sessionId };
     try {
-      if (type === 'iframe') {
-        // The new-document script runs only in a session with the Page domain on.
-        await chrome.debugger.sendCommand(target, 'Page.enable');
-        await chrome.debugger.sendCommand(target, 'Target.setAutoAttach', AUTO_ATTACH);
-        let config = configFor(tabId);
-        let script = await replaceScript(target, null, config);
-        // The config may have changed while the script was on its way (installScript did
-        // not know this frame yet).
-        while (config !== configFor(tabId)) {
-          config = configFor(tabId);
-          script = await replaceScript(target, script, config);
-        }
-        s.children.set(sessionId, script);
-      }
+      // The new-document script runs only in a session with the Page domain on.
+      await command(target, 'Page.enable');
+      await command(target, 'Target.setAutoAttach', AUTO_ATTACH);
+      s.children.set(sessionId, await replaceScript(target, null, configFor(tabId)));
     } catch {
       // The frame went away, or the session ended: nothing left to prepare.
     } finally {
-      chrome.debugger.sendCommand(target, 'Runtime.runIfWaitingForDebugger').catch(() => {});
+      command(target, 'Runtime.runIfWaitingForDebugger').catch(() => {});
     }
-  };
+  });
 
   // Attaches or detaches so the tab has a session exactly when wanted; keeps its
   // new-document config current. Resolves to { attached, error? }.
@@ -112,7 +104,7 @@ export function createHolds(toHost, wanted, configFor) {
     // Child sessions (out-of-process frames) matter only for attaching their own children;
     // the tab's session reports every dialog of the tab, theirs too.
     if (method === 'Target.attachedToTarget') {
-      adopt(tabId, s, params.sessionId, params.targetInfo?.type);
+      adopt(tabId, s, params.sessionId);
       return;
     }
     if (method === 'Target.detachedFromTarget') {

@@ -31,16 +31,21 @@ async fn answer(s: &Session, accept: bool, text: Option<&str>) -> anyhow::Result
     s.agent.ok("interact", a).await
 }
 
-async fn title_becomes(s: &Session, want: &str) -> anyhow::Result<()> {
+/// Waits until `expr` evaluates to `want` in the page.
+async fn page_becomes(s: &Session, expr: &str, want: Value) -> anyhow::Result<()> {
     let start = Instant::now();
     loop {
-        let t = s.page.eval("document.title").await?;
-        if t == want {
+        let v = s.page.eval(expr).await?;
+        if v == want {
             return Ok(());
         }
-        anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "title is {t}, expected {want}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "{expr} is {v}, expected {want}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
+}
+
+async fn title_becomes(s: &Session, want: &str) -> anyhow::Result<()> {
+    page_becomes(s, "document.title", json!(want)).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -95,11 +100,7 @@ async fn dialogs_in_same_and_cross_origin_frames_are_held() -> anyhow::Result<()
         (Some("Pay from the widget?"), Some(child.as_str()))
     );
     answer(&s, true, None).await?;
-    let start = Instant::now();
-    while s.page.eval("window.fromWidget").await? != json!("true") {
-        anyhow::ensure!(start.elapsed() < Duration::from_secs(5), "the widget never got its answer");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    page_becomes(&s, "window.fromWidget", json!("true")).await?;
     let r = s.last_dialog(2).await?;
     assert_eq!((r["closed_by"].as_str(), r["page_url"].as_str()), (Some("agent"), Some(url.as_str())), "{r}");
     assert_eq!(r["frame_id"], Value::Null, "a subframe: {r}");
@@ -189,11 +190,7 @@ async fn a_cross_site_frames_first_inline_script_gets_the_rules_or_is_held() -> 
     let held = s.held(1).await?;
     assert_eq!((held[0]["message"].as_str(), held[0]["url"].as_str()), (Some("Widget first?"), Some(child.as_str())));
     answer(&s, true, None).await?;
-    let start = Instant::now();
-    while s.page.eval("location.search === '?load=held' ? window.fromWidget ?? null : null").await? != json!("true") {
-        anyhow::ensure!(start.elapsed() < Duration::from_secs(5), "the widget never got the agent's answer");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    page_becomes(&s, "location.search === '?load=held' ? window.fromWidget ?? null : null", json!("true")).await?;
     Ok(())
 }
 
