@@ -1,6 +1,7 @@
 // Unmodal service worker: routes messages between the pages and the native host (the
-// state of record). It keeps only caches: the pilot switch, each tab's encoded rules and
-// dialog policy, and (debugger.js) the debugger sessions of tabs under a policy.
+// state of record). It keeps only caches: the pilot switch, each tab's config as the host
+// encoded it, and (debugger.js) the debugger sessions the host asked for. Message shapes:
+// native-host/src/host/protocol.rs.
 import { createHolds } from './debugger.js';
 
 const HOST = 'dev.unmodal.host';
@@ -10,14 +11,19 @@ const MAX_FIELD = 8192;
 let port = null;
 let hostState = { connected: false, error: null, since: null };
 let pilot = false;
-const rulesByTab = new Map(); // tabId -> rules wire string (see engine/src/rules.rs)
-// What a tab without an entry holds: no rules, the default policy. Sent explicitly, so a
-// page that kept an older set (this worker restarted, the host died) drops it.
-const NO_RULES = 'U1';
-const rulesOf = (tabId) => rulesByTab.get(tabId) ?? NO_RULES;
-const policyByTab = new Map(); // tabId -> dialog policy name, when not "auto"
-const wantsSession = (tabId) => pilot && policyByTab.has(tabId);
-const holds = createHolds(toHost, wantsSession, (tabId) => configFor(tabId));
+// tabId -> { config, debugger }: the config the host encoded for the tab (engine/src/config.rs;
+// passed to the pages whole, never read here) and whether its policy needs a debugger session.
+const hostConfigs = new Map();
+// Configs of tabs the host said nothing about: no rules, the default policy. Sent
+// explicitly, so a page that kept an older set (this worker restarted, the host died)
+// drops it. Made by the engine's encoder (`fallback_configs`; a test checks these strings).
+const PILOT_OFF = 'U1';
+const PILOT_ON = 'U1E1';
+// The human's switch picks: off, every page gets PILOT_OFF (native dialogs, reported, no
+// policy, no debugger); on, the host's config for the tab.
+const configFor = (tabId) => (pilot ? hostConfigs.get(tabId)?.config ?? PILOT_ON : PILOT_OFF);
+const wantsSession = (tabId) => pilot && hostConfigs.get(tabId)?.debugger === true;
+const holds = createHolds(toHost, wantsSession, configFor);
 const recent = []; // last few dialogs, for the popup
 
 // ---- Native host ----
@@ -36,9 +42,8 @@ function connect() {
     port = null;
     // The host kept the rules and policies; a new one starts without any, so the pages go
     // back to the default policy now.
-    const tabs = [...rulesByTab.keys()];
-    rulesByTab.clear();
-    policyByTab.clear();
+    const tabs = [...hostConfigs.keys()];
+    hostConfigs.clear();
     holds.releaseAll(Promise.allSettled(tabs.map((tabId) => pushConfig(tabId))));
     retry();
   });
@@ -70,12 +75,10 @@ function onHostMessage(msg) {
     recent.length = Math.min(recent.length, 5);
     return;
   }
-  if (msg.type === 'rules' && Number.isInteger(msg.tab_id) && typeof msg.rules === 'string') {
-    rulesByTab.set(msg.tab_id, msg.rules);
-    if (typeof msg.policy === 'string' && msg.policy !== 'auto') policyByTab.set(msg.tab_id, msg.policy);
-    else policyByTab.delete(msg.tab_id);
-    // The host answers the agent's setup only once the tab's frames hold the rules.
-    applyTab(msg.tab_id).then((ack) => toHost({ type: 'rules_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
+  if (msg.type === 'config' && Number.isInteger(msg.tab_id) && typeof msg.config === 'string') {
+    hostConfigs.set(msg.tab_id, { config: msg.config, debugger: msg.debugger === true });
+    // The host answers the agent's setup only once the tab's frames hold the config.
+    applyTab(msg.tab_id).then((ack) => toHost({ type: 'config_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
   } else if (msg.type === 'answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.hold)) {
     holds.answer(msg);
   }
@@ -110,8 +113,7 @@ function sendTabs() {
     if (active && !(active.url || '').startsWith(own)) trackedId = active.id;
     if (!tabs.some((t) => t.id === trackedId)) trackedId = null;
     const tracked = trackedId === null ? null : { id: trackedId };
-    for (const id of rulesByTab.keys()) if (!tabs.some((t) => t.id === id)) rulesByTab.delete(id);
-    for (const id of policyByTab.keys()) if (!tabs.some((t) => t.id === id)) policyByTab.delete(id);
+    for (const id of hostConfigs.keys()) if (!tabs.some((t) => t.id === id)) hostConfigs.delete(id);
     toHost({
       type: 'tabs',
       tracked: tracked ? tracked.id : null,
@@ -129,14 +131,12 @@ chrome.windows.onFocusChanged.addListener(sendTabs);
 
 // ---- Pages ----
 // Resolves to whether the tab's top frame (and every frame that answered) took the config.
-const configFor = (tabId) => (pilot ? '1' : '0') + rulesOf(tabId);
-
 async function pushConfig(tabId) {
   const frames = await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null);
   const ids = frames && frames.length ? frames.map((f) => f.frameId) : [0];
   // Built after the wait: pushes for one tab may overtake each other there, and the last
   // to be sent must carry the newest config, not the one current when it started.
-  const msg = { type: 'config', pilot, rules: rulesOf(tabId) };
+  const msg = { type: 'config', config: configFor(tabId) };
   const sent = await Promise.allSettled(ids.map((frameId) => chrome.tabs.sendMessage(tabId, msg, { frameId })));
   return sent.some((r, i) => ids[i] === 0 && r.status === 'fulfilled' && r.value === true);
 }
@@ -151,7 +151,7 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   }
   if (!sender.tab) return;
   if (msg.type === 'hello') {
-    reply({ type: 'config', pilot, rules: rulesOf(sender.tab.id) });
+    reply({ type: 'config', config: configFor(sender.tab.id) });
   } else if (msg.type === 'dialogs' && Array.isArray(msg.reports)) {
     // Tab, frame and URLs come from the browser, never from the page.
     const where = {

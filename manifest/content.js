@@ -4,9 +4,15 @@
   'use strict';
   const HELLO = 'unmodal:hello';
   const MAX_REPORT_CHARS = 16 * 1024;
+  // Until the tab's config arrives, all a frame knows is whether the pilot is on (pilot.js
+  // runs only then): the engine answers by default and says the rules were not loaded.
+  // Made by the engine's encoder (`fallback_configs`; a test checks the string).
+  const PILOT_ON_STANDIN = 'U1E1S';
   let toMain = null;
-  let pilot = globalThis.__unmodalPilot === true; // set by pilot.js if it ran first
-  let rules = null; // the tab's rules, wire format (see engine/src/rules.rs)
+  let pilotOn = globalThis.__unmodalPilot === true; // set by pilot.js if it ran first
+  // The tab's config (engine/src/config.rs), whole, from the worker or the parent frame;
+  // never read here, only passed on.
+  let config = null;
 
   // The extension API costs a frame about 2 ms the first time it is touched. A same-origin
   // child frame (a script-made about:blank one above all) needs it only once it has a
@@ -25,28 +31,30 @@
   const bridge = { config: null, apply: null };
   globalThis.__unmodalBridge = bridge;
 
-  const current = () => (pilot ? '1' : '0') + (rules ?? '');
+  const current = () => config ?? (pilotOn ? PILOT_ON_STANDIN : null);
 
-  const toPage = (cfg) => {
-    if (toMain !== null) document.dispatchEvent(new CustomEvent(toMain, { detail: cfg }));
+  const toPage = () => {
+    const cfg = current();
+    if (toMain !== null && cfg !== null) document.dispatchEvent(new CustomEvent(toMain, { detail: cfg }));
   };
 
   // Applies a config here, then hands it on to same-origin child frames.
-  const apply = (nextPilot, nextRules) => {
-    pilot = nextPilot;
-    if (typeof nextRules === 'string') rules = nextRules;
-    bridge.config = rules === null ? null : current();
-    toPage(current());
+  const apply = (next) => {
+    config = next;
+    bridge.config = next;
+    toPage();
     for (let i = 0; i < window.frames.length; i++) {
       try {
         const child = window.frames[i].__unmodalBridge;
-        if (child && typeof child.apply === 'function') child.apply(pilot, rules);
+        if (child && typeof child.apply === 'function') child.apply(next);
       } catch {
         // Cross-origin child: the service worker configures it.
       }
     }
   };
-  bridge.apply = (p, r) => apply(p === true, r);
+  bridge.apply = (next) => {
+    if (typeof next === 'string') apply(next);
+  };
 
   // inject.js hands over its secret once, before any page script exists; afterwards the
   // well-known name is dead, so the page can neither re-key nor read the channel.
@@ -56,15 +64,15 @@
     if (typeof secret !== 'string' || !/^u[0-9a-z]{4,60}$/.test(secret)) return;
     toMain = secret + 'm';
     document.addEventListener(secret + 'i', onReport, true);
-    toPage(current());
+    toPage();
   };
   document.addEventListener(HELLO, onHello, true);
 
   // pilot.js is registered by the service worker only while the human has the pilot on;
   // whichever of the two scripts runs second tells the page hook, before page scripts run.
   globalThis.__unmodalPilotOn = () => {
-    pilot = true;
-    toPage(current());
+    pilotOn = true;
+    toPage();
   };
 
   // A batch from the page hook: { reports: [...], folded: n }. Page-made data, checked
@@ -86,7 +94,7 @@
   };
 
   const fromWorker = (msg) => {
-    if (msg && typeof msg.pilot === 'boolean') apply(msg.pilot, typeof msg.rules === 'string' ? msg.rules : null);
+    if (msg && typeof msg.config === 'string') apply(msg.config);
   };
   function onMessage(msg, _sender, reply) {
     if (msg && msg.type === 'config') {
@@ -104,9 +112,8 @@
   if (parent && typeof parent.apply === 'function') {
     // The parent pushes every later change; start from what it holds now.
     if (typeof parent.config === 'string') {
-      rules = parent.config.slice(1);
-      pilot = pilot || parent.config[0] === '1';
-      bridge.config = current();
+      config = parent.config;
+      bridge.config = config;
     }
   } else {
     runtime().sendMessage({ type: 'hello' }).then(fromWorker, () => {});

@@ -1,5 +1,9 @@
+//! `Engine`: one document's config (loaded from the wire format) and the decision for each
+//! dialog: the most specific live rule, else the tab's policy, packed into one number for
+//! the page.
+
+use crate::config::{self, ARENA_UNITS, LoadError, MAX_RULES};
 use crate::matching::contains_folded;
-use crate::rules::{self, ARENA_UNITS, LoadError, MAX_RULES};
 use crate::{DialogKind, Policy, RuleTarget};
 
 /// What the page's call does.
@@ -12,8 +16,11 @@ pub enum Outcome {
     Dismiss = 2,
 }
 
-/// What made the decision; every reported event names it.
+/// What made the decision; every reported event names it. (The host adds the deciders of
+/// dialogs held open for the agent: the agent, the watchdog, someone else.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum DecidedBy {
     PilotOff = 0,
     Rule = 1,
@@ -93,7 +100,7 @@ const SPENT_MEMORY: usize = 64;
 pub const NEEDS_MESSAGE: u32 = 1;
 pub const NEEDS_URL: u32 = 2;
 
-/// One document's engine: the pilot switch, the tab's rules, and the decision.
+/// One document's engine: the pilot switch, the tab's policy and rules, and the decision.
 pub struct Engine {
     enabled: bool,
     loaded: bool,
@@ -129,15 +136,11 @@ impl Engine {
         }
     }
 
-    /// The AI Web Pilot switch. Off: every dialog keeps its native behaviour.
-    pub fn set_enabled(&mut self, on: bool) {
-        self.enabled = on;
-    }
-
-    /// Replaces the rules with the encoded set in `input`. On error nothing changes.
+    /// Replaces the config (pilot switch, policy, rules) with the encoded one in `input`.
+    /// On error nothing changes.
     pub fn load(&mut self, input: &[u16]) -> Result<usize, LoadError> {
         let mut text_units = 0usize;
-        rules::parse(input, |r| text_units += r.units())?;
+        config::parse(input, |r| text_units += r.units())?;
         if text_units > ARENA_UNITS {
             return Err(LoadError::TooManyRules);
         }
@@ -151,7 +154,7 @@ impl Engine {
             used += t.len();
             Some(span)
         };
-        let (policy, _) = rules::parse(input, |r| {
+        let (header, _) = config::parse(input, |r| {
             let (text, message, url) = (store(r.text), store(r.message), store(r.url));
             needs |= if message.is_some() { NEEDS_MESSAGE } else { 0 } | if url.is_some() { NEEDS_URL } else { 0 };
             if let Some(slot) = slots.get_mut(n) {
@@ -168,10 +171,11 @@ impl Engine {
             }
             n += 1;
         })?;
-        self.policy = policy;
+        self.enabled = header.enabled;
+        self.policy = header.policy;
         self.needs = needs;
         self.len = n;
-        self.loaded = true;
+        self.loaded = !header.standin;
         Ok(n)
     }
 
@@ -220,12 +224,12 @@ impl Engine {
             (Policy::Auto, DialogKind::Confirm | DialogKind::Prompt) => (Outcome::Dismiss, DecidedBy::DefaultPolicy),
             // Without a rule the page's own beforeunload behaviour stands.
             (Policy::Auto, DialogKind::BeforeUnload) => (Outcome::Native, DecidedBy::DefaultPolicy),
-            (Policy::Hold, _) => (Outcome::Native, DecidedBy::Policy),
-            (Policy::Accept, _) => (Outcome::Accept, DecidedBy::Policy),
+            (Policy::MustRespond, _) => (Outcome::Native, DecidedBy::Policy),
+            (Policy::AutoAccept, _) => (Outcome::Accept, DecidedBy::Policy),
             // Dismissing a leave prompt means staying: the page's ask must reach the
             // browser, whose prompt the debugger session then dismisses.
-            (Policy::Dismiss, DialogKind::BeforeUnload) => (Outcome::Native, DecidedBy::Policy),
-            (Policy::Dismiss, _) => (Outcome::Dismiss, DecidedBy::Policy),
+            (Policy::AutoDismiss, DialogKind::BeforeUnload) => (Outcome::Native, DecidedBy::Policy),
+            (Policy::AutoDismiss, _) => (Outcome::Dismiss, DecidedBy::Policy),
         };
         Decision { outcome, by, slot: None, rules_loaded, spent: false }
     }
@@ -262,18 +266,25 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::Encoder;
+    use crate::config::Encoder;
 
     fn engine(rules: &[(u32, RuleTarget, bool, bool, Option<&str>)]) -> Engine {
         let mut e = Encoder::new();
+        e.pilot(true);
         for &(id, t, a, o, x) in rules {
             e.rule(id, t, a, o, x);
         }
+        load(&e)
+    }
+
+    fn load(e: &Encoder) -> Engine {
         let mut engine = Engine::new();
-        engine.set_enabled(true);
-        let wire: Vec<u16> = e.finish().encode_utf16().collect();
-        engine.load(&wire).unwrap();
+        engine.load(&units(&e.finish())).unwrap();
         engine
+    }
+
+    fn units(s: &str) -> Vec<u16> {
+        s.encode_utf16().collect()
     }
 
     const CONFIRM: RuleTarget = RuleTarget::One(DialogKind::Confirm);
@@ -297,35 +308,34 @@ mod tests {
     fn the_tabs_policy_answers_what_no_rule_matches() {
         let load = |p: Policy| {
             let mut enc = Encoder::new();
-            enc.policy(p);
+            enc.policy(p).pilot(true);
             enc.rule(1, PROMPT, true, false, Some("x"));
-            let mut e = Engine::new();
-            e.set_enabled(true);
-            e.load(&enc.finish().encode_utf16().collect::<Vec<_>>()).unwrap();
+            let e = load(&enc);
             assert_eq!(e.policy(), p);
             e
         };
-        let mut hold = load(Policy::Hold);
+        let mut hold = load(Policy::MustRespond);
         for k in DialogKind::ALL.into_iter().filter(|k| *k != DialogKind::Prompt) {
             let d = hold.decide(k);
             assert_eq!((d.outcome, d.by), (Outcome::Native, DecidedBy::Policy), "{k:?}");
         }
         assert_eq!(hold.decide(DialogKind::Prompt).by, DecidedBy::Rule, "rules still come first");
-        let mut accept = load(Policy::Accept);
+        let mut accept = load(Policy::AutoAccept);
         assert_eq!(accept.decide(DialogKind::Confirm).outcome, Outcome::Accept);
         assert_eq!(accept.decide(DialogKind::BeforeUnload).outcome, Outcome::Accept);
-        let mut dismiss = load(Policy::Dismiss);
+        let mut dismiss = load(Policy::AutoDismiss);
         assert_eq!(dismiss.decide(DialogKind::Confirm).outcome, Outcome::Dismiss);
         assert_eq!(dismiss.decide(DialogKind::BeforeUnload).outcome, Outcome::Native);
         // A later rule set without a policy returns the tab to the default.
-        hold.load(&"U1".encode_utf16().collect::<Vec<_>>()).unwrap();
+        hold.load(&units("U1E1")).unwrap();
         assert_eq!(hold.decide(DialogKind::Confirm).by, DecidedBy::DefaultPolicy);
     }
 
     #[test]
     fn pilot_off_keeps_native_behaviour_even_with_rules() {
-        let mut e = engine(&[(1, CONFIRM, true, false, None)]);
-        e.set_enabled(false);
+        let mut enc = Encoder::new();
+        enc.rule(1, CONFIRM, true, false, None);
+        let mut e = load(&enc);
         let d = e.decide(DialogKind::Confirm);
         assert_eq!((d.outcome, d.by), (Outcome::Native, DecidedBy::PilotOff));
     }
@@ -384,9 +394,12 @@ mod tests {
     #[test]
     fn rules_loaded_flag_is_honest() {
         let mut e = Engine::new();
-        e.set_enabled(true);
         assert!(!e.decide(DialogKind::Confirm).rules_loaded);
-        e.load(&"U1".encode_utf16().collect::<Vec<_>>()).unwrap();
+        // The pilot is on, the rules are still on their way: the default answers, honestly.
+        e.load(&units("U1E1S")).unwrap();
+        let d = e.decide(DialogKind::Confirm);
+        assert_eq!((d.by, d.rules_loaded), (DecidedBy::DefaultPolicy, false));
+        e.load(&units("U1E1")).unwrap();
         assert!(e.decide(DialogKind::Confirm).rules_loaded);
     }
 
@@ -400,13 +413,11 @@ mod tests {
     #[test]
     fn message_and_url_matches_are_most_specific() {
         let mut e = Encoder::new();
+        e.pilot(true);
         e.rule(1, RuleTarget::All, false, false, None);
         e.rule_matching(2, CONFIRM, true, false, None, Some("Project ALPHA"), None);
         e.rule_matching(3, RuleTarget::All, true, false, None, None, Some("admin.example"));
-        let mut engine = Engine::new();
-        engine.set_enabled(true);
-        let wire: Vec<u16> = e.finish().encode_utf16().collect();
-        engine.load(&wire).unwrap();
+        let mut engine = load(&e);
         assert_eq!(engine.needs(), NEEDS_MESSAGE | NEEDS_URL);
         let u = |s: &str| s.encode_utf16().collect::<Vec<u16>>();
         let mut id = |msg: &str, url: &str| {
@@ -424,11 +435,10 @@ mod tests {
     #[test]
     fn a_spent_once_rule_stays_spent_when_the_same_set_arrives_again() {
         let mut e = Encoder::new();
+        e.pilot(true);
         e.rule(7, RuleTarget::One(DialogKind::Prompt), true, true, None);
-        let wire: Vec<u16> = e.finish().encode_utf16().collect();
-        let mut engine = Engine::new();
-        engine.set_enabled(true);
-        engine.load(&wire).unwrap();
+        let wire = units(&e.finish());
+        let mut engine = load(&e);
         assert_eq!(engine.decide(DialogKind::Prompt).by, DecidedBy::Rule);
         // The host has not seen the report yet and sends the set again (say, with a new rule).
         engine.load(&wire).unwrap();

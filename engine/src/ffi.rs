@@ -4,7 +4,7 @@
 use crate::{DialogKind, Engine, MAX_TEXT_UNITS, Subject};
 use core::cell::UnsafeCell;
 
-const IO_UNITS: usize = crate::rules::ARENA_UNITS + 1024;
+const IO_UNITS: usize = crate::config::ARENA_UNITS + 1024;
 
 /// A global for a module that has one thread: wasm32 without the threads proposal.
 struct Global<T>(UnsafeCell<T>);
@@ -37,14 +37,9 @@ pub extern "C" fn io_cap() -> u32 {
     IO_UNITS as u32
 }
 
+/// Loads the config written to the buffer; returns the rule count or a negative error.
 #[unsafe(no_mangle)]
-pub extern "C" fn set_enabled(on: u32) {
-    engine().set_enabled(on != 0);
-}
-
-/// Loads the rule set written to the buffer; returns the rule count or a negative error.
-#[unsafe(no_mangle)]
-pub extern "C" fn load_rules(len: u32) -> i32 {
+pub extern "C" fn load(len: u32) -> i32 {
     let Some(input) = io().get(..len as usize) else {
         return -2;
     };

@@ -1,5 +1,10 @@
+//! The vocabulary the engine shares with the host: dialog kinds, rule targets and the tab's
+//! dialog policy, each with its wire code and the name agents see.
+
 /// The four dialogs a page can raise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 #[repr(u8)]
 pub enum DialogKind {
     Alert = 0,
@@ -69,24 +74,26 @@ impl RuleTarget {
     }
 }
 
-/// What answers a dialog no rule matches (the agent's `dialog_policy` for the tab).
+/// What answers a dialog no rule matches: the agent's `dialog_policy` for the tab.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[repr(u8)]
 pub enum Policy {
-    /// The default policy: alert accepted, confirm false, prompt null, beforeunload left alone.
+    /// Default: alert accepted, confirm false, prompt null, at once; beforeunload left alone.
     #[default]
     Auto = 0,
-    /// Let the browser open its own dialog; the extension's debugger session holds it open
-    /// until the agent answers (`must_respond`).
-    Hold = 1,
-    /// Accept every such dialog (`auto_accept`).
-    Accept = 2,
-    /// Dismiss every such dialog (`auto_dismiss`).
-    Dismiss = 3,
+    /// Hold the dialog open until the agent answers it (or the watchdog dismisses it): the
+    /// browser opens its own dialog and the extension's debugger session holds it.
+    MustRespond = 1,
+    /// Accept at once (prompt returns ""; a leave prompt leaves).
+    AutoAccept = 2,
+    /// Dismiss at once (a leave prompt stays).
+    AutoDismiss = 3,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 4] = [Self::Auto, Self::Hold, Self::Accept, Self::Dismiss];
+    pub const ALL: [Policy; 4] = [Self::Auto, Self::MustRespond, Self::AutoAccept, Self::AutoDismiss];
 
     pub fn from_u8(v: u8) -> Option<Self> {
         Self::ALL.get(usize::from(v)).copied()
@@ -96,9 +103,9 @@ impl Policy {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Auto => "auto",
-            Self::Hold => "must_respond",
-            Self::Accept => "auto_accept",
-            Self::Dismiss => "auto_dismiss",
+            Self::MustRespond => "must_respond",
+            Self::AutoAccept => "auto_accept",
+            Self::AutoDismiss => "auto_dismiss",
         }
     }
 

@@ -17,17 +17,17 @@
   };
   let engine = null;
   let io = null;
-  let enabled = 0;
-  let rules = null; // the latest rules wire string, loaded when the engine is built
-  const loadRules = (cfg) => {
-    const n = cfg.length - 1;
-    if (n <= 0 || n > io.length) return;
-    for (let i = 0; i < n; i++) io[i] = apply(charCodeAt, cfg, [i + 1]);
-    engine.load_rules(n);
+  // The latest config (engine/src/config.rs: pilot switch, policy, rules), loaded when the
+  // engine is built. Passed through whole: only the engine reads it.
+  let config = null;
+  const load = (cfg) => {
+    const n = cfg.length;
+    if (n > io.length) return;
+    for (let i = 0; i < n; i++) io[i] = apply(charCodeAt, cfg, [i]);
+    engine.load(n);
   };
   const boot = () => {
     engine = apply(factory, undefined, ENGINE_GLOBALS);
     io = new NewUint16Array(engine.memory.buffer, engine.io_ptr(), engine.io_cap());
-    engine.set_enabled(enabled);
-    if (rules !== null) loadRules(rules);
+    if (config !== null) load(config);
   };

@@ -43,18 +43,17 @@
     }
   };
 
-  // Config: "<pilot 0|1|-><rules wire string or nothing>", from content.js.
+  // content.js's stand-in while the tab's config is on its way (engine `fallback_configs`).
+  // It never replaces a config: the debugger's new-document script may have handed the real
+  // one over before content.js knew anything.
+  const PILOT_ON_STANDIN = 'U1E1S';
+  // A config from content.js (or the debugger's new-document script). A string is all a
+  // page-realm value may be here: nothing else is read from it.
   const configure = (cfg) => {
     if (typeof cfg !== 'string' || cfg.length === 0) return;
-    const flag = apply(charCodeAt, cfg, [0]);
-    if (flag === 48 || flag === 49) {
-      enabled = flag - 48;
-      if (engine !== null) engine.set_enabled(enabled);
-    }
-    if (cfg.length > 1) {
-      rules = cfg;
-      if (engine !== null) loadRules(cfg);
-    }
+    if (cfg === PILOT_ON_STANDIN && config !== null) return;
+    config = cfg;
+    if (engine !== null) load(cfg);
   };
   apply(addEventListener, doc, [secret + 'm', (event) => configure(apply(detailOf, event, []))]);
   // A tab under a dialog policy also gets its config from the debugger session's

@@ -1,11 +1,16 @@
-//! The agent-facing parameters (MCP tool arguments) and their validation. The MCP server
-//! checks them before forwarding; the host checks them again (anything on the user's
-//! socket may call it).
+//! The agent-facing parameters (MCP tool arguments), their limits and defaults, and their
+//! validation. The MCP server checks them before forwarding; the host checks them again
+//! (anything on the user's socket may call it). A leaf: it knows nothing of the host.
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::{MAX_MATCH_UNITS, MAX_TEXT_UNITS, Policy, RuleTarget};
+
+/// The watchdog's default: a held dialog nobody answers is dismissed after 10 s.
+pub const DEFAULT_TIMEOUT_S: u32 = 10;
+/// The longest a held dialog may wait for the agent.
+pub const MAX_TIMEOUT_S: u32 = 600;
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -43,10 +48,18 @@ impl DialogTypeArg {
 pub struct MatchArg {
     /// Only dialogs whose message contains this text (case-insensitive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
     pub message_contains: Option<String>,
     /// Only dialogs on pages whose URL contains this text (case-insensitive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
     pub url_contains: Option<String>,
+}
+
+impl MatchArg {
+    pub fn is_empty(&self) -> bool {
+        self.message_contains.is_none() && self.url_contains.is_none()
+    }
 }
 
 /// `interact` arguments, as in the dialog-handling spec.
@@ -58,13 +71,16 @@ pub struct InteractArgs {
     pub action: InteractAction,
     /// true = OK/accept, false = Cancel/dismiss. Default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     pub accept: Option<bool>,
     /// Text a prompt() returns when accepted. Ignored for other dialog types.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
     pub text: Option<String>,
     /// Target tab id (see `observe` with `what: "tabs"`). Default: the tracked tab, i.e.
     /// the active tab of the last focused window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub tab_id: Option<i64>,
     /// true = configure an auto-response for future dialogs (do this before the action
     /// that triggers the dialog).
@@ -76,6 +92,7 @@ pub struct InteractArgs {
     /// true = answer only the next matching dialog, then revert to the default policy;
     /// false = keep answering until cleared. Default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     pub once: Option<bool>,
     /// With setup: remove auto-responses for `dialog_type` (default "all").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,30 +117,6 @@ pub enum ConfigureAction {
     DialogPolicy,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum PolicyArg {
-    /// Default: alert accepted, confirm false, prompt null, at once; beforeunload left alone.
-    Auto,
-    /// Hold the dialog open until the agent answers it (or the watchdog dismisses it).
-    MustRespond,
-    /// Accept at once (prompt returns ""; a leave prompt leaves).
-    AutoAccept,
-    /// Dismiss at once (a leave prompt stays).
-    AutoDismiss,
-}
-
-impl PolicyArg {
-    pub fn policy(self) -> Policy {
-        match self {
-            Self::Auto => Policy::Auto,
-            Self::MustRespond => Policy::Hold,
-            Self::AutoAccept => Policy::Accept,
-            Self::AutoDismiss => Policy::Dismiss,
-        }
-    }
-}
-
 /// `configure` arguments.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -131,13 +124,15 @@ pub struct ConfigureArgs {
     /// What to configure.
     pub action: ConfigureAction,
     /// For `dialog_policy`: auto, must_respond, auto_accept or auto_dismiss.
-    pub policy: PolicyArg,
+    pub policy: Policy,
     /// must_respond: seconds a held dialog waits for the agent before the watchdog
     /// dismisses it; 1 to 600, default 10.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 600), extend("default" = 10))]
     pub timeout_s: Option<u32>,
     /// Target tab id. Default: the tracked tab.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub tab_id: Option<i64>,
 }
 
@@ -149,16 +144,14 @@ pub struct PolicyCall {
     pub timeout_s: u32,
 }
 
-pub const MAX_TIMEOUT_S: u32 = 600;
-
 impl ConfigureArgs {
     pub fn validate(&self) -> Result<PolicyCall, ParamError> {
         check_tab(self.tab_id)?;
-        let timeout_s = self.timeout_s.unwrap_or(crate::host::policy::DEFAULT_TIMEOUT_S);
+        let timeout_s = self.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
         if !(1..=MAX_TIMEOUT_S).contains(&timeout_s) {
             return Err(bad("timeout_s", format!("{timeout_s} is out of range; 1 to {MAX_TIMEOUT_S} seconds")));
         }
-        Ok(PolicyCall { tab: self.tab_id, policy: self.policy.policy(), timeout_s })
+        Ok(PolicyCall { tab: self.tab_id, policy: self.policy, timeout_s })
     }
 }
 
@@ -181,6 +174,7 @@ pub struct ObserveArgs {
     pub what: ObserveWhat,
     /// Target tab id for `dialogs` and `logs`. Default: the tracked tab.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub tab_id: Option<i64>,
 }
 
@@ -365,11 +359,11 @@ mod tests {
         let v = |j| parse::<ConfigureArgs>(j).map_err(|e| e.param).and_then(|a| a.validate().map_err(|e| e.param));
         assert_eq!(
             v(json!({"action":"dialog_policy","policy":"must_respond"})),
-            Ok(PolicyCall { tab: None, policy: Policy::Hold, timeout_s: 10 })
+            Ok(PolicyCall { tab: None, policy: Policy::MustRespond, timeout_s: 10 })
         );
         assert_eq!(
             v(json!({"action":"dialog_policy","policy":"auto_accept","timeout_s":600,"tab_id":2})),
-            Ok(PolicyCall { tab: Some(2), policy: Policy::Accept, timeout_s: 600 })
+            Ok(PolicyCall { tab: Some(2), policy: Policy::AutoAccept, timeout_s: 600 })
         );
         assert_eq!(v(json!({"action":"dialog_policy","policy":"must_respond","timeout_s":0})), Err("timeout_s".into()));
         assert_eq!(
@@ -383,6 +377,20 @@ mod tests {
         assert_eq!(v(json!({"action":"dialog_policy","policy":"hold"})), Err("policy".into()));
         assert_eq!(v(json!({"action":"dialog_policy"})), Err("policy".into()));
         assert_eq!(v(json!({"action":"policy","policy":"auto"})), Err("action".into()));
+    }
+
+    #[test]
+    fn the_schema_tells_agents_the_limits_and_defaults() {
+        let s = serde_json::to_value(schemars::schema_for!(ConfigureArgs)).unwrap();
+        let t = &s["properties"]["timeout_s"];
+        assert_eq!((t["minimum"].as_u64(), t["maximum"].as_u64()), (Some(1), Some(u64::from(MAX_TIMEOUT_S))));
+        assert_eq!(t["default"], json!(DEFAULT_TIMEOUT_S));
+        assert!(s.to_string().contains("must_respond"), "{s}");
+        let s = serde_json::to_value(schemars::schema_for!(InteractArgs)).unwrap();
+        assert_eq!(s["properties"]["text"]["maxLength"].as_u64(), Some(MAX_TEXT_UNITS as u64));
+        assert_eq!(s["properties"]["once"]["default"], json!(true));
+        let m = s.to_string();
+        assert!(m.contains(&format!("\"maxLength\":{MAX_MATCH_UNITS}")), "{m}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! JSON answer per line. Several browsers mean several hosts, one socket each.
 
 use crate::paths;
+use crate::reply::{ErrorCode, ToolError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::io;
@@ -31,59 +32,25 @@ pub struct Request {
     pub args: Value,
 }
 
-/// An error a host (or the client, when no host answers) reports to the agent.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, thiserror::Error)]
-#[error("{code}: {message}")]
-pub struct RemoteError {
-    pub code: String,
-    pub message: String,
-    /// The parameter at fault, for `invalid_params`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub param: Option<String>,
-    /// Dialogs held open in that browser (see `State::blocking_note`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dialogs_blocking: Option<Value>,
-}
-
-impl RemoteError {
-    pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self { code: code.to_owned(), message: message.into(), param: None, dialogs_blocking: None }
-    }
-
-    /// A parameter the caller got wrong, named.
-    pub fn invalid(e: crate::api::ParamError) -> Self {
-        Self { param: Some(e.param.clone()), ..Self::new("invalid_params", e.to_string()) }
-    }
-
-    pub fn not_connected() -> Self {
-        Self::new(
-            "extension_not_connected",
-            "No browser with the Unmodal extension is connected. Start Chrome or Chromium with the Unmodal \
-extension loaded (for a checkout: `cargo xtask build`, then load target/extension), register the host once with \
-`unmodal install`, and make sure the browser runs as this user. `unmodal doctor` shows what is missing.",
-        )
-    }
-}
-
-pub fn reply_json(reply: &Result<Value, RemoteError>) -> Value {
+pub fn reply_json(reply: &Result<Value, ToolError>) -> Value {
     match reply {
         Ok(v) => json!({ "ok": v }),
         Err(e) => json!({ "error": e }),
     }
 }
 
-fn parse_reply(line: &[u8]) -> Result<Value, RemoteError> {
+fn parse_reply(line: &[u8]) -> Result<Value, ToolError> {
     #[derive(Deserialize)]
     struct Wire {
         ok: Option<Value>,
-        error: Option<RemoteError>,
+        error: Option<ToolError>,
     }
     let wire: Wire = serde_json::from_slice(line)
-        .map_err(|e| RemoteError::new("host_protocol", format!("unreadable answer from the host: {e}")))?;
+        .map_err(|e| ToolError::new(ErrorCode::HostProtocol, format!("unreadable answer from the host: {e}")))?;
     match (wire.ok, wire.error) {
         (_, Some(e)) => Err(e),
         (Some(v), None) => Ok(v),
-        (None, None) => Err(RemoteError::new("host_protocol", "the host answered neither ok nor error")),
+        (None, None) => Err(ToolError::new(ErrorCode::HostProtocol, "the host answered neither ok nor error")),
     }
 }
 
@@ -100,7 +67,7 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>) ->
     Ok(true)
 }
 
-async fn call_one(socket: &Path, line: &[u8]) -> io::Result<Result<Value, RemoteError>> {
+async fn call_one(socket: &Path, line: &[u8]) -> io::Result<Result<Value, ToolError>> {
     let stream = UnixStream::connect(socket).await?;
     let (r, mut w) = stream.into_split();
     w.write_all(line).await?;
@@ -114,19 +81,19 @@ async fn call_one(socket: &Path, line: &[u8]) -> io::Result<Result<Value, Remote
 
 /// Sends a request to the connected browsers' hosts, newest first. A call that names a
 /// tab goes on to the next host when this one does not know the tab.
-pub async fn call(tool: Tool, args: Value) -> Result<Value, RemoteError> {
+pub async fn call(tool: Tool, args: Value) -> Result<Value, ToolError> {
     call_in(&paths::runtime_dir(), tool, args).await
 }
 
-fn request_line(tool: Tool, args: Value) -> Result<Vec<u8>, RemoteError> {
+fn request_line(tool: Tool, args: Value) -> Result<Vec<u8>, ToolError> {
     let mut line = serde_json::to_vec(&Request { tool, args })
-        .map_err(|e| RemoteError::new("internal", format!("cannot encode the request: {e}")))?;
+        .map_err(|e| ToolError::new(ErrorCode::Internal, format!("cannot encode the request: {e}")))?;
     line.push(b'\n');
     Ok(line)
 }
 
 /// One host's answer; `None` when nobody listens there (a stale socket is removed).
-async fn ask(socket: &Path, line: &[u8]) -> Option<Result<Value, RemoteError>> {
+async fn ask(socket: &Path, line: &[u8]) -> Option<Result<Value, ToolError>> {
     match tokio::time::timeout(CALL_TIMEOUT, call_one(socket, line)).await {
         Ok(Ok(reply)) => Some(reply),
         Ok(Err(e)) => {
@@ -139,8 +106,8 @@ async fn ask(socket: &Path, line: &[u8]) -> Option<Result<Value, RemoteError>> {
             }
             None
         }
-        Err(_) => Some(Err(RemoteError::new(
-            "host_timeout",
+        Err(_) => Some(Err(ToolError::new(
+            ErrorCode::HostTimeout,
             format!(
                 "The Unmodal host did not answer within {} s; the browser may be hung. Check the browser, then retry.",
                 CALL_TIMEOUT.as_secs()
@@ -149,24 +116,26 @@ async fn ask(socket: &Path, line: &[u8]) -> Option<Result<Value, RemoteError>> {
     }
 }
 
-pub async fn call_in(dir: &Path, tool: Tool, args: Value) -> Result<Value, RemoteError> {
+pub async fn call_in(dir: &Path, tool: Tool, args: Value) -> Result<Value, ToolError> {
     let line = request_line(tool, args)?;
     let mut last = None;
     for socket in paths::host_sockets(dir) {
         match ask(&socket, &line).await {
             // Tabs and dialogs belong to one browser; another host may hold them.
-            Some(Err(e)) if matches!(e.code.as_str(), "tab_not_found" | "dialog_not_found" | "host_timeout") => {
+            Some(Err(e))
+                if matches!(e.code, ErrorCode::TabNotFound | ErrorCode::DialogNotFound | ErrorCode::HostTimeout) =>
+            {
                 last = Some(e)
             }
             Some(reply) => return reply,
             None => {}
         }
     }
-    Err(last.unwrap_or_else(RemoteError::not_connected))
+    Err(last.unwrap_or_else(ToolError::not_connected))
 }
 
 /// Asks every connected host (newest first) and returns each one's answer.
-pub async fn call_all(tool: Tool, args: Value) -> Result<Vec<Value>, RemoteError> {
+pub async fn call_all(tool: Tool, args: Value) -> Result<Vec<Value>, ToolError> {
     let dir = paths::runtime_dir();
     let line = request_line(tool, args)?;
     let mut answers = Vec::new();
@@ -180,7 +149,7 @@ pub async fn call_all(tool: Tool, args: Value) -> Result<Vec<Value>, RemoteError
     }
     match (answers.is_empty(), last) {
         (true, Some(e)) => Err(e),
-        (true, None) => Err(RemoteError::not_connected()),
+        (true, None) => Err(ToolError::not_connected()),
         (false, _) => Ok(answers),
     }
 }
@@ -193,11 +162,11 @@ mod tests {
     fn replies_round_trip() {
         let ok = reply_json(&Ok(json!({"a": 1})));
         assert_eq!(parse_reply(ok.to_string().as_bytes()), Ok(json!({"a": 1})));
-        let err = RemoteError::new("tab_not_found", "no tab 3");
+        let err = ToolError::new(ErrorCode::TabNotFound, "no tab 3");
         let back = parse_reply(reply_json(&Err(err.clone())).to_string().as_bytes());
         assert_eq!(back, Err(err));
-        assert_eq!(parse_reply(b"{}").unwrap_err().code, "host_protocol");
-        assert_eq!(parse_reply(b"\x00garbage").unwrap_err().code, "host_protocol");
+        assert_eq!(parse_reply(b"{}").unwrap_err().code, ErrorCode::HostProtocol);
+        assert_eq!(parse_reply(b"\x00garbage").unwrap_err().code, ErrorCode::HostProtocol);
     }
 
     #[tokio::test]
@@ -221,7 +190,7 @@ mod tests {
         drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
         let err = call_in(dir.path(), Tool::Info, Value::Null).await.unwrap_err();
         assert!(!stale.exists());
-        assert_eq!(err.code, "extension_not_connected");
+        assert_eq!(err.code, ErrorCode::ExtensionNotConnected);
         assert!(err.message.contains("unmodal install"));
     }
 }

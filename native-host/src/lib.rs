@@ -11,3 +11,4 @@ pub mod ipc;
 pub mod mcp;
 pub mod paths;
 pub mod redact;
+pub mod reply;

@@ -2,7 +2,8 @@
 //! it to the host of the browser that owns the tab (see `ipc`).
 
 use crate::api::{self, ConfigureArgs, InteractArgs, ObserveArgs, ObserveWhat, ParamError};
-use crate::ipc::{self, RemoteError, Tool};
+use crate::ipc::{self, Tool};
+use crate::reply::{BlockingNote, ErrorCode, ToolError};
 use anyhow::Result;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -48,14 +49,14 @@ impl<T: JsonSchema> JsonSchema for Checked<T> {
     }
 }
 
-fn failure(e: RemoteError) -> CallToolResult {
+fn failure(e: ToolError) -> CallToolResult {
     CallToolResult::structured_error(json!({ "error": e }))
 }
 
 /// A parameter error found here, before any host was asked; it still names the dialogs
 /// held open in the connected browsers, as every answer does.
 async fn invalid(e: ParamError) -> CallToolResult {
-    let mut err = RemoteError::invalid(e);
+    let mut err = ToolError::from(e);
     if let Ok(answers) = ipc::call_all(Tool::Info, json!({})).await {
         err.dialogs_blocking = merge_blocking(&answers);
     }
@@ -63,18 +64,20 @@ async fn invalid(e: ParamError) -> CallToolResult {
 }
 
 /// One `dialogs_blocking` note from several hosts' answers.
-fn merge_blocking(answers: &[Value]) -> Option<Value> {
-    let notes: Vec<&Value> = answers.iter().filter_map(|a| a.get("dialogs_blocking")).collect();
-    let first = notes.first()?;
-    let dialogs: Vec<Value> = notes.iter().flat_map(|n| n["dialogs"].as_array().cloned().unwrap_or_default()).collect();
-    Some(json!({"message": first["message"], "dialogs": dialogs}))
+fn merge_blocking(answers: &[Value]) -> Option<BlockingNote> {
+    let notes: Vec<BlockingNote> = answers
+        .iter()
+        .filter_map(|a| a.get("dialogs_blocking"))
+        .filter_map(|n| serde_json::from_value(n.clone()).ok())
+        .collect();
+    BlockingNote::merge(&notes)
 }
 
 /// Forwards validated arguments to the host; its answer becomes the tool result.
 async fn forward<T: serde::Serialize>(tool: Tool, args: &T) -> CallToolResult {
     let raw = match serde_json::to_value(args) {
         Ok(v) => v,
-        Err(e) => return failure(RemoteError::new("internal", e.to_string())),
+        Err(e) => return failure(ToolError::new(ErrorCode::Internal, e.to_string())),
     };
     match ipc::call(tool, raw).await {
         Ok(v) => CallToolResult::structured(v),
@@ -105,7 +108,7 @@ async fn all_tabs() -> CallToolResult {
         "browsers": answers,
     });
     if let Some(note) = merge_blocking(&answers) {
-        v["dialogs_blocking"] = note;
+        v["dialogs_blocking"] = serde_json::to_value(note).unwrap_or_default();
     }
     CallToolResult::structured(v)
 }

@@ -90,7 +90,7 @@ async fn host_survives_bad_frames_and_keeps_its_socket_private() -> anyhow::Resu
     assert_eq!(recent[0]["message_truncated"], true);
     assert_eq!(dialogs["tab"]["id"], 5);
 
-    // A setup makes the host write a rules frame to the browser.
+    // A setup makes the host write a config frame to the browser.
     agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "alert"})).await?;
     // Frames before it: the redacted summary of the one valid report (for the popup).
     let mut stdout = host.stdout.take().unwrap();
@@ -104,7 +104,7 @@ async fn host_survives_bad_frames_and_keeps_its_socket_private() -> anyhow::Resu
     let first = read_frame()?;
     assert_eq!((first["type"].as_str(), first["message"].as_str().map(str::len)), (Some("recorded"), Some(4096)));
     let msg = read_frame()?;
-    assert_eq!((msg["type"].as_str(), msg["tab_id"].as_i64()), (Some("rules"), Some(5)));
+    assert_eq!((msg["type"].as_str(), msg["tab_id"].as_i64()), (Some("config"), Some(5)));
 
     let sockets: Vec<_> = std::fs::read_dir(run.path())?.filter_map(Result::ok).collect();
     assert_eq!(sockets.len(), 1);

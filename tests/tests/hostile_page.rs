@@ -15,7 +15,7 @@ const PAGE: &str = r#"<!doctype html><title>hostile</title>
     // Re-key attempt: offer a secret of our own, then "report" and "configure" on it.
     document.dispatchEvent(new CustomEvent('unmodal:hello', { detail: 'uabcdef' }));
     document.dispatchEvent(new CustomEvent('uabcdefi', { detail: fake }));
-    document.dispatchEvent(new CustomEvent('uabcdefm', { detail: '1U1' }));
+    document.dispatchEvent(new CustomEvent('uabcdefm', { detail: 'U1E1' }));
     for (let i = 0; i < 50; i++) document.dispatchEvent(new CustomEvent('u' + i.toString(36) + 'i', { detail: fake }));
   };
 </script>"#;

@@ -65,8 +65,8 @@ impl Logs {
     fn entry_for(&self, r: &DialogRecord) -> LogEntry {
         LogEntry {
             source: "dialog",
-            level: if r.state == "open" { "warning" } else { "info" },
-            kind: r.kind,
+            level: if r.is_open() { "warning" } else { "info" },
+            kind: r.kind.as_str(),
             message: r.message.clone(),
             summary: r.explanation.clone(),
             url: r.url.clone(),

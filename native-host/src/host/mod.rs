@@ -2,18 +2,21 @@
 //! over stdin/stdout. The host keeps the state of record and serves `unmodal mcp` over a
 //! Unix socket that only this user can reach.
 
+pub mod agent_calls;
+mod explain;
 mod held;
 pub mod logs;
-pub mod ops;
 pub mod policy;
+pub mod protocol;
 pub mod record;
+mod reports;
 mod socket;
 pub mod state;
 
 use crate::redact::Redactor;
 use crate::{frame, paths};
 use anyhow::{Context, Result};
-use serde_json::Value;
+use protocol::{FromBrowser, ToBrowser};
 use state::State;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -24,7 +27,7 @@ use tokio::sync::{Notify, mpsc};
 /// What the stdin loop, the socket clients and the stdout writer share.
 pub struct Shared {
     state: Mutex<State>,
-    to_browser: mpsc::UnboundedSender<Value>,
+    to_browser: mpsc::UnboundedSender<ToBrowser>,
     /// Woken after every message from the browser (rule acknowledgements wait on it).
     browser_spoke: Notify,
 }
@@ -39,7 +42,7 @@ impl Shared {
     /// Sends to the browser. Takes the state's guard so messages leave in the order the
     /// state made them: a rules message overtaken by an older one would put the older
     /// rules (or policy) in force after the agent was told the newer ones were.
-    fn send(&self, _in_order: &MutexGuard<'_, State>, msgs: Vec<Value>) {
+    fn send(&self, _in_order: &MutexGuard<'_, State>, msgs: Vec<ToBrowser>) {
         for m in msgs {
             let _ = self.to_browser.send(m);
         }
@@ -99,10 +102,16 @@ async fn terminated() {
     }
 }
 
-async fn write_to_browser(mut rx: mpsc::UnboundedReceiver<Value>) {
+async fn write_to_browser(mut rx: mpsc::UnboundedReceiver<ToBrowser>) {
     let mut out = tokio::io::stdout();
     while let Some(msg) = rx.recv().await {
-        let bytes = serde_json::to_vec(&msg).unwrap_or_default();
+        let bytes = match serde_json::to_vec(&msg) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!(error = %e, "message to the browser not encodable; dropped");
+                continue;
+            }
+        };
         match frame::write(&mut out, &bytes).await {
             Ok(()) => {}
             Err(frame::FrameError::OutgoingTooLarge(n)) => {
@@ -132,8 +141,8 @@ async fn read_from_browser(shared: Arc<Shared>) -> Result<()> {
             }
             Err(e) => return Err(e).context("reading from the browser"),
         };
-        let msg: Value = match serde_json::from_slice(&bytes) {
-            Ok(v) => v,
+        let msg = match FromBrowser::parse(&bytes) {
+            Ok(m) => m,
             Err(e) => {
                 tracing::warn!(error = %e, "unreadable frame from the browser skipped");
                 continue;
@@ -141,7 +150,7 @@ async fn read_from_browser(shared: Arc<Shared>) -> Result<()> {
         };
         let armed = {
             let mut state = shared.state();
-            match state.on_extension(&msg) {
+            match state.on_browser(msg) {
                 Ok(msgs) => shared.send(&state, msgs),
                 Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
             }

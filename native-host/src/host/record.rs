@@ -1,131 +1,52 @@
-//! Dialog reports from the page, as they arrive (untrusted), and the records the host keeps.
+//! The records the host keeps of dialogs (history and held), and who decides and closes
+//! them. Page text in a record is already cut and redacted.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use std::time::Instant;
+use unmodal_engine::DialogKind;
 
 /// Page text is cut to this many characters before it is stored or shown.
 pub const MAX_MESSAGE_CHARS: usize = 4096;
 
-/// One message from the service worker about a dialog. Tab, frame and URLs were added by
-/// the browser; `report` came from the page hook.
-#[derive(Debug, Deserialize)]
-pub struct DialogMsg {
-    pub tab_id: i64,
-    #[serde(default)]
-    pub frame_id: i64,
-    #[serde(default)]
-    pub document_id: Option<String>,
-    #[serde(default)]
-    pub url: String,
-    #[serde(default)]
-    pub page_url: String,
-    pub report: Report,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Report {
-    pub seq: u64,
-    pub phase: Phase,
-    pub kind: String,
-    #[serde(default)]
-    pub message: Option<String>,
-    #[serde(default)]
-    pub message_cut: bool,
-    #[serde(default)]
-    pub default_text: Option<String>,
-    #[serde(default)]
-    pub decided_by: Option<String>,
-    #[serde(default)]
-    pub rules_loaded: bool,
-    #[serde(default)]
-    pub rule_id: Option<u32>,
-    #[serde(default)]
-    pub accepted: Option<bool>,
-    #[serde(default)]
-    pub value: Option<String>,
-    /// beforeunload: whether the browser would show its prompt (needs user activation).
-    #[serde(default)]
-    pub would_show: Option<bool>,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// The engine answered it.
-    Decided,
-    /// The browser's own dialog opened (pilot off).
-    Open,
-    /// That native dialog closed.
-    Closed,
-}
-
+/// Who answered a dialog, or who closed it. The page reports the first four (the engine's
+/// own `DecidedBy`); the rest happen to dialogs held open for the agent.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum DecidedBy {
+    /// An auto-response the agent set up.
     Rule,
+    /// No rule matched: alert accepted, confirm false, prompt null.
     DefaultPolicy,
+    /// The pilot is off: the browser showed its own dialog.
     PilotOff,
     /// The tab's dialog policy (auto_accept / auto_dismiss, or must_respond's ask).
     Policy,
-    /// Held open for the agent (must_respond); the agent answers it.
+    /// Held open, answered by the agent.
     Agent,
     /// Held open, nobody answered in time.
-    Watchdog,
-    /// Held open, then closed outside Unmodal (navigation, the browser, a human).
-    Remote,
-}
-
-impl DecidedBy {
-    /// What a page report may claim (the other values come from the debugger path).
-    pub fn parse(s: Option<&str>) -> Option<Self> {
-        match s? {
-            "rule" => Some(Self::Rule),
-            "default_policy" => Some(Self::DefaultPolicy),
-            "pilot_off" => Some(Self::PilotOff),
-            "policy" => Some(Self::Policy),
-            _ => None,
-        }
-    }
-}
-
-/// Who closed a dialog (the vocabulary of the reactive design, seed 002).
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ClosedBy {
-    Rule,
-    DefaultPolicy,
-    /// auto_accept / auto_dismiss.
-    Policy,
-    Agent,
     Watchdog,
     /// Closed outside Unmodal: a human, the page's navigation, the browser.
     Remote,
 }
 
-impl ClosedBy {
-    pub fn decided_by(self) -> DecidedBy {
-        match self {
-            Self::Rule => DecidedBy::Rule,
-            Self::DefaultPolicy => DecidedBy::DefaultPolicy,
-            Self::Policy => DecidedBy::Policy,
-            Self::Agent => DecidedBy::Agent,
-            Self::Watchdog => DecidedBy::Watchdog,
-            Self::Remote => DecidedBy::Remote,
+impl From<unmodal_engine::DecidedBy> for DecidedBy {
+    fn from(by: unmodal_engine::DecidedBy) -> Self {
+        use unmodal_engine::DecidedBy as E;
+        match by {
+            E::PilotOff => Self::PilotOff,
+            E::Rule => Self::Rule,
+            E::DefaultPolicy => Self::DefaultPolicy,
+            E::Policy => Self::Policy,
         }
     }
 }
 
-/// A dialog the extension's debugger session holds open in the browser.
-#[derive(Clone, Debug)]
-pub struct Held {
-    /// The service worker's number for it (unique per browser session).
-    pub hold: u64,
-    pub opened: std::time::Instant,
-    /// When the watchdog dismisses it, if it waits for the agent.
-    pub deadline: Option<std::time::Instant>,
-    /// Who the host asked to close it (the close event then names them).
-    pub closing: Option<ClosedBy>,
-    /// Why the last answer did not reach the browser.
-    pub answer_error: Option<String>,
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DialogState {
+    /// A native dialog is showing (pilot off, or held for the agent).
+    Open,
+    Closed,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -134,13 +55,12 @@ pub struct DialogRecord {
     #[serde(rename = "dialog_id")]
     pub id: u64,
     #[serde(rename = "type")]
-    pub kind: &'static str,
+    pub kind: DialogKind,
     pub message: String,
     pub message_truncated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default_text: Option<String>,
-    /// "open" while a native dialog is showing, then "closed".
-    pub state: &'static str,
+    pub state: DialogState,
     pub accepted: Option<bool>,
     /// What prompt() returned.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -149,7 +69,7 @@ pub struct DialogRecord {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub redacted: Vec<String>,
     pub decided_by: DecidedBy,
-    pub closed_by: Option<ClosedBy>,
+    pub closed_by: Option<DecidedBy>,
     pub rule_id: Option<u32>,
     /// False when the default stood in because the tab's rules had not reached the
     /// document yet.
@@ -164,11 +84,32 @@ pub struct DialogRecord {
     /// The extension's frame id (0: top); null for a held dialog in a subframe.
     pub frame_id: Option<i64>,
     pub timestamp: String,
+    /// Pairs a native dialog's open and close reports (page reports only).
     #[serde(skip)]
-    pub key: DocSeq,
-    /// Set for dialogs the debugger session holds open.
-    #[serde(skip)]
-    pub held: Option<Held>,
+    pub key: Option<DocSeq>,
+}
+
+impl DialogRecord {
+    pub fn is_open(&self) -> bool {
+        self.state == DialogState::Open
+    }
+}
+
+/// A dialog the extension's debugger session holds open in the browser; it joins the
+/// history when it closes.
+#[derive(Clone, Debug)]
+pub struct HeldDialog {
+    pub record: DialogRecord,
+    /// The service worker's number for it (unique per browser session).
+    pub hold: u64,
+    pub opened: Instant,
+    /// When the watchdog dismisses it, if it waits for the agent.
+    pub deadline: Option<Instant>,
+    /// Who the host asked to close it (the close event then names them); `None` while it
+    /// waits for the agent.
+    pub closing: Option<DecidedBy>,
+    /// Why the last answer did not reach the browser.
+    pub answer_error: Option<String>,
 }
 
 /// Identifies a dialog within its document, to pair a native dialog's open and close.

@@ -2,15 +2,18 @@
 //! the state, and waits (briefly) until new rules are in force in the tab.
 
 use super::Shared;
-use super::state::RulesAck;
-use crate::api::{self, ConfigureArgs, InteractArgs, ObserveArgs, ParamError};
-use crate::ipc::{self, RemoteError, Request, Tool};
+use super::protocol::ToBrowser;
+use super::state::Delivery;
+use crate::api::{self, ConfigureArgs, InteractArgs, ObserveArgs};
+use crate::ipc::{self, Request, Tool};
 use crate::paths;
+use crate::reply::{ErrorCode, ToolError};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
+use unmodal_engine::Policy;
 
 /// How long a setup waits for the extension to confirm the tab holds the new rules.
 const RULES_WAIT: Duration = Duration::from_secs(3);
@@ -47,29 +50,28 @@ async fn connection(stream: UnixStream, shared: Arc<Shared>) {
         let reply = match ipc::read_line(&mut r, &mut line).await {
             Ok(false) => return,
             Ok(true) => handle(&shared, &line).await,
-            Err(e) => Err(RemoteError::new("bad_request", e.to_string())),
+            Err(e) => Err(ToolError::new(ErrorCode::BadRequest, e.to_string())),
         };
         let mut out = ipc::reply_json(&reply).to_string();
         out.push('\n');
-        if w.write_all(out.as_bytes()).await.is_err() || reply.as_ref().is_err_and(|e| e.code == "bad_request") {
+        if w.write_all(out.as_bytes()).await.is_err() || reply.as_ref().is_err_and(|e| e.code == ErrorCode::BadRequest)
+        {
             return;
         }
     }
 }
 
-fn invalid(e: ParamError) -> RemoteError {
-    RemoteError::invalid(e)
-}
-
-async fn handle(shared: &Shared, line: &[u8]) -> Result<Value, RemoteError> {
-    let req: Request =
-        serde_json::from_slice(line).map_err(|e| RemoteError::new("bad_request", format!("not a request: {e}")))?;
+async fn handle(shared: &Shared, line: &[u8]) -> Result<Value, ToolError> {
+    let req: Request = serde_json::from_slice(line)
+        .map_err(|e| ToolError::new(ErrorCode::BadRequest, format!("not a request: {e}")))?;
     let mut reply = run(shared, req).await;
     // While a dialog is held open, every answer says so (an agent must never be left
     // guessing why the page stopped).
     if let Some(note) = shared.state().blocking_note() {
         match &mut reply {
-            Ok(v) if v.is_object() => v["dialogs_blocking"] = note,
+            Ok(Value::Object(v)) => {
+                v.insert("dialogs_blocking".into(), serde_json::to_value(note).unwrap_or_default());
+            }
             Ok(_) => {}
             Err(e) => e.dialogs_blocking = Some(note),
         }
@@ -77,30 +79,35 @@ async fn handle(shared: &Shared, line: &[u8]) -> Result<Value, RemoteError> {
     reply
 }
 
-async fn run(shared: &Shared, req: Request) -> Result<Value, RemoteError> {
+/// The config revision a batch of messages for the browser carries, to wait for.
+fn config_rev(msgs: &[ToBrowser]) -> Option<(i64, u64)> {
+    msgs.iter().find_map(ToBrowser::config_rev)
+}
+
+async fn run(shared: &Shared, req: Request) -> Result<Value, ToolError> {
     match req.tool {
         Tool::Info => Ok(shared.state().info()),
         Tool::Observe => {
-            let args: ObserveArgs = api::parse(req.args).map_err(invalid)?;
-            shared.state().observe(&args).map_err(Into::into)
+            let args: ObserveArgs = api::parse(req.args)?;
+            shared.state().observe(&args)
         }
         Tool::Interact => {
-            let args: InteractArgs = api::parse(req.args).map_err(invalid)?;
-            let call = args.validate().map_err(invalid)?;
+            let args: InteractArgs = api::parse(req.args)?;
+            let call = args.validate()?;
             let (done, rules) = {
                 let mut state = shared.state();
                 let mut done = state.interact(call)?;
-                let rules = rules_rev(&done.msgs);
+                let rules = config_rev(&done.msgs);
                 shared.send(&state, std::mem::take(&mut done.msgs));
                 (done, rules)
             };
             if let Some(id) = done.answering {
                 wait_for_answer(shared, id).await;
-                return shared.state().answered(id).map_err(Into::into);
+                return shared.state().answered(id);
             }
             let mut value = done.value;
             if let Some((tab, rev)) = rules {
-                let ack = wait_for_rules(shared, tab, rev).await;
+                let ack = wait_for_delivery(shared, tab, rev).await;
                 let delivered = ack.as_ref().is_some_and(|a| a.delivered);
                 value["rules_in_force"] = json!(delivered);
                 if !delivered {
@@ -113,20 +120,20 @@ scripts, or still loading). Documents that load from now on get them."
             Ok(value)
         }
         Tool::Configure => {
-            let args: ConfigureArgs = api::parse(req.args).map_err(invalid)?;
-            let call = args.validate().map_err(invalid)?;
+            let args: ConfigureArgs = api::parse(req.args)?;
+            let call = args.validate()?;
             let (mut value, rules) = {
                 let mut state = shared.state();
                 let (value, msgs) = state.configure(call)?;
-                let rules = rules_rev(&msgs);
+                let rules = config_rev(&msgs);
                 shared.send(&state, msgs);
                 (value, rules)
             };
             let Some((tab, rev)) = rules else { return Ok(value) };
-            let ack = wait_for_rules(shared, tab, rev).await;
+            let ack = wait_for_delivery(shared, tab, rev).await;
             if let Some(err) = ack.as_ref().and_then(|a| a.debugger_error.clone()) {
-                return Err(RemoteError::new(
-                    "debugger_unavailable",
+                return Err(ToolError::new(
+                    ErrorCode::DebuggerUnavailable,
                     format!(
                         "The {} policy needs the extension's debugger on the tab, which could not attach: {err}. The \
 tab stays on auto. Close DevTools or other debugging extensions on the tab, or use a tab with a web page.",
@@ -136,30 +143,24 @@ tab stays on auto. Close DevTools or other debugging extensions on the tab, or u
             }
             // Held dialogs need the session; under auto, the tab's frames need the config.
             let in_force = ack.is_some_and(|a| match call.policy {
-                unmodal_engine::Policy::Auto => a.delivered,
+                Policy::Auto => a.delivered,
                 _ => a.debugger_attached,
             });
             value["policy_in_force"] = json!(in_force);
             // The answer shows the state after the ack (a fallback, for one).
-            let state = shared.state();
-            if let Some(p) = state.policy_json(tab) {
-                value["dialog_policy"] = p;
+            if let Some(p) = shared.state().policy_view(tab) {
+                value["dialog_policy"] = serde_json::to_value(p).unwrap_or_default();
             }
             Ok(value)
         }
     }
 }
 
-fn rules_rev(msgs: &[Value]) -> Option<(i64, u64)> {
-    let m = msgs.iter().find(|m| m["type"] == "rules")?;
-    Some((m["tab_id"].as_i64()?, m["rev"].as_u64()?))
-}
-
-async fn wait_for_rules(shared: &Shared, tab: i64, rev: u64) -> Option<RulesAck> {
+async fn wait_for_delivery(shared: &Shared, tab: i64, rev: u64) -> Option<Delivery> {
     let wait = async {
         loop {
             let spoke = shared.browser_spoke.notified();
-            if let Some(a) = shared.state().rules_delivered(tab, rev) {
+            if let Some(a) = shared.state().delivery(tab, rev) {
                 return a.clone();
             }
             spoke.await;
@@ -179,10 +180,4 @@ async fn wait_for_answer(shared: &Shared, id: u64) {
         }
     };
     let _ = tokio::time::timeout(ANSWER_WAIT, wait).await;
-}
-
-impl From<super::ops::HostError> for RemoteError {
-    fn from(e: super::ops::HostError) -> Self {
-        RemoteError::new(e.code, e.message)
-    }
 }

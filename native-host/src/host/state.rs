@@ -1,20 +1,33 @@
-//! The state of record: tabs, rules per tab, the 50-entry dialog history and the pending
-//! queue. Mutated only under one short lock; nothing here waits on the browser.
+//! The state of record: tabs, rules and policies per tab, the 50-entry dialog history, the
+//! pending queue and the dialogs held open. Mutated only under one short lock (see
+//! `host/mod.rs`); nothing here waits on the browser.
+//!
+//! `impl State` is split by what it serves, one file each:
+//! - `state.rs` (here): tabs, rules, each tab's config message, the history;
+//! - `protocol.rs`: messages from the browser, dispatched to the handlers below;
+//! - `reports.rs`: dialog reports from the page hooks become records;
+//! - `held.rs`: dialogs held open for the agent, their answers and the watchdog;
+//! - `policy.rs`: dialog policies, config acknowledgements and the fallback to `auto`;
+//! - `agent_calls.rs`: what the agent's calls do (`interact`, `observe`) and their answers;
+//! - `explain.rs`: the sentences records and answers explain themselves with.
 
-use super::logs::{Logs, Origin};
-use super::policy::{TabPolicy, detach_reason};
-use super::record::{self, ClosedBy, DecidedBy, DialogMsg, DialogRecord, DocSeq, MAX_MESSAGE_CHARS, Phase};
+use super::logs::Logs;
+use super::policy::TabPolicy;
+use super::protocol::ToBrowser;
+use super::record::{DialogRecord, HeldDialog};
 use crate::api::MatchArg;
 use crate::redact::Redactor;
 use ringbuf::HeapRb;
 use ringbuf::traits::{Consumer, Observer, RingBuffer};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
-use unmodal_engine::{DialogKind, Policy, RuleTarget, rules::Encoder};
+use unmodal_engine::{Policy, RuleTarget, config::Encoder};
 
+/// Dialogs kept in the history. A fixed-size ring (`ringbuf`): the oldest record goes when
+/// a new one comes, in O(1), and memory stays flat whatever a page does.
 pub const HISTORY: usize = 50;
+/// Default-answered dialogs waiting for the agent's acknowledgement, at most.
 pub const MAX_PENDING: usize = 5;
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -30,55 +43,33 @@ pub struct Tab {
     pub active: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Rule {
+    #[serde(rename = "rule_id")]
     pub id: u32,
+    #[serde(rename = "dialog_type", serialize_with = "target_name")]
     pub target: RuleTarget,
     pub accept: bool,
     pub once: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
     pub matcher: MatchArg,
 }
 
-impl Rule {
-    /// How the rule is named in a dialog's explanation.
-    pub fn describe(&self) -> String {
-        let mut d = format!("rule {}", self.id);
-        if let Some(m) = &self.matcher.message_contains {
-            d += &format!(" (message contains {m:?})");
-        }
-        if let Some(u) = &self.matcher.url_contains {
-            d += &format!(" (URL contains {u:?})");
-        }
-        d
-    }
-
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "rule_id": self.id,
-            "dialog_type": self.target.as_str(),
-            "accept": self.accept,
-            "once": self.once,
-        });
-        if let Some(t) = &self.text {
-            v["text"] = json!(t);
-        }
-        if self.matcher != MatchArg::default() {
-            v["match"] = json!(self.matcher);
-        }
-        v
-    }
+fn target_name<S: serde::Serializer>(t: &RuleTarget, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(t.as_str())
 }
 
-/// The extension's answer to a rules message.
+/// The extension's answer to a config message.
 #[derive(Clone, Debug, Default)]
-pub struct RulesAck {
+pub struct Delivery {
     pub rev: u64,
     /// The tab's top frame (and every frame that answered) took the config.
     pub delivered: bool,
-    /// The tab has the debugger session a policy needs.
+    /// The tab has the debugger session its policy needs.
     pub debugger_attached: bool,
-    /// Why the debugger session a policy needs could not start.
+    /// Why the debugger session the policy needs could not start.
     pub debugger_error: Option<String>,
 }
 
@@ -95,14 +86,14 @@ pub struct State {
     /// default policy answered that the agent has not acknowledged yet.
     pub pending: VecDeque<u64>,
     next_record_id: u64,
-    /// Every rules message carries a revision; the extension acknowledges it per tab once
-    /// the tab's frames hold the rules, so a setup can answer only when it is in force.
-    rules_rev: u64,
-    pub rules_acked: HashMap<i64, RulesAck>,
+    /// Every config message carries a revision; the extension acknowledges it per tab once
+    /// the tab's frames hold it, so a setup can answer only when it is in force.
+    config_rev: u64,
+    pub delivered: HashMap<i64, Delivery>,
     /// Per tab, when not the default: the dialog policy and its watchdog.
     pub policies: HashMap<i64, TabPolicy>,
     /// Dialogs the debugger session holds open; they join the history when they close.
-    pub held: Vec<DialogRecord>,
+    pub held: Vec<HeldDialog>,
     /// Watchdogs to start (record id, delay); the host's loop takes them.
     pub armed: Vec<(u64, Duration)>,
     /// Per tab: dialog reports a flooding page folded into a count.
@@ -130,8 +121,8 @@ impl State {
             evicted: 0,
             pending: VecDeque::new(),
             next_record_id: 1,
-            rules_rev: 0,
-            rules_acked: HashMap::new(),
+            config_rev: 0,
+            delivered: HashMap::new(),
             policies: HashMap::new(),
             held: Vec::new(),
             armed: Vec::new(),
@@ -141,272 +132,24 @@ impl State {
         }
     }
 
-    // ---- Messages from the extension; each returns what to send back ----
+    // ---- Tabs ----
 
-    pub fn on_extension(&mut self, msg: &Value) -> Result<Vec<Value>, String> {
-        let kind = msg.get("type").and_then(Value::as_str).ok_or("message without a type")?;
-        match kind {
-            "hello" => {
-                self.extension_version = msg.get("version").and_then(Value::as_str).map(str::to_owned);
-                self.pilot = msg.get("pilot").and_then(Value::as_bool).unwrap_or(false);
-                let tabs: Vec<i64> = self.rules.keys().copied().collect();
-                Ok(tabs.into_iter().map(|tab| self.rules_message(tab)).collect())
-            }
-            "pilot" => {
-                self.pilot = msg.get("on").and_then(Value::as_bool).ok_or("pilot without `on`")?;
-                Ok(Vec::new())
-            }
-            "tabs" => {
-                let tabs: Vec<Tab> = serde_json::from_value(msg.get("tabs").cloned().unwrap_or_default())
-                    .map_err(|e| format!("bad tabs list: {e}"))?;
-                self.tracked = msg.get("tracked").and_then(Value::as_i64);
-                self.rules.retain(|id, _| tabs.iter().any(|t| t.id == *id));
-                self.rules_acked.retain(|id, _| tabs.iter().any(|t| t.id == *id));
-                self.policies.retain(|id, _| tabs.iter().any(|t| t.id == *id));
-                self.tabs = tabs;
-                self.drop_held_of_closed_tabs();
-                Ok(Vec::new())
-            }
-            "dialog" => {
-                let m: DialogMsg =
-                    serde_json::from_value(msg.clone()).map_err(|e| format!("bad dialog report: {e}"))?;
-                self.on_dialog(m)
-            }
-            "folded" => {
-                // Reports a flooding frame did not send; counted, never stored one by one.
-                let tab = msg.get("tab_id").and_then(Value::as_i64).ok_or("folded without tab_id")?;
-                let count = msg.get("count").and_then(Value::as_u64).ok_or("folded without count")?;
-                let n = self.folded.entry(tab).or_default();
-                *n = n.saturating_add(count);
-                let text = |k: &str| msg.get(k).and_then(Value::as_str).unwrap_or("");
-                let frame_id = msg.get("frame_id").and_then(Value::as_i64).unwrap_or(0);
-                self.logs.folded(Origin { tab_id: tab, frame_id, url: text("url"), page_url: text("page_url") }, count);
-                Ok(Vec::new())
-            }
-            "rules_ack" => {
-                let tab = msg.get("tab_id").and_then(Value::as_i64).ok_or("rules_ack without tab_id")?;
-                let rev = msg.get("rev").and_then(Value::as_u64).ok_or("rules_ack without rev")?;
-                let delivered = msg.get("delivered").and_then(Value::as_bool).unwrap_or(false);
-                let debugger_error = msg
-                    .pointer("/debugger/error")
-                    .and_then(Value::as_str)
-                    .map(|e| record::clip(e, 500).0)
-                    .filter(|_| msg.pointer("/debugger/attached") != Some(&Value::Bool(true)));
-                let acked = self.rules_acked.entry(tab).or_default();
-                if rev < acked.rev {
-                    return Ok(Vec::new());
-                }
-                let debugger_attached = msg.pointer("/debugger/attached") == Some(&Value::Bool(true));
-                *acked = RulesAck { rev, delivered, debugger_attached, debugger_error: debugger_error.clone() };
-                match debugger_error {
-                    Some(e) => Ok(self.fall_back(tab, format!("the debugger session could not start ({e})"))),
-                    None => Ok(Vec::new()),
-                }
-            }
-            "held" => self.on_held(msg),
-            "held_closed" => self.on_held_closed(msg),
-            "answer_result" => self.on_answer_result(msg),
-            "debugger_detached" => {
-                let tab = msg.get("tab_id").and_then(Value::as_i64).ok_or("debugger_detached without tab_id")?;
-                let reason = msg.get("reason").and_then(Value::as_str).unwrap_or("unknown");
-                if !self.tabs.iter().any(|t| t.id == tab) {
-                    return Ok(Vec::new());
-                }
-                Ok(self.fall_back(tab, detach_reason(reason)))
-            }
-            other => Err(format!("unknown message type `{other}`")),
-        }
+    /// The browser's new tab list: what belonged to closed tabs goes.
+    pub(super) fn set_tabs(&mut self, tabs: Vec<Tab>, tracked: Option<i64>) {
+        let open = |id: &i64| tabs.iter().any(|t| t.id == *id);
+        self.rules.retain(|id, _| open(id));
+        self.delivered.retain(|id, _| open(id));
+        self.policies.retain(|id, _| open(id));
+        self.tracked = tracked;
+        self.tabs = tabs;
+        self.drop_held_of_closed_tabs();
     }
 
-    fn on_dialog(&mut self, m: DialogMsg) -> Result<Vec<Value>, String> {
-        let r = &m.report;
-        let kind = DialogKind::parse(&r.kind).ok_or_else(|| format!("unknown dialog kind `{}`", r.kind))?;
-        let key = DocSeq {
-            tab: m.tab_id,
-            frame: m.frame_id,
-            document: m.document_id.clone().unwrap_or_default(),
-            seq: r.seq,
-        };
-        if r.phase == Phase::Closed {
-            self.close_native(&key, r.accepted, r.value.as_deref());
-            return Ok(Vec::new());
-        }
-        let by = DecidedBy::parse(r.decided_by.as_deref()).ok_or("report without a valid decided_by")?;
-        let (message, cut) = record::clip(r.message.as_deref().unwrap_or(""), MAX_MESSAGE_CHARS);
-        let (message, mut redacted) = self.redactor.apply(&message);
-        let mut clean = |t: &str| {
-            let (t, hits) = self.redactor.apply(&record::clip(t, MAX_MESSAGE_CHARS).0);
-            for h in hits {
-                if !redacted.contains(&h) {
-                    redacted.push(h);
-                }
-            }
-            t
-        };
-        let default_text = r.default_text.as_deref().map(&mut clean);
-        let response_text = if r.phase == Phase::Open { None } else { r.value.as_deref().map(&mut clean) };
-        let open = r.phase == Phase::Open;
-        let rule = if by == DecidedBy::Rule { r.rule_id } else { None };
-        let id = self.next_id();
-        let rec = DialogRecord {
-            id,
-            kind: kind.as_str(),
-            message,
-            message_truncated: cut || r.message_cut,
-            default_text,
-            state: if open { "open" } else { "closed" },
-            accepted: if open { None } else { r.accepted },
-            response_text,
-            redacted,
-            decided_by: by,
-            closed_by: match by {
-                // The browser's own leave prompt (if any) is not ours to close.
-                _ if kind == DialogKind::BeforeUnload && r.accepted != Some(true) => None,
-                DecidedBy::Rule => Some(ClosedBy::Rule),
-                DecidedBy::DefaultPolicy => Some(ClosedBy::DefaultPolicy),
-                DecidedBy::Policy => Some(ClosedBy::Policy),
-                _ => None,
-            },
-            rule_id: rule,
-            rules_loaded: r.rules_loaded,
-            would_show: if kind == DialogKind::BeforeUnload { r.would_show } else { None },
-            explanation: self.explain(kind, by, rule, r.rules_loaded, r.accepted, m.tab_id),
-            url: m.url,
-            page_url: m.page_url,
-            tab_id: m.tab_id,
-            frame_id: Some(m.frame_id),
-            timestamp: record::now_rfc3339(),
-            key,
-            held: None,
-        };
-        self.logs.dialog(&rec);
-        // The popup shows what the host stored (redacted), never the raw page text.
-        let shown = json!({"type": "recorded", "tab_id": rec.tab_id, "kind": rec.kind, "message": rec.message,
-            "decided_by": rec.decided_by, "accepted": rec.accepted, "state": rec.state});
-        self.remember(rec);
-        // What the agent did not choose waits for its acknowledgement.
-        if matches!(by, DecidedBy::DefaultPolicy | DecidedBy::PilotOff) {
-            self.pending.push_back(id);
-            while self.pending.len() > MAX_PENDING {
-                self.pending.pop_front();
-            }
-        }
-        let mut out = vec![shown];
-        if let Some(rule_id) = rule {
-            out.extend(self.spend_rule(m.tab_id, rule_id));
-        }
-        Ok(out)
+    pub fn tab(&self, id: i64) -> Option<&Tab> {
+        self.tabs.iter().find(|t| t.id == id)
     }
 
-    pub(super) fn next_id(&mut self) -> u64 {
-        let id = self.next_record_id;
-        self.next_record_id += 1;
-        id
-    }
-
-    /// Adds a record to the history, evicting the oldest when full.
-    pub(super) fn remember(&mut self, rec: DialogRecord) {
-        if self.history.is_full() {
-            self.evicted += 1;
-        }
-        if let Some(old) = self.history.push_overwrite(rec) {
-            self.pending.retain(|&p| p != old.id);
-        }
-    }
-
-    /// A once-rule that answered a dialog leaves the tab's rule set (the page already
-    /// stopped using it); returns the rules message if one left.
-    pub(super) fn spend_rule(&mut self, tab: i64, rule_id: u32) -> Option<Value> {
-        let rules = self.rules.get_mut(&tab)?;
-        let before = rules.len();
-        rules.retain(|x| !(x.id == rule_id && x.once));
-        (rules.len() != before).then(|| self.rules_message(tab))
-    }
-
-    fn explain(
-        &self,
-        kind: DialogKind,
-        by: DecidedBy,
-        rule: Option<u32>,
-        loaded: bool,
-        accepted: Option<bool>,
-        tab: i64,
-    ) -> String {
-        let answer = match (kind, accepted) {
-            (DialogKind::Alert, _) => "closed".to_string(),
-            (DialogKind::Confirm, Some(a)) => format!("returned {a}"),
-            (DialogKind::Prompt, Some(true)) => "accepted".to_string(),
-            (DialogKind::Prompt, Some(false)) => "returned null".to_string(),
-            (_, Some(a)) => (if a { "accepted" } else { "dismissed" }).to_string(),
-            (_, None) => "left to the page".to_string(),
-        };
-        if kind == DialogKind::BeforeUnload {
-            return match (by, accepted) {
-                (DecidedBy::Rule, Some(true)) => format!(
-                    "beforeunload: the page asked to confirm leaving; auto-response rule {} kept it from asking, so \
-navigation goes on without a prompt",
-                    rule.unwrap_or(0)
-                ),
-                (DecidedBy::PilotOff, _) => {
-                    "beforeunload: the page asked to confirm leaving; AI Web Pilot is off, so the \
-browser's own prompt stands"
-                        .to_string()
-                }
-                (DecidedBy::Policy, Some(true)) => "beforeunload: the page asked to confirm leaving; the \
-auto_accept policy kept it from asking, so navigation goes on without a prompt"
-                    .to_string(),
-                (DecidedBy::Policy, _) => "beforeunload: the page asked to confirm leaving; no user activation, \
-so the browser shows no prompt and the tab's policy has nothing to answer"
-                    .to_string(),
-                _ => "beforeunload: the page asked to confirm leaving; no rule accepts it, so the browser's own \
-\"Leave site?\" prompt stands (set up dialog_type \"beforeunload\" to leave without it)"
-                    .to_string(),
-            };
-        }
-        match by {
-            DecidedBy::Rule => {
-                let named = self
-                    .rules_of(tab)
-                    .iter()
-                    .find(|r| Some(r.id) == rule)
-                    .map_or_else(|| format!("rule {}", rule.unwrap_or(0)), Rule::describe);
-                format!("{} {answer}: auto-response {named} matched", kind.as_str())
-            }
-            DecidedBy::DefaultPolicy if !loaded && self.rules.get(&tab).is_some_and(|r| !r.is_empty()) => {
-                format!(
-                    "{} {answer} by the default policy: the dialog came before this tab's rules reached the new document",
-                    kind.as_str()
-                )
-            }
-            DecidedBy::DefaultPolicy => {
-                format!("{} {answer} by the default policy: no auto-response matched", kind.as_str())
-            }
-            DecidedBy::PilotOff => format!(
-                "AI Web Pilot is off: the browser showed its own {} dialog; a human must switch the pilot on in the Unmodal popup",
-                kind.as_str()
-            ),
-            DecidedBy::Policy => {
-                format!("{} {answer} by the tab's {} policy", kind.as_str(), self.policy_of(tab).policy.as_str())
-            }
-            DecidedBy::Agent | DecidedBy::Watchdog | DecidedBy::Remote => {
-                format!("{} {answer}", kind.as_str())
-            }
-        }
-    }
-
-    fn close_native(&mut self, key: &DocSeq, accepted: Option<bool>, value: Option<&str>) {
-        let Some(rec) = self.history.iter_mut().find(|r| &r.key == key && r.state == "open") else {
-            return;
-        };
-        rec.state = "closed";
-        rec.accepted = accepted;
-        rec.response_text = value.map(|v| self.redactor.apply(&record::clip(v, MAX_MESSAGE_CHARS).0).0);
-        rec.closed_by = Some(ClosedBy::Remote);
-        let id = rec.id;
-        self.pending.retain(|&p| p != id);
-    }
-
-    // ---- Rules ----
+    // ---- Rules and each tab's config ----
 
     pub fn add_rule(
         &mut self,
@@ -443,17 +186,40 @@ so the browser shows no prompt and the tab's policy has nothing to answer"
         self.rules.get(&tab).map_or(&[], Vec::as_slice)
     }
 
-    pub fn rules_message(&mut self, tab: i64) -> Value {
-        let policy = self.policy_of(tab).policy;
-        let rules = self.encode_rules(tab, policy);
-        self.rules_rev += 1;
-        json!({"type": "rules", "tab_id": tab, "rev": self.rules_rev, "rules": rules, "policy": policy.as_str()})
+    /// A once-rule that answered a dialog leaves the tab's rule set (the page already
+    /// stopped using it); returns the config message if one left.
+    pub(super) fn spend_rule(&mut self, tab: i64, rule_id: u32) -> Option<ToBrowser> {
+        let rules = self.rules.get_mut(&tab)?;
+        let before = rules.len();
+        rules.retain(|x| !(x.id == rule_id && x.once));
+        (rules.len() != before).then(|| self.config_message(tab))
     }
 
-    /// The tab's rules (and policy) in the engine's wire format.
-    pub fn encode_rules(&self, tab: i64, policy: Policy) -> String {
+    /// Tabs whose config is not the plain default (rules or a policy).
+    pub(super) fn configured_tabs(&self) -> impl Iterator<Item = i64> + '_ {
+        let mut tabs: Vec<i64> = self.rules.keys().chain(self.policies.keys()).copied().collect();
+        tabs.sort_unstable();
+        tabs.dedup();
+        tabs.into_iter()
+    }
+
+    /// The tab's config for the extension, with a new revision. The pilot flag is always
+    /// on: the extension sends this only while the human has the pilot on.
+    pub fn config_message(&mut self, tab: i64) -> ToBrowser {
+        let policy = self.policy_of(tab).policy;
+        self.config_rev += 1;
+        ToBrowser::Config {
+            tab_id: tab,
+            rev: self.config_rev,
+            config: self.encode_config(tab, policy),
+            debugger: policy != Policy::Auto,
+        }
+    }
+
+    /// The tab's rules under `policy`, in the engine's wire format.
+    pub fn encode_config(&self, tab: i64, policy: Policy) -> String {
         let mut enc = Encoder::new();
-        enc.policy(policy);
+        enc.pilot(true).policy(policy);
         for r in self.rules_of(tab) {
             let m = &r.matcher;
             enc.rule_matching(
@@ -469,65 +235,67 @@ so the browser shows no prompt and the tab's policy has nothing to answer"
         enc.finish()
     }
 
-    /// Once the extension answered for revision `rev` (or newer) of `tab`'s rules: whether
-    /// the tab's frames received them. `None` while no answer came.
-    pub fn rules_delivered(&self, tab: i64, rev: u64) -> Option<&RulesAck> {
-        self.rules_acked.get(&tab).filter(|a| a.rev >= rev)
+    /// Once the extension answered for revision `rev` (or newer) of `tab`'s config: whether
+    /// the tab's frames received it. `None` while no answer came.
+    pub fn delivery(&self, tab: i64, rev: u64) -> Option<&Delivery> {
+        self.delivered.get(&tab).filter(|a| a.rev >= rev)
+    }
+
+    // ---- Records ----
+
+    pub(super) fn next_id(&mut self) -> u64 {
+        let id = self.next_record_id;
+        self.next_record_id += 1;
+        id
+    }
+
+    /// Adds a record to the history, evicting the oldest when full.
+    pub(super) fn remember(&mut self, rec: DialogRecord) {
+        if self.history.is_full() {
+            self.evicted += 1;
+        }
+        if let Some(old) = self.history.push_overwrite(rec) {
+            self.pending.retain(|&p| p != old.id);
+        }
     }
 
     /// A dialog by id: held open, or in the history.
     pub fn record(&self, id: u64) -> Option<&DialogRecord> {
-        self.held.iter().find(|r| r.id == id).or_else(|| self.history.iter().find(|r| r.id == id))
+        self.held_dialog(id).map(|h| &h.record).or_else(|| self.history.iter().find(|r| r.id == id))
+    }
+
+    pub fn held_dialog(&self, id: u64) -> Option<&HeldDialog> {
+        self.held.iter().find(|h| h.record.id == id)
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use crate::host::protocol::FromBrowser;
+    use serde_json::{Value, json};
+    use unmodal_engine::DialogKind;
 
-    fn report(tab: i64, seq: u64, phase: &str, kind: &str, by: &str, rule: Option<u32>) -> Value {
-        json!({"type": "dialog", "tab_id": tab, "frame_id": 0, "document_id": "d1", "url": "http://x/", "page_url": "http://x/",
-               "report": {"seq": seq, "phase": phase, "kind": kind, "message": "m", "decided_by": by, "rule_id": rule,
-                          "rules_loaded": true, "accepted": phase == "decided"}})
+    /// Feeds a message as the browser would send it.
+    pub fn feed(s: &mut State, msg: Value) -> Result<Vec<ToBrowser>, String> {
+        let msg = FromBrowser::parse(msg.to_string().as_bytes()).map_err(|e| e.to_string())?;
+        s.on_browser(msg)
+    }
+
+    pub fn to_json(msgs: &[ToBrowser]) -> Vec<Value> {
+        msgs.iter().map(|m| serde_json::to_value(m).unwrap()).collect()
     }
 
     #[test]
-    fn history_keeps_fifty_and_counts_evictions() {
-        let mut s = State::new();
-        for i in 0..60 {
-            s.on_extension(&report(1, i, "decided", "alert", "default_policy", None)).unwrap();
-        }
-        assert_eq!(s.history.occupied_len(), HISTORY);
-        assert_eq!(s.evicted, 10);
-        assert_eq!(s.history.iter().next().unwrap().id, 11);
-        assert_eq!(s.pending.len(), MAX_PENDING);
-        assert!(s.pending.iter().all(|id| s.record(*id).is_some()));
-    }
-
-    #[test]
-    fn spent_once_rule_leaves_and_rules_are_pushed() {
+    fn spent_once_rule_leaves_and_the_config_is_pushed() {
         let mut s = State::new();
         let r = s.add_rule(7, RuleTarget::One(DialogKind::Confirm), true, true, None, MatchArg::default()).unwrap();
-        let out = s.on_extension(&report(7, 1, "decided", "confirm", "rule", Some(r.id))).unwrap();
+        assert_eq!(
+            s.spend_rule(7, r.id),
+            Some(ToBrowser::Config { tab_id: 7, rev: 1, config: "U1E1".into(), debugger: false })
+        );
         assert!(s.rules_of(7).is_empty());
-        assert_eq!(out[0]["type"], "recorded");
-        assert_eq!(out[1], json!({"type": "rules", "tab_id": 7, "rev": 1, "rules": "U1", "policy": "auto"}));
-        assert!(s.pending.is_empty(), "rule-answered dialogs are not pending");
-    }
-
-    #[test]
-    fn native_dialog_is_pending_until_it_closes() {
-        let mut s = State::new();
-        s.on_extension(&report(2, 9, "open", "confirm", "pilot_off", None)).unwrap();
-        assert_eq!(s.pending.len(), 1);
-        let id = s.pending[0];
-        assert_eq!(s.record(id).unwrap().state, "open");
-        s.on_extension(&json!({"type":"dialog","tab_id":2,"frame_id":0,"document_id":"d1",
-            "report":{"seq":9,"phase":"closed","kind":"confirm","accepted":true}}))
-            .unwrap();
-        let rec = s.record(id).unwrap();
-        assert_eq!((rec.state, rec.accepted, rec.closed_by), ("closed", Some(true), Some(ClosedBy::Remote)));
-        assert!(s.pending.is_empty());
+        assert_eq!(s.spend_rule(7, r.id), None);
     }
 
     #[test]
@@ -547,52 +315,35 @@ mod tests {
     fn closed_tabs_drop_their_rules() {
         let mut s = State::new();
         s.add_rule(1, RuleTarget::All, true, false, None, MatchArg::default()).unwrap();
-        s.on_extension(&json!({"type":"tabs","tracked":2,"tabs":[{"id":2,"url":"http://a/"}]})).unwrap();
+        feed(&mut s, json!({"type":"tabs","tracked":2,"tabs":[{"id":2,"url":"http://a/"}]})).unwrap();
         assert!(s.rules_of(1).is_empty());
         assert_eq!(s.tracked, Some(2));
     }
 
     #[test]
-    fn malformed_messages_are_refused_without_change() {
+    fn hello_resends_every_configured_tab() {
         let mut s = State::new();
-        for bad in [
-            json!(1),
-            json!({}),
-            json!({"type":"nope"}),
-            json!({"type":"dialog","tab_id":"x"}),
-            report(1, 1, "decided", "shout", "rule", None),
-            report(1, 1, "decided", "alert", "someone", None),
-            json!({"type":"tabs","tabs":"all"}),
-        ] {
-            assert!(s.on_extension(&bad).is_err(), "{bad}");
-        }
-        assert_eq!(s.history.occupied_len(), 0);
+        s.add_rule(4, RuleTarget::All, true, false, None, MatchArg::default()).unwrap();
+        let out = feed(&mut s, json!({"type":"hello","version":"1","pilot":true})).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].config_rev(), Some((4, 1)));
+        assert!(s.pilot);
     }
 
     #[test]
-    fn page_text_is_redacted_before_it_is_stored_or_sent() {
-        let mut s = State::new();
-        let mut m = report(1, 1, "decided", "prompt", "default_policy", None);
-        m["report"]["message"] = json!("Card 4111-1111-1111-1111 for ada@example.com?");
-        m["report"]["default_text"] = json!("password=swordfish");
-        let out = s.on_extension(&m).unwrap();
-        let rec = s.history.iter().next().unwrap();
-        assert_eq!(rec.message, "Card [redacted:card_number] for [redacted:email]?");
-        assert_eq!(rec.default_text.as_deref(), Some("password=[redacted:password]"));
-        assert_eq!(rec.redacted, ["email", "card_number", "password"]);
-        assert_eq!(out[0]["message"], "Card [redacted:card_number] for [redacted:email]?");
-        let logs = serde_json::to_string(&s.logs.of_tab(1)).unwrap();
-        assert!(!logs.contains("4111") && !logs.contains("ada@"), "{logs}");
-    }
-
-    #[test]
-    fn huge_messages_are_cut_and_marked() {
-        let mut s = State::new();
-        let mut m = report(1, 1, "decided", "alert", "default_policy", None);
-        m["report"]["message"] = json!("é".repeat(10_000));
-        s.on_extension(&m).unwrap();
-        let rec = s.history.iter().next().unwrap();
-        assert_eq!(rec.message.chars().count(), MAX_MESSAGE_CHARS);
-        assert!(rec.message_truncated);
+    fn rules_show_in_answers_by_their_agent_names() {
+        let m = MatchArg { message_contains: Some("alpha".into()), url_contains: None };
+        let rule = Rule {
+            id: 2,
+            target: RuleTarget::One(DialogKind::Prompt),
+            accept: true,
+            once: false,
+            text: None,
+            matcher: m,
+        };
+        assert_eq!(
+            serde_json::to_value(&rule).unwrap(),
+            json!({"rule_id":2,"dialog_type":"prompt","accept":true,"once":false,"match":{"message_contains":"alpha"}})
+        );
     }
 }

@@ -1,8 +1,16 @@
-//! The wire format of one tab's rules, in UTF-16 code units (what a JS string is made
-//! of, so the page can copy it into linear memory without a text decoder):
+//! The config wire format: everything a document's engine holds, in one string of UTF-16
+//! code units (what a JS string is made of, so the page copies it into linear memory
+//! without a text decoder). The host encodes it, the page hook passes it through untouched,
+//! the engine parses it; nothing else reads or edits it.
 //!
 //! ```text
-//! rules := "U1" ("P" digit)? rule*  P: the tab's policy (0 auto, 1 hold, 2 accept, 3 dismiss)
+//! config := "U1" ("E" bit)? ("P" digit)? "S"? rule*
+//!   E: the AI Web Pilot switch (1: the engine answers dialogs; default 0: every dialog keeps
+//!      its native behaviour)
+//!   P: the tab's policy for dialogs no rule answers (0 auto, 1 must_respond, 2 auto_accept,
+//!      3 auto_dismiss; default 0)
+//!   S: stand-in: the tab's rules have not reached this document yet, so a default that
+//!      answers a dialog is reported with `rules_loaded: false`
 //! rule  := "R" field*              fields in any order, each at most once
 //! field := "i" decimal ";"         rule id (u32), required
 //!        | "t" digit               target: 0 alert, 1 confirm, 2 prompt, 3 beforeunload, 4 all; required
@@ -72,17 +80,35 @@ impl RuleSpec<'_> {
 
 const HEADER: [u16; 2] = [b'U' as u16, b'1' as u16];
 
-/// Decodes `input`, handing each rule to `each`. Returns the policy and the number of rules.
-pub fn parse<'a>(input: &'a [u16], mut each: impl FnMut(RuleSpec<'a>)) -> Result<(Policy, usize), LoadError> {
+/// What a config says besides its rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    /// The AI Web Pilot switch.
+    pub enabled: bool,
+    pub policy: Policy,
+    /// The rules are a stand-in (none yet), not the tab's.
+    pub standin: bool,
+}
+
+/// Decodes `input`, handing each rule to `each`. Returns the header and the number of rules.
+pub fn parse<'a>(input: &'a [u16], mut each: impl FnMut(RuleSpec<'a>)) -> Result<(Header, usize), LoadError> {
     let mut cur = Cursor { input, at: 0 };
     if cur.take(2)? != HEADER {
         return Err(LoadError::BadHeader);
     }
-    let mut policy = Policy::Auto;
+    let mut header = Header::default();
+    if cur.peek() == Some(u16::from(b'E')) {
+        cur.at += 1;
+        header.enabled = cur.bit()?;
+    }
     if cur.peek() == Some(u16::from(b'P')) {
         cur.at += 1;
         let at = cur.at;
-        policy = Policy::from_u8(cur.digit()?).ok_or(LoadError::Unexpected { at })?;
+        header.policy = Policy::from_u8(cur.digit()?).ok_or(LoadError::Unexpected { at })?;
+    }
+    if cur.peek() == Some(u16::from(b'S')) {
+        cur.at += 1;
+        header.standin = true;
     }
     let mut count = 0;
     while !cur.done() {
@@ -95,7 +121,7 @@ pub fn parse<'a>(input: &'a [u16], mut each: impl FnMut(RuleSpec<'a>)) -> Result
         each(parse_rule(&mut cur, count)?);
         count += 1;
     }
-    Ok((policy, count))
+    Ok((header, count))
 }
 
 fn parse_rule<'a>(cur: &mut Cursor<'a>, index: usize) -> Result<RuleSpec<'a>, LoadError> {
@@ -224,11 +250,11 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Builds the wire form of a rule set (host side).
+/// Builds a config (host side).
 #[cfg(feature = "encode")]
 #[derive(Debug, Default)]
 pub struct Encoder {
-    policy: Policy,
+    header: Header,
     out: String,
 }
 
@@ -238,9 +264,22 @@ impl Encoder {
         Self::default()
     }
 
+    /// The AI Web Pilot switch (default off).
+    pub fn pilot(&mut self, on: bool) -> &mut Self {
+        self.header.enabled = on;
+        self
+    }
+
     /// The policy for dialogs no rule answers (default `Auto`).
-    pub fn policy(&mut self, policy: Policy) {
-        self.policy = policy;
+    pub fn policy(&mut self, policy: Policy) -> &mut Self {
+        self.header.policy = policy;
+        self
+    }
+
+    /// Marks the config as a stand-in for rules not known yet.
+    pub fn standin(&mut self) -> &mut Self {
+        self.header.standin = true;
+        self
     }
 
     pub fn rule(&mut self, id: u32, target: RuleTarget, accept: bool, once: bool, text: Option<&str>) {
@@ -273,12 +312,34 @@ impl Encoder {
         }
     }
 
-    pub fn finish(self) -> String {
-        match self.policy {
-            Policy::Auto => format!("U1{}", self.out),
-            p => format!("U1P{}{}", p as u8, self.out),
+    pub fn finish(&self) -> String {
+        let Header { enabled, policy, standin } = self.header;
+        let mut s = String::from("U1");
+        if enabled {
+            s.push_str("E1");
         }
+        if policy != Policy::Auto {
+            s.push('P');
+            s.push(char::from(b'0' + policy as u8));
+        }
+        if standin {
+            s.push('S');
+        }
+        s + &self.out
     }
+}
+
+/// The configs the extension uses while the host has sent none for a tab: the pilot off or
+/// on with no rules, and the stand-in a new document starts from when only the pilot's
+/// state is known (`manifest/background.js` and `content.js` hold these strings; a test
+/// checks them against this function).
+#[cfg(feature = "encode")]
+pub fn fallback_configs() -> [(&'static str, String); 3] {
+    [
+        ("PILOT_OFF", Encoder::new().finish()),
+        ("PILOT_ON", Encoder::new().pilot(true).finish()),
+        ("PILOT_ON_STANDIN", Encoder::new().pilot(true).standin().finish()),
+    ]
 }
 
 #[cfg(test)]
@@ -301,16 +362,51 @@ mod tests {
     }
 
     #[test]
-    fn policy_header_round_trips() {
+    fn header_round_trips() {
         let mut e = Encoder::new();
-        e.policy(Policy::Hold);
+        e.policy(Policy::MustRespond).pilot(true);
         e.rule(3, RuleTarget::All, true, true, None);
         let wire = e.finish();
-        assert_eq!(wire, "U1P1Ri3;t4a1o1");
-        assert_eq!(parse(&units(&wire), |_| {}), Ok((Policy::Hold, 1)));
-        assert_eq!(parse(&units("U1P3"), |_| {}), Ok((Policy::Dismiss, 0)));
+        assert_eq!(wire, "U1E1P1Ri3;t4a1o1");
+        let on_hold = Header { enabled: true, policy: Policy::MustRespond, standin: false };
+        assert_eq!(parse(&units(&wire), |_| {}), Ok((on_hold, 1)));
+        let dismiss = Header { policy: Policy::AutoDismiss, ..Header::default() };
+        assert_eq!(parse(&units("U1P3"), |_| {}), Ok((dismiss, 0)));
+        assert_eq!(parse(&units("U1E0"), |_| {}), Ok((Header::default(), 0)));
+        let standin = Header { enabled: true, standin: true, ..Header::default() };
+        assert_eq!(parse(&units("U1E1S"), |_| {}), Ok((standin, 0)));
         assert_eq!(parse(&units("U1P7"), |_| {}), Err(LoadError::Unexpected { at: 3 }));
         assert_eq!(parse(&units("U1P"), |_| {}), Err(LoadError::Truncated));
+        assert_eq!(parse(&units("U1E2"), |_| {}), Err(LoadError::Unexpected { at: 3 }));
+        // Header fields come in their order, once.
+        assert_eq!(parse(&units("U1P1E1"), |_| {}), Err(LoadError::Unexpected { at: 4 }));
+        assert_eq!(parse(&units("U1SS"), |_| {}), Err(LoadError::Unexpected { at: 3 }));
+    }
+
+    #[test]
+    fn the_extension_holds_these_configs() {
+        let files = [
+            include_str!("../../manifest/background.js"),
+            include_str!("../../manifest/content.js"),
+            include_str!("../../manifest/inject/20-channel.js"),
+        ];
+        for (name, config) in fallback_configs() {
+            let declared = format!("const {name} = '");
+            let holders: Vec<_> = files.iter().filter(|f| f.contains(&declared)).collect();
+            assert!(!holders.is_empty(), "no file of manifest/ declares {name}");
+            for f in holders {
+                assert!(f.contains(&format!("{declared}{config}';")), "manifest/: {name} must be '{config}'");
+            }
+        }
+    }
+
+    #[test]
+    fn fallback_configs_are_what_they_say() {
+        let [off, on, standin] = fallback_configs();
+        let header = |s: &str| parse(&units(s), |_| {}).unwrap().0;
+        assert_eq!(header(&off.1), Header::default());
+        assert_eq!(header(&on.1), Header { enabled: true, ..Header::default() });
+        assert_eq!(header(&standin.1), Header { enabled: true, standin: true, ..Header::default() });
     }
 
     #[test]
@@ -364,7 +460,7 @@ mod tests {
     #[test]
     fn arbitrary_bytes_never_panic() {
         // A cheap deterministic fuzz: every prefix and many mutations of a valid input.
-        let base = units("U1Ri12;t2a0o1x3:a;bRi3;t4");
+        let base = units("U1E1P2SRi12;t2a0o1x3:a;bRi3;t4");
         let mut seed = 0x9E37_79B9u32;
         for cut in 0..=base.len() {
             let _ = parse(&base[..cut], |_| {});

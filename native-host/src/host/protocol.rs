@@ -1,0 +1,327 @@
+//! The browser ↔ host protocol: what the extension's service worker sends (`FromBrowser`)
+//! and what the host sends it (`ToBrowser`), one JSON object per native-messaging frame,
+//! tagged by `type`. `manifest/background.js` and `manifest/debugger.js` speak the other
+//! side. Each frame is parsed once, here; one that does not fit is refused whole and
+//! changes nothing. `State::on_browser` dispatches to the handlers in the other files.
+
+use super::record::{DecidedBy, DialogRecord, DialogState};
+use super::state::{State, Tab};
+use serde::{Deserialize, Serialize};
+use unmodal_engine::DialogKind;
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromBrowser {
+    /// The port opened (the browser started, or its service worker did).
+    Hello {
+        #[serde(default)]
+        version: Option<String>,
+        #[serde(default)]
+        pilot: bool,
+    },
+    /// The human flipped the AI Web Pilot switch.
+    Pilot { on: bool },
+    /// The browser's tabs, and the one calls without `tab_id` act on.
+    Tabs {
+        tabs: Vec<Tab>,
+        #[serde(default)]
+        tracked: Option<i64>,
+    },
+    /// One report of a page hook, with where it came from.
+    Dialog(DialogReport),
+    /// Reports a flooding frame counted instead of sending.
+    Folded {
+        #[serde(flatten)]
+        from: Source,
+        count: u64,
+    },
+    /// A tab took config revision `rev` (or could not).
+    ConfigAck(ConfigAck),
+    /// The debugger session holds a dialog open.
+    Held(HeldOpened),
+    /// A held dialog closed.
+    HeldClosed(HeldClosed),
+    /// What became of an `Answer`.
+    AnswerResult(AnswerResult),
+    /// The browser ended a tab's debugger session.
+    DebuggerDetached {
+        tab_id: i64,
+        #[serde(default)]
+        reason: String,
+    },
+}
+
+impl FromBrowser {
+    pub fn parse(frame: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(frame)
+    }
+}
+
+/// Where a page report came from. The browser adds these (`chrome.runtime.MessageSender`);
+/// the page cannot forge them.
+#[derive(Debug, Deserialize)]
+pub struct Source {
+    pub tab_id: i64,
+    #[serde(default)]
+    pub frame_id: i64,
+    #[serde(default)]
+    pub document_id: Option<String>,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub page_url: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DialogReport {
+    #[serde(flatten)]
+    pub from: Source,
+    pub report: PageReport,
+}
+
+/// What the page hook says about one dialog (`manifest/inject/40-dialogs.js`). Page-made:
+/// every field is checked for type here and for meaning by the handler.
+#[derive(Debug, Deserialize)]
+pub struct PageReport {
+    pub seq: u64,
+    pub phase: Phase,
+    pub kind: DialogKind,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub message_cut: bool,
+    #[serde(default)]
+    pub default_text: Option<String>,
+    /// Only what a page's engine can decide; absent in a `closed` report.
+    #[serde(default)]
+    pub decided_by: Option<unmodal_engine::DecidedBy>,
+    #[serde(default)]
+    pub rules_loaded: bool,
+    #[serde(default)]
+    pub rule_id: Option<u32>,
+    #[serde(default)]
+    pub accepted: Option<bool>,
+    #[serde(default)]
+    pub value: Option<String>,
+    /// beforeunload: whether the browser would show its prompt (needs user activation).
+    #[serde(default)]
+    pub would_show: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The engine answered it.
+    Decided,
+    /// The browser's own dialog opened (pilot off).
+    Open,
+    /// That native dialog closed.
+    Closed,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ConfigAck {
+    pub tab_id: i64,
+    pub rev: u64,
+    /// The tab's top frame (and every frame that answered) took the config.
+    #[serde(default)]
+    pub delivered: bool,
+    #[serde(default)]
+    pub debugger: DebuggerState,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct DebuggerState {
+    #[serde(default)]
+    pub attached: bool,
+    /// Why the session the host asked for could not start.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// `Page.javascriptDialogOpening` in a tab under a policy.
+#[derive(Debug, Deserialize)]
+pub struct HeldOpened {
+    pub tab_id: i64,
+    pub hold: u64,
+    pub kind: DialogKind,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub default_prompt: String,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub top_frame: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct HeldClosed {
+    pub tab_id: i64,
+    pub hold: u64,
+    #[serde(default)]
+    pub accepted: bool,
+    #[serde(default)]
+    pub text: String,
+    /// The session ended with the dialog open (it closes with the page or the browser).
+    #[serde(default)]
+    pub gone: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AnswerResult {
+    pub tab_id: i64,
+    pub hold: u64,
+    pub ok: bool,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToBrowser {
+    /// What the host stored of a dialog, redacted: the popup shows only this.
+    Recorded {
+        tab_id: i64,
+        kind: DialogKind,
+        message: String,
+        decided_by: DecidedBy,
+        accepted: Option<bool>,
+        state: DialogState,
+    },
+    /// A tab's config (engine/src/config.rs), passed to its pages whole. The extension
+    /// answers with `ConfigAck` for `rev`.
+    Config {
+        tab_id: i64,
+        rev: u64,
+        config: String,
+        /// The tab's policy needs a debugger session (the extension also needs the pilot on).
+        debugger: bool,
+    },
+    /// The answer to a held dialog; the extension reports `AnswerResult`.
+    Answer {
+        tab_id: i64,
+        hold: u64,
+        accept: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+}
+
+impl ToBrowser {
+    pub fn recorded(r: &DialogRecord) -> Self {
+        Self::Recorded {
+            tab_id: r.tab_id,
+            kind: r.kind,
+            message: r.message.clone(),
+            decided_by: r.decided_by,
+            accepted: r.accepted,
+            state: r.state,
+        }
+    }
+
+    /// The tab and revision of a config message, which a setup waits to see acknowledged.
+    pub fn config_rev(&self) -> Option<(i64, u64)> {
+        match self {
+            Self::Config { tab_id, rev, .. } => Some((*tab_id, *rev)),
+            _ => None,
+        }
+    }
+}
+
+impl State {
+    /// Applies one message from the browser; returns what to send back. `Err` says why a
+    /// message was refused (nothing changed).
+    pub fn on_browser(&mut self, msg: FromBrowser) -> Result<Vec<ToBrowser>, String> {
+        match msg {
+            FromBrowser::Hello { version, pilot } => {
+                self.extension_version = version;
+                self.pilot = pilot;
+                let tabs: Vec<i64> = self.configured_tabs().collect();
+                Ok(tabs.into_iter().map(|tab| self.config_message(tab)).collect())
+            }
+            FromBrowser::Pilot { on } => {
+                self.pilot = on;
+                Ok(Vec::new())
+            }
+            FromBrowser::Tabs { tabs, tracked } => {
+                self.set_tabs(tabs, tracked);
+                Ok(Vec::new())
+            }
+            FromBrowser::Dialog(m) => self.on_dialog(m),
+            FromBrowser::Folded { from, count } => {
+                self.on_folded(&from, count);
+                Ok(Vec::new())
+            }
+            FromBrowser::ConfigAck(ack) => Ok(self.on_config_ack(ack)),
+            FromBrowser::Held(m) => self.on_held(m),
+            FromBrowser::HeldClosed(m) => {
+                self.on_held_closed(&m);
+                Ok(Vec::new())
+            }
+            FromBrowser::AnswerResult(m) => {
+                self.on_answer_result(m);
+                Ok(Vec::new())
+            }
+            FromBrowser::DebuggerDetached { tab_id, reason } => Ok(self.on_detached(tab_id, &reason)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_kind_of_browser_message_parses() {
+        for m in [
+            json!({"type":"hello","version":"0.1.0","pilot":true}),
+            json!({"type":"pilot","on":false}),
+            json!({"type":"tabs","tracked":null,"tabs":[{"id":1,"url":"http://a/"}]}),
+            json!({"type":"dialog","tab_id":1,"frame_id":0,"document_id":"d","url":"u","page_url":"p",
+                   "report":{"seq":1,"phase":"decided","kind":"confirm","decided_by":"rule","rule_id":3,"t":5}}),
+            json!({"type":"folded","tab_id":1,"frame_id":2,"url":"u","page_url":"p","count":7}),
+            json!({"type":"config_ack","tab_id":1,"rev":4,"delivered":true,"debugger":{"attached":false}}),
+            json!({"type":"held","tab_id":1,"hold":2,"kind":"beforeunload","message":"","url":"u","top_frame":true}),
+            json!({"type":"held_closed","tab_id":1,"hold":2,"accepted":true,"text":""}),
+            json!({"type":"answer_result","tab_id":1,"hold":2,"ok":true}),
+            json!({"type":"debugger_detached","tab_id":1,"reason":"canceled_by_user"}),
+        ] {
+            let parsed = FromBrowser::parse(m.to_string().as_bytes());
+            assert!(parsed.is_ok(), "{m}: {parsed:?}");
+        }
+    }
+
+    #[test]
+    fn what_does_not_fit_is_refused() {
+        for m in [
+            json!(1),
+            json!({}),
+            json!({"type":"nope"}),
+            json!({"type":"pilot"}),
+            json!({"type":"dialog","tab_id":"x","report":{"seq":1,"phase":"decided","kind":"alert"}}),
+            json!({"type":"dialog","tab_id":1,"report":{"seq":1,"phase":"decided","kind":"shout"}}),
+            json!({"type":"dialog","tab_id":1,"report":{"seq":1,"phase":"decided","kind":"alert","decided_by":"agent"}}),
+            json!({"type":"held","tab_id":1,"kind":"alert"}),
+            json!({"type":"tabs","tabs":"all"}),
+            json!({"type":"folded","tab_id":1,"count":-1}),
+        ] {
+            assert!(FromBrowser::parse(m.to_string().as_bytes()).is_err(), "{m}");
+        }
+        assert!(FromBrowser::parse(b"\xff\x00").is_err());
+    }
+
+    #[test]
+    fn host_messages_have_the_shapes_the_extension_reads() {
+        let config = ToBrowser::Config { tab_id: 3, rev: 9, config: "U1E1".into(), debugger: true };
+        assert_eq!(
+            serde_json::to_value(&config).unwrap(),
+            json!({"type":"config","tab_id":3,"rev":9,"config":"U1E1","debugger":true})
+        );
+        assert_eq!(config.config_rev(), Some((3, 9)));
+        let answer = ToBrowser::Answer { tab_id: 3, hold: 1, accept: false, text: None };
+        assert_eq!(serde_json::to_value(&answer).unwrap(), json!({"type":"answer","tab_id":3,"hold":1,"accept":false}));
+        assert_eq!(answer.config_rev(), None);
+    }
+}
