@@ -380,6 +380,14 @@ mod tests {
     }
 
     #[test]
+    fn api_is_a_leaf() {
+        // The host and the MCP server depend on these types, never the other way round.
+        let src = include_str!("api.rs");
+        let (code, _tests) = src.split_at(src.find("#[cfg(test)]").unwrap());
+        assert!(!code.contains(concat!("crate", "::")) && !code.contains(concat!("super", "::")));
+    }
+
+    #[test]
     fn the_schema_tells_agents_the_limits_and_defaults() {
         let s = serde_json::to_value(schemars::schema_for!(ConfigureArgs)).unwrap();
         let t = &s["properties"]["timeout_s"];

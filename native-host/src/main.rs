@@ -1,3 +1,5 @@
+//! The `unmodal` binary: everything lives in the library (see `cli`).
+
 fn main() -> std::process::ExitCode {
     unmodal::cli::main()
 }

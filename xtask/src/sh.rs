@@ -1,3 +1,5 @@
+//! Running commands: the workspace root, cargo, and a runner that says what failed.
+
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::process::Command;
