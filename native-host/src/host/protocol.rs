@@ -273,9 +273,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn every_kind_of_browser_message_parses() {
-        for m in [
+    /// One message of each kind, as the extension sends it.
+    fn samples() -> Vec<serde_json::Value> {
+        vec![
             json!({"type":"hello","version":"0.1.0","pilot":true}),
             json!({"type":"pilot","on":false}),
             json!({"type":"tabs","tracked":null,"tabs":[{"id":1,"url":"http://a/"}]}),
@@ -287,9 +287,51 @@ mod tests {
             json!({"type":"held_closed","tab_id":1,"hold":2,"accepted":true,"text":""}),
             json!({"type":"answer_result","tab_id":1,"hold":2,"ok":true}),
             json!({"type":"debugger_detached","tab_id":1,"reason":"canceled_by_user"}),
-        ] {
+        ]
+    }
+
+    #[test]
+    fn every_kind_of_browser_message_parses() {
+        let mut seen = std::collections::HashSet::new();
+        for m in samples() {
             let parsed = FromBrowser::parse(m.to_string().as_bytes());
-            assert!(parsed.is_ok(), "{m}: {parsed:?}");
+            // Exhaustive: a new kind of message needs a sample here.
+            let kind = match parsed {
+                Ok(FromBrowser::Hello { .. }) => "hello",
+                Ok(FromBrowser::Pilot { .. }) => "pilot",
+                Ok(FromBrowser::Tabs { .. }) => "tabs",
+                Ok(FromBrowser::Dialog(_)) => "dialog",
+                Ok(FromBrowser::Folded { .. }) => "folded",
+                Ok(FromBrowser::ConfigAck(_)) => "config_ack",
+                Ok(FromBrowser::Held(_)) => "held",
+                Ok(FromBrowser::HeldClosed(_)) => "held_closed",
+                Ok(FromBrowser::AnswerResult(_)) => "answer_result",
+                Ok(FromBrowser::DebuggerDetached { .. }) => "debugger_detached",
+                Err(e) => panic!("{m}: {e}"),
+            };
+            assert_eq!(m["type"], kind);
+            seen.insert(kind);
+        }
+        assert_eq!(seen.len(), 10, "one sample of each kind");
+    }
+
+    #[test]
+    fn the_extension_speaks_the_same_message_names() {
+        let worker = include_str!("../../../manifest/background.js");
+        let js = [worker, include_str!("../../../manifest/debugger.js")].concat();
+        for m in samples() {
+            let tag = m["type"].as_str().unwrap();
+            assert!(js.contains(&format!("type: '{tag}'")), "manifest/ never sends `{tag}`");
+        }
+        let sent = [
+            ToBrowser::recorded(&crate::host::record::tests::record()),
+            ToBrowser::Config { tab_id: 1, rev: 1, config: String::new(), debugger: false },
+            ToBrowser::Answer { tab_id: 1, hold: 1, accept: true, text: None },
+        ];
+        for m in sent {
+            let v = serde_json::to_value(&m).unwrap();
+            let tag = v["type"].as_str().unwrap();
+            assert!(worker.contains(&format!("msg.type === '{tag}'")), "background.js never reads `{tag}`");
         }
     }
 

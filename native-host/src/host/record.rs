@@ -133,8 +133,35 @@ pub fn now_rfc3339() -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// A closed confirm, for tests that need a record.
+    pub fn record() -> DialogRecord {
+        DialogRecord {
+            id: 1,
+            kind: DialogKind::Confirm,
+            message: "Sure?".into(),
+            message_truncated: false,
+            default_text: None,
+            state: DialogState::Closed,
+            accepted: Some(false),
+            response_text: None,
+            redacted: Vec::new(),
+            decided_by: DecidedBy::DefaultPolicy,
+            closed_by: Some(DecidedBy::DefaultPolicy),
+            rule_id: None,
+            rules_loaded: true,
+            would_show: None,
+            explanation: String::new(),
+            url: "http://a/".into(),
+            page_url: "http://a/".into(),
+            tab_id: 1,
+            frame_id: Some(0),
+            timestamp: now_rfc3339(),
+            key: None,
+        }
+    }
 
     #[test]
     fn clip_counts_characters_not_bytes() {
