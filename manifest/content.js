@@ -75,12 +75,17 @@
     toPage();
   };
 
-  // A batch from the page hook: { reports: [...], folded: n }. Page-made data, checked
-  // for shape and size before it leaves the page.
+  // A batch from the page hook: { reports: {length, 0: …}, folded: n } (a list without a
+  // prototype in the page's world, a plain object here). Page-made data, checked for shape
+  // and size before it leaves the page.
+  const MAX_BATCH = 64;
   const onReport = (event) => {
     const batch = event.detail;
-    if (!batch || !Array.isArray(batch.reports)) return;
-    const reports = batch.reports.filter((r) => {
+    const list = batch && batch.reports;
+    if (!list || typeof list !== 'object' || !Number.isSafeInteger(list.length) || list.length < 0) return;
+    const all = [];
+    for (let i = 0; i < Math.min(list.length, MAX_BATCH); i++) all.push(list[i]);
+    const reports = all.filter((r) => {
       if (!r || typeof r !== 'object' || typeof r.seq !== 'number') return false;
       try {
         return JSON.stringify(r).length <= MAX_REPORT_CHARS;

@@ -14,13 +14,16 @@
   const RATE = 10;
   let tokens = RATE;
   let refilled = now();
-  let queue = [];
+  // The batch is a list without a prototype: a page-realm array would run the page's
+  // setters on Array.prototype with our reports in hand.
+  const newList = () => ({ __proto__: null, length: 0 });
+  let queue = newList();
   let folded = 0;
   let flushQueued = false;
   const flush = () => {
     flushQueued = false;
     const detail = { __proto__: null, reports: queue, folded };
-    queue = [];
+    queue = newList();
     folded = 0;
     apply(dispatchEvent, doc, [new NewCustomEvent(toIsolated, { __proto__: null, detail })]);
   };
@@ -34,7 +37,7 @@
     return true;
   };
   const post = (report, urgent, always) => {
-    if (always || admit()) queue[queue.length] = report;
+    if (always || admit()) queue[queue.length++] = report;
     else folded++;
     if (urgent) flush();
     else if (!flushQueued) {

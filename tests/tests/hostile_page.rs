@@ -84,3 +84,36 @@ async fn engine_built_after_page_scripts_uses_only_pristine_globals() -> anyhow:
     assert_eq!(s.page_value("spied").await?, json!([]), "the page saw the engine being built or used");
     Ok(())
 }
+
+// A page that sets traps on the prototypes of its own realm, where a careless hook would
+// put a report or read a setting.
+const TRAPS: &str = r#"<!doctype html><title>traps</title>
+<script>
+  window.caught = ''; // a string: an array here would trip the page's own traps
+  for (const proto of [Array.prototype, Object.prototype]) {
+    for (const key of ['0', '1', 'length', 'reports', 'folded', 'message', 'decided_by']) {
+      if (proto === Array.prototype && key === 'length') continue;
+      Object.defineProperty(proto, key, {
+        configurable: true,
+        get() { caught += 'get ' + key + '; '; return undefined; },
+        set(v) { caught += 'set ' + key + ' ' + (v && v.message) + '; '; },
+      });
+    }
+  }
+</script>"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prototype_traps_neither_see_nor_swallow_reports() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/traps", TRAPS, &[]).await?;
+    s.enable_pilot().await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "accept": true}))
+        .await?;
+    assert_eq!(s.page_value("confirm('Delete the draft?')").await?, json!(true));
+    // The report reached the host (and spent the once-rule there), and no trap fired.
+    let d = s.last_dialog(1).await?;
+    assert_eq!((d["message"].as_str(), d["decided_by"].as_str()), (Some("Delete the draft?"), Some("rule")), "{d}");
+    assert_eq!(s.page_value("caught").await?, json!(""), "the page's traps saw the hook at work");
+    Ok(())
+}
