@@ -51,6 +51,7 @@ function connect() {
   backoff = 250;
   toHost({ type: 'hello', version: chrome.runtime.getManifest().version, pilot });
   sendTabs();
+  for (const msg of backlog.splice(0)) toHost(msg);
 }
 
 function retry() {
@@ -58,12 +59,23 @@ function retry() {
   backoff = Math.min(backoff * 2, 30000);
 }
 
+// Dialog reports that came while no host was connected (the browser just started, or the
+// host is being restarted); they go out after the next hello. Everything else the host
+// needs (tabs, configs, the pilot) is sent anew on connecting.
+const backlog = [];
+const MAX_BACKLOG = 2000;
+const KEPT = new Set(['dialog', 'folded']);
+
 function toHost(msg) {
-  if (!port) return;
+  if (!port) {
+    if (KEPT.has(msg.type) && backlog.length < MAX_BACKLOG) backlog.push(msg);
+    return;
+  }
   try {
     port.postMessage(msg);
   } catch {
     // The port died between checks; onDisconnect reconnects.
+    if (KEPT.has(msg.type) && backlog.length < MAX_BACKLOG) backlog.push(msg);
   }
 }
 
@@ -130,6 +142,14 @@ chrome.tabs.onUpdated.addListener((_id, change) => {
 chrome.windows.onFocusChanged.addListener(sendTabs);
 
 // ---- Pages ----
+// A frame whose page shows a native dialog cannot answer until the dialog closes; nothing
+// here may wait for it longer than this.
+const FRAME_WAIT_MS = 2000;
+const answerOf = (tabId, msg, frameId) => Promise.race([
+  chrome.tabs.sendMessage(tabId, msg, { frameId }),
+  new Promise((_, reject) => setTimeout(() => reject(new Error('the frame did not answer')), FRAME_WAIT_MS)),
+]);
+
 // Resolves to whether the tab's top frame (and every frame that answered) took the config.
 async function pushConfig(tabId) {
   const frames = await chrome.webNavigation.getAllFrames({ tabId }).catch(() => null);
@@ -137,7 +157,7 @@ async function pushConfig(tabId) {
   // Built after the wait: pushes for one tab may overtake each other there, and the last
   // to be sent must carry the newest config, not the one current when it started.
   const msg = { type: 'config', config: configFor(tabId) };
-  const sent = await Promise.allSettled(ids.map((frameId) => chrome.tabs.sendMessage(tabId, msg, { frameId })));
+  const sent = await Promise.allSettled(ids.map((frameId) => answerOf(tabId, msg, frameId)));
   return sent.some((r, i) => ids[i] === 0 && r.status === 'fulfilled' && r.value === true);
 }
 
@@ -205,6 +225,9 @@ chrome.storage.onChanged.addListener((changes, area) => {
   await Promise.allSettled(targets.filter((t) => t.attached && t.tabId !== undefined)
     .map((t) => chrome.debugger.detach({ tabId: t.tabId })));
   const { pilot: on } = await chrome.storage.local.get('pilot');
-  await applyPilot(on === true);
+  pilot = on === true;
+  // The host first: a tab that shows a native dialog cannot take its config until the
+  // dialog closes, and its report must not wait for that.
   connect();
+  await applyPilot(pilot);
 })();

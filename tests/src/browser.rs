@@ -32,11 +32,13 @@ pub struct Options {
     /// Load this unpacked extension instead of ours, with no host (`extension` must be off):
     /// the benchmark's empty-script floor.
     pub other_extension: Option<PathBuf>,
+    /// The page the browser opens as it starts (default `about:blank`).
+    pub start_url: Option<String>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { extension: true, runtime: None, env: Vec::new(), other_extension: None }
+        Self { extension: true, runtime: None, env: Vec::new(), other_extension: None, start_url: None }
     }
 }
 
@@ -99,7 +101,7 @@ impl Browser {
             cmd.arg(format!("--load-extension={}", dir.display()))
                 .arg(format!("--disable-extensions-except={}", dir.display()));
         }
-        cmd.arg("about:blank")
+        cmd.arg(opts.start_url.as_deref().unwrap_or("about:blank"))
             .env("UNMODAL_RUNTIME_DIR", &runtime)
             .env("UNMODAL_LOG", std::env::var("UNMODAL_LOG").unwrap_or_else(|_| "info".into()))
             .envs(opts.env.iter().map(|(k, v)| (k, v)))

@@ -10,4 +10,6 @@ pub mod session;
 pub mod web;
 
 pub use agent::{Agent, Reply};
+pub use browser::{Browser, Options};
 pub use session::{PageCall, Session};
+pub use web::WebServer;

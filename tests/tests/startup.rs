@@ -1,0 +1,45 @@
+//! A browser just started: the page it opens first calls `confirm()` before the extension
+//! has reached its host. That dialog must still reach the agent.
+
+use serde_json::json;
+use std::time::{Duration, Instant};
+use unmodal_e2e::{Agent, Browser, Options, Reply, WebServer};
+
+const LAUNCHES: usize = 20;
+
+/// Waits until the host lists a dialog with `message` in the tab showing `url`.
+async fn dialog_reported(agent: &Agent, url: &str, message: &str) -> anyhow::Result<bool> {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if let Reply::Ok(tabs) = agent.call("observe", json!({"what": "tabs"})).await? {
+            let tab = tabs["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url).map(|t| t["id"].clone());
+            if let Some(id) = tab
+                && let Reply::Ok(d) = agent.call("observe", json!({"what": "dialogs", "tab_id": id})).await?
+            {
+                let seen = d["recent_dialogs"].as_array().into_iter().flatten().any(|r| r["message"] == message);
+                if seen {
+                    return Ok(true);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(false)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_dialog_after_the_browser_starts_is_never_lost() -> anyhow::Result<()> {
+    let web = WebServer::start()?;
+    let url = web.page("/first", "<!doctype html><title>first</title><script>confirm('Right at start?')</script>", &[]);
+    let mut lost = Vec::new();
+    for n in 1..=LAUNCHES {
+        let browser = Browser::launch(Options { start_url: Some(url.clone()), ..Options::default() }).await?;
+        let agent = Agent::start(&browser.art.host, &browser.runtime).await?;
+        if !dialog_reported(&agent, &url, "Right at start?").await? {
+            lost.push(n);
+        }
+        agent.close().await?;
+    }
+    assert_eq!(lost, Vec::<usize>::new(), "launches whose first dialog never reached the host (of {LAUNCHES})");
+    Ok(())
+}
