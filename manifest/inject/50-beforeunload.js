@@ -1,4 +1,4 @@
-  // ---- beforeunload (R8) ----
+  // ---- beforeunload (the leave-page prompt) ----
   // A capturing listener registered before any page script marks the event being
   // dispatched. The page's handlers still run (their side effects, such as saving a
   // draft, happen), but when one asks for the leave prompt (preventDefault, a non-empty

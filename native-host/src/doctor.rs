@@ -13,8 +13,8 @@ struct Check {
     fix: Option<String>,
 }
 
-fn registration(browser: Browser, home: &Path, exe: &Path) -> Check {
-    let file = browser.manifest_dir(home).join(install::manifest_file_name());
+fn registration(browser: Browser, config_dir: &Path, exe: &Path) -> Check {
+    let file = browser.manifest_dir(config_dir).join(install::manifest_file_name());
     let what = format!("{} host registration ({})", browser.name(), file.display());
     let flag = browser.name().to_lowercase();
     let Ok(text) = std::fs::read_to_string(&file) else {
@@ -60,14 +60,14 @@ async fn connection() -> Vec<Check> {
 pub fn run() -> ExitCode {
     let mut checks = Vec::new();
     let exe = std::env::current_exe().and_then(std::fs::canonicalize).unwrap_or_default();
-    match paths::home() {
-        Ok(home) => {
-            let regs: Vec<Check> = Browser::ALL.iter().map(|&b| registration(b, &home, &exe)).collect();
+    match paths::config_dir() {
+        Ok(config) => {
+            let regs: Vec<Check> = Browser::ALL.iter().map(|&b| registration(b, &config, &exe)).collect();
             // One registered browser is enough; list the others as hints, not failures.
             let any = regs.iter().any(|c| c.ok);
             checks.extend(regs.into_iter().map(|c| Check { ok: c.ok || any, ..c }));
         }
-        Err(e) => checks.push(Check { ok: false, what: "home directory".into(), fix: Some(e.to_string()) }),
+        Err(e) => checks.push(Check { ok: false, what: "configuration directory".into(), fix: Some(e.to_string()) }),
     }
     match crate::redact::Redactor::load() {
         Ok(_) => checks.push(Check { ok: true, what: "redaction config".into(), fix: None }),

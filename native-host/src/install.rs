@@ -30,8 +30,8 @@ pub fn targets(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec
     if let Some(dir) = user_data_dir {
         return Ok(vec![(format!("user data dir {}", dir.display()), dir.join("NativeMessagingHosts"))]);
     }
-    let home = paths::home()?;
-    Ok(browsers.iter().map(|b| (b.name().to_string(), b.manifest_dir(&home))).collect())
+    let config = paths::config_dir()?;
+    Ok(browsers.iter().map(|b| (b.name().to_string(), b.manifest_dir(&config))).collect())
 }
 
 pub fn install(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<PathBuf>> {

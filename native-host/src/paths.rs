@@ -1,5 +1,5 @@
-//! Where things live: the private runtime directory with the host sockets, and each
-//! browser's native-messaging manifest directory.
+//! Where things live: the private runtime directory with the host sockets, the user's home
+//! and configuration directories, and each browser's native-messaging manifest directory.
 
 use std::fs;
 use std::io;
@@ -11,13 +11,14 @@ pub fn uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// `UNMODAL_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/unmodal`, else `/tmp/unmodal-<uid>`.
+/// `UNMODAL_RUNTIME_DIR`, else the user's runtime directory (`$XDG_RUNTIME_DIR` on Linux)
+/// joined with `unmodal`, else `unmodal-<uid>` in the temporary directory.
 pub fn runtime_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("UNMODAL_RUNTIME_DIR") {
         return dir.into();
     }
-    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR") {
-        return Path::new(&dir).join("unmodal");
+    if let Some(dir) = dirs::runtime_dir() {
+        return dir.join("unmodal");
     }
     std::env::temp_dir().join(format!("unmodal-{}", uid()))
 }
@@ -85,31 +86,47 @@ impl Browser {
         }
     }
 
-    /// The user-level directory the browser reads native-messaging manifests from.
-    pub fn manifest_dir(self, home: &Path) -> PathBuf {
+    /// The user-level directory the browser reads native-messaging manifests from, inside
+    /// `config_dir` (see [`config_dir`]), where the browser keeps its profile.
+    pub fn manifest_dir(self, config_dir: &Path) -> PathBuf {
         let rel = if cfg!(target_os = "macos") {
             match self {
-                Self::Chrome => "Library/Application Support/Google/Chrome",
-                Self::Chromium => "Library/Application Support/Chromium",
-                Self::Brave => "Library/Application Support/BraveSoftware/Brave-Browser",
-                Self::Edge => "Library/Application Support/Microsoft Edge",
+                Self::Chrome => "Google/Chrome",
+                Self::Chromium => "Chromium",
+                Self::Brave => "BraveSoftware/Brave-Browser",
+                Self::Edge => "Microsoft Edge",
             }
         } else {
             match self {
-                Self::Chrome => ".config/google-chrome",
-                Self::Chromium => ".config/chromium",
-                Self::Brave => ".config/BraveSoftware/Brave-Browser",
-                Self::Edge => ".config/microsoft-edge",
+                Self::Chrome => "google-chrome",
+                Self::Chromium => "chromium",
+                Self::Brave => "BraveSoftware/Brave-Browser",
+                Self::Edge => "microsoft-edge",
             }
         };
-        home.join(rel).join("NativeMessagingHosts")
+        config_dir.join(rel).join("NativeMessagingHosts")
     }
 }
 
+/// The user's home directory.
 pub fn home() -> io::Result<PathBuf> {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "HOME is not set"))
+    dirs::home_dir().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            "cannot tell the home directory (HOME is not set, and the user database names none); set HOME",
+        )
+    })
+}
+
+/// The user's configuration directory, where browsers keep their profiles: on Linux
+/// `$XDG_CONFIG_HOME`, else `~/.config`; on macOS `~/Library/Application Support`.
+pub fn config_dir() -> io::Result<PathBuf> {
+    dirs::config_dir().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            "cannot tell the configuration directory (no home directory is known); set HOME or XDG_CONFIG_HOME",
+        )
+    })
 }
 
 #[cfg(test)]
@@ -128,10 +145,16 @@ mod tests {
     }
 
     #[test]
-    fn manifest_dirs_differ_per_browser() {
-        let home = Path::new("/home/u");
-        let dirs: std::collections::HashSet<_> = Browser::ALL.iter().map(|b| b.manifest_dir(home)).collect();
+    fn manifest_dirs_differ_per_browser_and_lie_in_the_config_dir() {
+        let config = Path::new("/home/u/.config");
+        let dirs: std::collections::HashSet<_> = Browser::ALL.iter().map(|b| b.manifest_dir(config)).collect();
         assert_eq!(dirs.len(), 4);
-        assert!(dirs.iter().all(|d| d.ends_with("NativeMessagingHosts")));
+        assert!(dirs.iter().all(|d| d.starts_with(config) && d.ends_with("NativeMessagingHosts")));
+        let chromium = Browser::Chromium.manifest_dir(config);
+        if cfg!(target_os = "macos") {
+            assert_eq!(chromium, config.join("Chromium/NativeMessagingHosts"));
+        } else {
+            assert_eq!(chromium, config.join("chromium/NativeMessagingHosts"));
+        }
     }
 }

@@ -158,15 +158,13 @@ fn luhn(s: &str) -> bool {
     digits.len() >= 13 && sum.is_multiple_of(10)
 }
 
-/// `UNMODAL_CONFIG`, else `$XDG_CONFIG_HOME/unmodal/config.json`, else `~/.config/unmodal/config.json`.
+/// `UNMODAL_CONFIG`, else `unmodal/config.json` in the user's configuration directory
+/// (`$XDG_CONFIG_HOME`, else `~/.config`, on Linux; `~/Library/Application Support` on macOS).
 pub fn config_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("UNMODAL_CONFIG") {
         return Some(p.into());
     }
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("unmodal/config.json"))
+    Some(dirs::config_dir()?.join("unmodal/config.json"))
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! The MCP surface as an agent meets it: spec response shapes, errors that name what is
-//! wrong and change nothing, and a clear answer when no browser is there.
+//! The MCP surface as an agent meets it: the response shapes the README documents, errors
+//! that name what is wrong and change nothing, and a clear answer when no browser is there.
 
 use serde_json::json;
 use unmodal_e2e::artifacts::Artifacts;

@@ -1,6 +1,7 @@
-//! beforeunload (R8): after a real click (the prompt needs user activation), a page that
-//! asks to confirm leaving gets the browser's prompt unless a rule accepts; with one, the
-//! page's handlers still run but their ask is swallowed and navigation goes on.
+//! beforeunload (the leave-page prompt): after a real click (the prompt needs user
+//! activation), a page that asks to confirm leaving gets the browser's prompt unless a rule
+//! accepts; with one, the page's handlers still run but their ask is swallowed and
+//! navigation goes on.
 
 use serde_json::{Value, json};
 use std::time::Duration;

@@ -117,3 +117,62 @@ async fn prototype_traps_neither_see_nor_swallow_reports() -> anyhow::Result<()>
     assert_eq!(s.page_value("caught").await?, json!(""), "the page's traps saw the hook at work");
     Ok(())
 }
+
+// After the hook installed itself, the page replaces every global a careless hook would
+// call at dialog time; each replacement notes that it ran.
+const SPIES: &str = r#"<!doctype html><title>spies</title>
+<script>
+  window.spied = '';
+  const note = (k) => { spied += k + '; '; };
+  const define = Object.defineProperty;
+  const wrap = (obj, key, name) => {
+    const orig = obj[key];
+    define(obj, key, {
+      configurable: true, writable: true,
+      value: function (...a) { note(name); return Reflect.apply(orig, this, a); },
+    });
+  };
+  wrap(Array.prototype, 'push', 'push');
+  wrap(Array.prototype, Symbol.iterator, 'Symbol.iterator');
+  wrap(Array.prototype, 'slice', 'slice');
+  wrap(String.prototype, 'slice', 'String.slice');
+  wrap(String.prototype, 'indexOf', 'indexOf');
+  wrap(Function.prototype, 'call', 'call');
+  wrap(Function.prototype, 'apply', 'apply');
+  wrap(Function.prototype, 'bind', 'bind');
+  wrap(Object, 'defineProperty', 'defineProperty');
+  wrap(Object, 'getOwnPropertyDescriptor', 'getOwnPropertyDescriptor');
+  wrap(JSON, 'stringify', 'stringify');
+  wrap(EventTarget.prototype, 'dispatchEvent', 'dispatchEvent');
+  wrap(EventTarget.prototype, 'addEventListener', 'addEventListener');
+  wrap(Error, 'captureStackTrace', 'captureStackTrace');
+  wrap(window, 'queueMicrotask', 'queueMicrotask');
+  window.CustomEvent = function () { note('CustomEvent'); };
+  Error.prepareStackTrace = (e, frames) => { note('prepareStackTrace'); return 'stack'; };
+</script>"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn globals_replaced_after_start_are_never_called_by_the_hook() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/spies", SPIES, &[]).await?;
+    s.enable_pilot().await?;
+    s.agent
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "prompt", "text": "typed", "match": {"message_contains": "name"}}),
+        )
+        .await?;
+    let answers = s
+        .page_value(
+            "[alert('one'), confirm('two'), prompt('Your name?', 'x'), \
+             (() => { try { confirm(Symbol('s')); } catch (e) { return e instanceof TypeError; } })()]",
+        )
+        .await?;
+    assert_eq!(answers, json!([null, false, "typed", true]));
+    // The reports went out (after the task) and reached the host.
+    let all = s.last_dialog(3).await.and(s.dialogs().await)?;
+    let got: Vec<_> = all["recent_dialogs"].as_array().unwrap().iter().map(|d| d["message"].clone()).collect();
+    assert_eq!(got, [json!("one"), json!("two"), json!("Your name?")]);
+    assert_eq!(s.page_value("spied").await?, json!(""), "the hook called page-replaced globals");
+    Ok(())
+}

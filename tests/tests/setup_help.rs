@@ -5,9 +5,18 @@ use serde_json::json;
 use std::process::Command;
 use unmodal_e2e::Session;
 
-fn doctor(home: &std::path::Path, runtime: &std::path::Path) -> anyhow::Result<(bool, String)> {
+/// `unmodal` with `home` as its home directory, and so `home/.config` as the configuration
+/// directory the browsers' manifests are looked for in (an inherited `XDG_CONFIG_HOME` would
+/// point elsewhere, so it is removed).
+fn unmodal(home: &std::path::Path) -> anyhow::Result<Command> {
     let art = unmodal_e2e::artifacts::Artifacts::find()?;
-    let out = Command::new(&art.host).arg("doctor").env("HOME", home).env("UNMODAL_RUNTIME_DIR", runtime).output()?;
+    let mut cmd = Command::new(&art.host);
+    cmd.env("HOME", home).env_remove("XDG_CONFIG_HOME");
+    Ok(cmd)
+}
+
+fn doctor(home: &std::path::Path, runtime: &std::path::Path) -> anyhow::Result<(bool, String)> {
+    let out = unmodal(home)?.arg("doctor").env("UNMODAL_RUNTIME_DIR", runtime).output()?;
     Ok((out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned()))
 }
 
@@ -23,10 +32,7 @@ async fn doctor_says_what_is_missing_until_nothing_is() -> anyhow::Result<()> {
 
     let s = Session::start().await?;
     s.open("/doctor", "<!doctype html><title>doctor</title>", &[]).await?;
-    let art = &s.browser.art;
-    assert!(
-        Command::new(&art.host).args(["install", "--browser", "chromium"]).env("HOME", home.path()).status()?.success()
-    );
+    assert!(unmodal(home.path())?.args(["install", "--browser", "chromium"]).status()?.success());
     let (ok, text) = doctor(home.path(), &s.browser.runtime)?;
     assert!(!ok, "{text}");
     assert!(text.contains("ok   Chromium host registration"), "{text}");

@@ -1,4 +1,5 @@
-//! Rules belong to a tab (R13) and stay with it across navigations (OI-4).
+//! Rules belong to the tab they were set for (another tab, even on the same page, never gets
+//! them) and stay with it across reloads, navigations and the new documents of its frames.
 
 use serde_json::json;
 use unmodal_e2e::Session;
