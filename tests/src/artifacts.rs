@@ -4,6 +4,10 @@ use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// What the built extension and host are made from (relative to the repo root).
+const SOURCES: &[&str] = &["manifest", "engine/src", "engine/Cargo.toml", "native-host/src", "native-host/Cargo.toml"];
 
 #[derive(Clone, Debug)]
 pub struct Artifacts {
@@ -29,6 +33,16 @@ impl Artifacts {
                 );
             }
         }
+        let built = [extension.join("manifest.json"), extension.join("inject.js"), host.clone()];
+        let sources: Vec<PathBuf> = SOURCES.iter().map(|s| repo_root().join(s)).collect();
+        if let Some((artifact, source)) = stale(&built, &sources)? {
+            bail!(
+                "{} is older than {}: the tests would run yesterday's build. Run `cargo xtask build` (or `cargo xtask \
+test`, which builds first).",
+                artifact.display(),
+                source.display()
+            );
+        }
         let manifest: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(extension.join("manifest.json"))?)?;
         let key = manifest["key"].as_str().context("manifest.json has no key")?;
@@ -36,9 +50,58 @@ impl Artifacts {
     }
 }
 
+/// The oldest build artifact and the newest source, when the source is the newer one.
+fn stale(built: &[PathBuf], sources: &[PathBuf]) -> Result<Option<(PathBuf, PathBuf)>> {
+    let mut oldest: Option<(SystemTime, PathBuf)> = None;
+    for b in built {
+        let t = std::fs::metadata(b)?.modified()?;
+        if oldest.as_ref().is_none_or(|(o, _)| t < *o) {
+            oldest = Some((t, b.clone()));
+        }
+    }
+    let Some((built_at, artifact)) = oldest else { return Ok(None) };
+    let mut newest: Option<(SystemTime, PathBuf)> = None;
+    let mut stack: Vec<PathBuf> = sources.to_vec();
+    while let Some(p) = stack.pop() {
+        let meta = std::fs::metadata(&p)?;
+        if meta.is_dir() {
+            stack.extend(std::fs::read_dir(&p)?.filter_map(|e| e.ok().map(|e| e.path())));
+        } else {
+            let t = meta.modified()?;
+            if newest.as_ref().is_none_or(|(n, _)| t > *n) {
+                newest = Some((t, p));
+            }
+        }
+    }
+    Ok(newest.filter(|(t, _)| *t > built_at).map(|(_, source)| (artifact, source)))
+}
+
 /// Chrome's extension ID: the first 128 bits of SHA-256 of the public key, as letters a–p.
 pub fn extension_id(key_base64: &str) -> Result<String> {
     let der = base64::engine::general_purpose::STANDARD.decode(key_base64).context("manifest key is not base64")?;
     let hash = Sha256::digest(der);
     Ok(hash[..16].iter().flat_map(|b| [b >> 4, b & 15]).map(|n| char::from(b'a' + n)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_source_newer_than_the_build_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let (built, src) = (dir.path().join("built"), dir.path().join("src"));
+        std::fs::create_dir(&src).unwrap();
+        std::fs::write(&built, "x").unwrap();
+        std::fs::write(src.join("a.rs"), "x").unwrap();
+        let at =
+            |p: &Path, t: SystemTime| std::fs::File::options().write(true).open(p).unwrap().set_modified(t).unwrap();
+        let now = SystemTime::now();
+        at(&built, now);
+        at(&src.join("a.rs"), now - Duration::from_secs(60));
+        assert!(stale(&[built.clone()], &[src.clone()]).unwrap().is_none());
+        at(&src.join("a.rs"), now + Duration::from_secs(60));
+        assert_eq!(stale(&[built.clone()], &[src.clone()]).unwrap(), Some((built, src.join("a.rs"))));
+    }
 }
