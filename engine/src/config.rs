@@ -475,4 +475,79 @@ mod tests {
             let _ = parse(&v, |_| {});
         }
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn target() -> impl Strategy<Value = RuleTarget> {
+            (0u8..=4).prop_map(|c| RuleTarget::from_code(c).unwrap())
+        }
+
+        fn text(max: usize) -> impl Strategy<Value = Option<String>> {
+            proptest::option::of(proptest::collection::vec(any::<char>(), 0..max).prop_map(String::from_iter))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            /// Whatever reaches the engine, parsing ends with rules or an error, never a panic.
+            #[test]
+            fn any_units_parse_or_fail_cleanly(input in proptest::collection::vec(any::<u16>(), 0..300)) {
+                let _ = parse(&input, |_| {});
+            }
+
+            /// The same, for inputs that look almost right (a valid header, then noise from
+            /// the format's own alphabet).
+            #[test]
+            fn near_misses_parse_or_fail_cleanly(tail in proptest::collection::vec(
+                proptest::sample::select(b"RitaoxmuESP0123456789;:".to_vec()), 0..200)) {
+                let mut input = units("U1");
+                input.extend(tail.into_iter().map(u16::from));
+                let _ = parse(&input, |_| {});
+            }
+
+            /// An engine fed any config and any dialog decides without panicking, and a
+            /// config it refused leaves the previous one in force.
+            #[test]
+            fn the_engine_decides_whatever_it_is_fed(
+                config in proptest::collection::vec(any::<u16>(), 0..200),
+                message in proptest::collection::vec(any::<u16>(), 0..100),
+                url in proptest::collection::vec(any::<u16>(), 0..100),
+            ) {
+                let mut engine = crate::Engine::new();
+                engine.load(&units("U1E1Ri1;t1a1o0m1:xu1:/")).unwrap();
+                let refused = engine.load(&config).is_err();
+                for kind in crate::DialogKind::ALL {
+                    let d = engine.decide_for(kind, crate::Subject { message: &message, url: &url });
+                    if refused && kind == crate::DialogKind::Confirm && message.contains(&u16::from(b'x'))
+                        && url.contains(&u16::from(b'/')) {
+                        prop_assert_eq!(d.by, crate::DecidedBy::Rule);
+                    }
+                }
+            }
+
+            /// What the host encodes, the engine reads back exactly.
+            #[test]
+            fn encoded_configs_round_trip(
+                pilot in any::<bool>(),
+                policy in (0u8..4).prop_map(|p| Policy::from_u8(p).unwrap()),
+                rules in proptest::collection::vec(
+                    (any::<u32>(), target(), any::<bool>(), any::<bool>(), text(40)), 0..MAX_RULES),
+            ) {
+                let mut e = Encoder::new();
+                e.pilot(pilot).policy(policy);
+                for (id, t, a, o, x) in &rules {
+                    e.rule(*id, *t, *a, *o, x.as_deref());
+                }
+                let mut back = Vec::new();
+                let (header, n) = parse(&units(&e.finish()), |r| {
+                    back.push((r.id, r.target, r.accept, r.once, r.text.map(String::from_utf16_lossy)))
+                }).unwrap();
+                prop_assert_eq!(header, Header { enabled: pilot, policy, standin: false });
+                prop_assert_eq!(n, rules.len());
+                prop_assert_eq!(back, rules);
+            }
+        }
+    }
 }

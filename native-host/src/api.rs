@@ -206,7 +206,9 @@ pub fn parse<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, ParamErr
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         // Unknown and missing fields are reported at the parent; the name is in the text.
-        let param = if path == "." { between_backticks(&inner).unwrap_or("arguments").to_owned() } else { path };
+        let param = if path == "." { between_backticks(&inner).unwrap_or_default().to_owned() } else { path };
+        // A field with an empty name has no name to report.
+        let param = if param.is_empty() { "arguments".to_owned() } else { param };
         ParamError { param, message: inner }
     })
 }
@@ -407,6 +409,7 @@ mod tests {
         assert_eq!(p(json!({"action":"handle_dialog","dialog_type":"modal"})).param, "dialog_type");
         assert_eq!(p(json!({"action":"handle_dialog","accept":"yes"})).param, "accept");
         assert_eq!(p(json!({"action":"handle_dialog","colour":1})).param, "colour");
+        assert_eq!(p(json!({"action":"handle_dialog","":1})).param, "arguments", "a nameless field");
         assert_eq!(p(json!({"accept":true})).param, "action");
         assert_eq!(p(json!({"action":"click"})).param, "action");
         assert!(parse::<InteractArgs>(json!({"action":"handle_dialog"})).is_ok());

@@ -8,7 +8,7 @@ use regex::{Captures, Regex};
 use serde::Deserialize;
 use std::path::PathBuf;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Rule {
     name: String,
     re: Regex,
@@ -77,7 +77,10 @@ const CARD: &str = r"\b\d(?:[ -]?\d){12,18}\b";
 
 impl Default for Redactor {
     fn default() -> Self {
-        Self::new(&Config::default()).expect("built-in patterns compile")
+        // Compiled once per process; a `Regex` clone shares the compiled program.
+        static BUILT_IN_RULES: std::sync::LazyLock<Redactor> =
+            std::sync::LazyLock::new(|| Redactor::new(&Config::default()).expect("built-in patterns compile"));
+        Self { rules: BUILT_IN_RULES.rules.clone() }
     }
 }
 
