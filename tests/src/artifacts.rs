@@ -100,8 +100,8 @@ mod tests {
         let now = SystemTime::now();
         at(&built, now);
         at(&src.join("a.rs"), now - Duration::from_secs(60));
-        assert!(stale(&[built.clone()], &[src.clone()]).unwrap().is_none());
+        assert!(stale(std::slice::from_ref(&built), std::slice::from_ref(&src)).unwrap().is_none());
         at(&src.join("a.rs"), now + Duration::from_secs(60));
-        assert_eq!(stale(&[built.clone()], &[src.clone()]).unwrap(), Some((built, src.join("a.rs"))));
+        assert_eq!(stale(std::slice::from_ref(&built), std::slice::from_ref(&src)).unwrap(), Some((built, src.join("a.rs"))));
     }
 }
