@@ -102,6 +102,9 @@ mod tests {
         at(&src.join("a.rs"), now - Duration::from_secs(60));
         assert!(stale(std::slice::from_ref(&built), std::slice::from_ref(&src)).unwrap().is_none());
         at(&src.join("a.rs"), now + Duration::from_secs(60));
-        assert_eq!(stale(std::slice::from_ref(&built), std::slice::from_ref(&src)).unwrap(), Some((built, src.join("a.rs"))));
+        assert_eq!(
+            stale(std::slice::from_ref(&built), std::slice::from_ref(&src)).unwrap(),
+            Some((built, src.join("a.rs")))
+        );
     }
 }
