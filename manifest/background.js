@@ -11,6 +11,9 @@ const MAX_FIELD = 8192;
 let port = null;
 let hostState = { connected: false, error: null, since: null };
 let pilot = false;
+let session = null; // names this browser session to the host (chrome.storage.session)
+let started;
+const ready = new Promise((resolve) => { started = resolve; });
 // tabId -> { config, debugger }: the config the host encoded for the tab (engine/src/config.rs;
 // passed to the pages whole, never read here) and whether its policy needs a debugger session.
 const hostConfigs = new Map();
@@ -40,18 +43,19 @@ function connect() {
     const err = chrome.runtime.lastError;
     hostState = { connected: false, error: err ? err.message : 'host exited', since: Date.now() };
     port = null;
-    // The host kept the rules and policies; a new one starts without any, so the pages go
-    // back to the default policy now.
-    const tabs = [...hostConfigs.keys()];
-    hostConfigs.clear();
-    holds.releaseAll(Promise.allSettled(tabs.map((tabId) => pushConfig(tabId))));
+    // The next host takes over this one's state (it saves it as it goes), so rules stay in
+    // force meanwhile. A tab whose policy needs the host (a dialog held for the agent)
+    // goes back to the default now: nobody could answer.
+    const needHost = [...hostConfigs].filter(([, c]) => c.debugger).map(([tabId]) => tabId);
+    for (const tabId of needHost) hostConfigs.delete(tabId);
+    holds.releaseAll(Promise.allSettled(needHost.map((tabId) => pushConfig(tabId))));
     retry();
   });
   hostState = { connected: true, error: null, since: Date.now() };
   backoff = 250;
-  toHost({ type: 'hello', version: chrome.runtime.getManifest().version, pilot });
+  toHost({ type: 'hello', version: chrome.runtime.getManifest().version, pilot, session, worker });
   sendTabs();
-  for (const msg of backlog.splice(0)) toHost(msg);
+  // The reports the host may not have: sent again once it says how far it got (`resume`).
 }
 
 function retry() {
@@ -59,23 +63,34 @@ function retry() {
   backoff = Math.min(backoff * 2, 30000);
 }
 
-// Dialog reports that came while no host was connected (the browser just started, or the
-// host is being restarted); they go out after the next hello. Everything else the host
-// needs (tabs, configs, the pilot) is sent anew on connecting.
-const backlog = [];
-const MAX_BACKLOG = 2000;
-const KEPT = new Set(['dialog', 'folded']);
+// Dialog reports are numbered and kept until a host confirms it has them: a host can die
+// with reports on their way (the port is dead before onDisconnect says so), and none may
+// come while no host runs. On `hello` the host answers `resume {upto}`; what is newer goes
+// again, and the host drops what it already had. Everything else the host needs (tabs,
+// configs, the pilot) is sent anew on connecting.
+const worker = crypto.randomUUID().replaceAll('-', ''); // this worker's reports
+let reportSeq = 0;
+const unconfirmed = []; // [{ n, msg }], oldest first
+const MAX_UNCONFIRMED = 2000;
+
+function report(msg) {
+  const entry = { n: ++reportSeq, msg: { ...msg, n: reportSeq } };
+  unconfirmed.push(entry);
+  if (unconfirmed.length > MAX_UNCONFIRMED) unconfirmed.shift();
+  toHost(entry.msg);
+}
+
+function resume(upto) {
+  while (unconfirmed.length > 0 && unconfirmed[0].n <= upto) unconfirmed.shift();
+  for (const { msg } of unconfirmed) toHost(msg);
+}
 
 function toHost(msg) {
-  if (!port) {
-    if (KEPT.has(msg.type) && backlog.length < MAX_BACKLOG) backlog.push(msg);
-    return;
-  }
+  if (!port) return;
   try {
     port.postMessage(msg);
   } catch {
     // The port died between checks; onDisconnect reconnects.
-    if (KEPT.has(msg.type) && backlog.length < MAX_BACKLOG) backlog.push(msg);
   }
 }
 
@@ -93,6 +108,8 @@ function onHostMessage(msg) {
     applyTab(msg.tab_id).then((ack) => toHost({ type: 'config_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
   } else if (msg.type === 'answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.hold)) {
     holds.answer(msg);
+  } else if (msg.type === 'resume' && Number.isSafeInteger(msg.upto)) {
+    resume(msg.upto);
   }
 }
 
@@ -171,7 +188,9 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   }
   if (!sender.tab) return;
   if (msg.type === 'hello') {
-    reply({ type: 'config', config: configFor(sender.tab.id) });
+    // Once this worker knows the pilot's state (it reads it as it starts).
+    ready.then(() => reply({ type: 'config', config: configFor(sender.tab.id) }));
+    return true;
   } else if (msg.type === 'dialogs' && Array.isArray(msg.reports)) {
     // Tab, frame and URLs come from the browser, never from the page.
     const where = {
@@ -183,15 +202,14 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     };
     for (const r of msg.reports.slice(0, 64)) {
       if (!r || typeof r !== 'object') continue;
-      toHost({ type: 'dialog', ...where, report: r });
+      report({ type: 'dialog', ...where, report: r });
     }
-    if (Number.isSafeInteger(msg.folded) && msg.folded > 0) toHost({ type: 'folded', ...where, count: msg.folded });
+    if (Number.isSafeInteger(msg.folded) && msg.folded > 0) report({ type: 'folded', ...where, count: msg.folded });
   }
 });
 
 // ---- AI Web Pilot: only a human switches it, in the popup (storage written there) ----
-async function applyPilot(on) {
-  pilot = on;
+async function registerPilotScript(on) {
   const registered = await chrome.scripting.getRegisteredContentScripts({ ids: [PILOT_SCRIPT] });
   if (on && registered.length === 0) {
     await chrome.scripting.registerContentScripts([{
@@ -206,6 +224,11 @@ async function applyPilot(on) {
   } else if (!on && registered.length > 0) {
     await chrome.scripting.unregisterContentScripts({ ids: [PILOT_SCRIPT] });
   }
+}
+
+async function applyPilot(on) {
+  pilot = on;
+  await registerPilotScript(on);
   // Open tabs first, then the host: once the host says "on", the pages know it too.
   const tabs = await chrome.tabs.query({});
   await Promise.allSettled(tabs.map((tab) => applyTab(tab.id)));
@@ -216,18 +239,39 @@ chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local' && changes.pilot) applyPilot(changes.pilot.newValue === true);
 });
 
+// A debugger session this extension still holds from before a restart of this worker has
+// nobody listening to it any more: a dialog it held is dismissed (nobody could answer it),
+// the session let go, and the tab back on the default until its host says more. Resolves to
+// the tabs that had one (other debuggers' sessions are not ours to touch: detach refuses).
+async function releaseStaleSessions() {
+  const targets = await chrome.debugger.getTargets().catch(() => []);
+  const released = await Promise.all(targets.filter((t) => t.attached && t.tabId !== undefined).map(async (t) => {
+    const target = { tabId: t.tabId };
+    await chrome.debugger.sendCommand(target, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
+    return chrome.debugger.detach(target).then(() => t.tabId, () => null);
+  }));
+  return released.filter((tabId) => tabId !== null);
+}
+
 (async () => {
   // Only extension pages may write the switch; content scripts are refused.
   await chrome.storage.local.setAccessLevel?.({ accessLevel: 'TRUSTED_CONTEXTS' }).catch(() => {});
-  // A session this extension still holds from before a restart of this worker has nobody
-  // listening to it any more; let it go (the host it reported to is gone too).
-  const targets = await chrome.debugger.getTargets().catch(() => []);
-  await Promise.allSettled(targets.filter((t) => t.attached && t.tabId !== undefined)
-    .map((t) => chrome.debugger.detach({ tabId: t.tabId })));
-  const { pilot: on } = await chrome.storage.local.get('pilot');
+  const stale = await releaseStaleSessions();
+  // The browser session outlives this worker; its host's state on disk is named after it.
+  const saved = await chrome.storage.session.get('session').catch(() => ({}));
+  session = typeof saved.session === 'string' ? saved.session : null;
+  if (session === null) {
+    session = crypto.randomUUID().replaceAll('-', '');
+    await chrome.storage.session.set({ session }).catch(() => {});
+  }
+  const { pilot: on } = await chrome.storage.local.get('pilot').catch(() => ({}));
   pilot = on === true;
+  started();
   // The host first: a tab that shows a native dialog cannot take its config until the
-  // dialog closes, and its report must not wait for that.
+  // dialog closes, and its report must not wait for that. Pages keep the config they hold
+  // (a restarted worker's host takes the old state over and sends it again).
   connect();
-  await applyPilot(pilot);
+  await registerPilotScript(pilot);
+  await Promise.allSettled(stale.map((tabId) => pushConfig(tabId)));
+  toHost({ type: 'pilot', on: pilot });
 })();

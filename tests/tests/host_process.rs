@@ -101,6 +101,8 @@ async fn host_survives_bad_frames_and_keeps_its_socket_private() -> anyhow::Resu
         stdout.read_exact(&mut body)?;
         Ok(serde_json::from_slice(&body)?)
     };
+    // The answer to hello: nothing of this worker's reports yet.
+    assert_eq!(read_frame()?, json!({"type": "resume", "upto": 0}));
     let first = read_frame()?;
     assert_eq!((first["type"].as_str(), first["message"].as_str().map(str::len)), (Some("recorded"), Some(4096)));
     let msg = read_frame()?;

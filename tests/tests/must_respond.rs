@@ -223,7 +223,7 @@ async fn a_dialog_closed_outside_unmodal_is_recorded_as_remote() -> anyhow::Resu
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn if_the_host_dies_a_held_dialog_is_let_go_not_left_hanging() -> anyhow::Result<()> {
+async fn if_the_host_dies_a_held_dialog_is_let_go_and_the_policy_comes_back() -> anyhow::Result<()> {
     let s = held_session(600).await?;
     let pid = s.agent.ok("observe", json!({"what": "tabs"})).await?["browsers"][0]["browser"]["host_pid"].clone();
     // A second dialog right after the first must not be left open either.
@@ -236,19 +236,29 @@ async fn if_the_host_dies_a_held_dialog_is_let_go_not_left_hanging() -> anyhow::
     let got = tokio::time::timeout(Duration::from_secs(5), s.page.eval("window.got")).await??;
     assert_eq!(got, json!([false, false]));
     assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
-    // The browser starts a new host; the tab is back on the default (nothing holds it).
+    // The browser starts a new host, which takes over the old one's state: the policy is in
+    // force again and the history is there.
     let start = Instant::now();
     loop {
-        if let Reply::Ok(v) = s.agent.call("observe", json!({"what": "tabs"})).await?
-            && v["browsers"][0]["browser"]["host_pid"] != pid
-            && v["pilot_enabled"] == json!(true)
+        if let Reply::Ok(v) = s.agent.call("observe", json!({"what": "dialogs"})).await?
+            && v["dialog_policy"]["policy"] == "must_respond"
+            && v["dialog_policy"]["in_force"] == true
+            && v["recent_dialogs"].as_array().is_some_and(|r| r.iter().any(|d| d["message"] == "Orphan?"))
         {
             break;
         }
-        anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "no new host");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        if start.elapsed() > Duration::from_secs(10) {
+            let v = s.agent.call("observe", json!({"what": "dialogs"})).await?;
+            anyhow::bail!("no new host with the old state in force: {v:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(s.page_value("confirm('Default again?')").await?, json!(false));
+    eprintln!("host killed -> old state in force again: {:?}", start.elapsed());
+    s.page_later("window.again = confirm('Held again?')").await?;
+    let held = s.held(1).await?;
+    assert_eq!(held[0]["message"], "Held again?");
+    answer(&s, json!({"accept": true})).await?;
+    assert_eq!(s.page.eval("window.again").await?, json!(true));
     Ok(())
 }
 
@@ -271,7 +281,6 @@ async fn a_policy_set_right_after_a_rule_fired_is_the_one_in_force() -> anyhow::
         s.policy(if accept { "auto_accept" } else { "auto_dismiss" }, 10).await?;
         let got = s.page_value("confirm('policy')").await?;
         if got != json!(accept) {
-            tokio::time::sleep(Duration::from_millis(300)).await;
             anyhow::bail!("round {i}: the policy just set must answer, got {got}: {}", s.dialogs().await?);
         }
     }

@@ -52,10 +52,20 @@ async fn a_synthetic_click_on_the_switch_does_nothing() -> anyhow::Result<()> {
     let s = Session::start().await?;
     let url = format!("chrome-extension://{}/popup.html", s.browser.art.extension_id);
     let popup = s.browser.new_page(&url).await?;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    popup.eval("document.querySelector('#pilot').click()").await?;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let start = std::time::Instant::now();
+    while popup.eval("document.readyState === 'complete' && !!document.querySelector('#pilot')").await? != json!(true) {
+        anyhow::ensure!(start.elapsed() < std::time::Duration::from_secs(10), "popup did not render");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    // A trusted click toggles the box and fires `change` before click() returns; a scripted
+    // one must do neither.
+    let after = popup
+        .eval(
+            "(() => { const box = document.querySelector('#pilot'); let changed = false; \
+             box.addEventListener('change', () => { changed = true; }); box.click(); return [box.checked, changed]; })()",
+        )
+        .await?;
+    assert_eq!(after, json!([false, false]));
     assert_eq!(popup.eval("chrome.storage.local.get('pilot').then((r) => r.pilot === true)").await?, json!(false));
-    assert_eq!(popup.eval("document.querySelector('#pilot').checked").await?, json!(false));
     Ok(())
 }

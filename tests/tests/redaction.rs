@@ -23,7 +23,12 @@ async fn secrets_never_leave_the_host_unredacted() -> anyhow::Result<()> {
     assert_eq!(d["redacted"], json!(["email", "password", "card_number", "employee_id"]));
     let logs = s.agent.ok("observe", json!({"what": "logs"})).await?;
     let popup = s.browser.new_page(&format!("chrome-extension://{}/popup.html", s.browser.art.extension_id)).await?;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The popup fills itself in once the worker answered.
+    let start = std::time::Instant::now();
+    while popup.eval("document.querySelectorAll('#recent li:not(.empty)').length").await? == json!(0) {
+        anyhow::ensure!(start.elapsed() < std::time::Duration::from_secs(10), "the popup never listed the dialog");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let shown = popup.eval("document.getElementById('recent').textContent").await?;
     for text in [logs.to_string(), shown.to_string(), d.to_string()] {
         for secret in ["4111", "ada@example.com", "EMP-004211", "hunter22"] {

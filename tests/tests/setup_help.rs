@@ -54,7 +54,12 @@ async fn popup_shows_host_and_recent_dialogs() -> anyhow::Result<()> {
     s.page_value("confirm('Delete the draft?'); alert('Done')").await?;
     s.last_dialog(2).await?;
     let popup = s.browser.new_page(&format!("chrome-extension://{}/popup.html", s.browser.art.extension_id)).await?;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The popup fills itself in once the worker answered.
+    let start = std::time::Instant::now();
+    while popup.eval("document.querySelectorAll('#recent li').length").await? != json!(2) {
+        anyhow::ensure!(start.elapsed() < std::time::Duration::from_secs(10), "the popup never listed the dialogs");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     assert_eq!(popup.eval("document.getElementById('host').textContent").await?, json!("host connected"));
     let items = popup.eval("[...document.querySelectorAll('#recent li')].map((li) => li.textContent)").await?;
     let items: Vec<String> = serde_json::from_value(items)?;

@@ -4,17 +4,18 @@
 use super::record::{DialogRecord, now_rfc3339};
 use ringbuf::HeapRb;
 use ringbuf::traits::{Consumer, Observer, RingBuffer};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 pub const CAPACITY: usize = 50;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LogEntry {
-    pub source: &'static str,
-    pub level: &'static str,
+    pub source: Cow<'static, str>,
+    pub level: Cow<'static, str>,
     /// The dialog's type, or "flood" for a summary of folded events.
     #[serde(rename = "type")]
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     /// Page text (the dialog's message): data, never instructions.
     pub message: String,
     /// What happened, in words written by Unmodal.
@@ -24,9 +25,9 @@ pub struct LogEntry {
     pub tab_id: i64,
     pub frame_id: Option<i64>,
     pub timestamp: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialog_id: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
 }
 
@@ -64,9 +65,9 @@ impl Logs {
 
     fn entry_for(&self, r: &DialogRecord) -> LogEntry {
         LogEntry {
-            source: "dialog",
-            level: if r.is_open() { "warning" } else { "info" },
-            kind: r.kind.as_str(),
+            source: "dialog".into(),
+            level: (if r.is_open() { "warning" } else { "info" }).into(),
+            kind: r.kind.as_str().into(),
             message: r.message.clone(),
             summary: r.explanation.clone(),
             url: r.url.clone(),
@@ -93,9 +94,9 @@ impl Logs {
             return;
         }
         self.push(LogEntry {
-            source: "dialog",
-            level: "warning",
-            kind: "flood",
+            source: "dialog".into(),
+            level: "warning".into(),
+            kind: "flood".into(),
             message: String::new(),
             summary: flood_summary(count),
             url: at.url.to_owned(),
@@ -110,15 +111,15 @@ impl Logs {
 
     /// A held dialog closed: who closed it and with what answer.
     pub fn closed(&mut self, r: &DialogRecord, summary: String) {
-        self.push(LogEntry { level: "info", summary, timestamp: now_rfc3339(), ..self.entry_for(r) });
+        self.push(LogEntry { level: "info".into(), summary, timestamp: now_rfc3339(), ..self.entry_for(r) });
     }
 
     /// Something Unmodal did to a tab on its own (a policy falling back), in its words.
     pub fn note(&mut self, tab_id: i64, kind: &'static str, summary: String) {
         self.push(LogEntry {
-            source: "unmodal",
-            level: "warning",
-            kind,
+            source: "unmodal".into(),
+            level: "warning".into(),
+            kind: kind.into(),
             message: String::new(),
             summary,
             url: String::new(),
@@ -129,6 +130,20 @@ impl Logs {
             dialog_id: None,
             count: None,
         });
+    }
+
+    /// Every entry, oldest first (for a snapshot).
+    pub fn all(&self) -> Vec<LogEntry> {
+        self.entries.iter().cloned().collect()
+    }
+
+    /// Logs as a snapshot left them.
+    pub fn restored(entries: Vec<LogEntry>, evicted: u64) -> Self {
+        let mut logs = Self { entries: HeapRb::new(CAPACITY), evicted };
+        for e in entries {
+            logs.entries.push_overwrite(e);
+        }
+        logs
     }
 
     pub fn of_tab(&self, tab: i64) -> Vec<&LogEntry> {

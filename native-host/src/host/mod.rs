@@ -6,6 +6,7 @@ pub mod agent_calls;
 mod explain;
 mod held;
 pub mod logs;
+pub mod persist;
 pub mod policy;
 pub mod protocol;
 pub mod record;
@@ -30,6 +31,13 @@ pub struct Shared {
     to_browser: mpsc::UnboundedSender<ToBrowser>,
     /// Woken after every message from the browser (rule acknowledgements wait on it).
     browser_spoke: Notify,
+    /// The runtime directory (sockets, state files).
+    dir: PathBuf,
+    /// The browser session whose state this host keeps on disk, once `hello` named it,
+    /// and the lock that makes this host its only writer.
+    session: Mutex<Option<(String, std::fs::File)>>,
+    /// Woken when the state changed: the saver writes a snapshot soon after.
+    changed: Notify,
 }
 
 impl Shared {
@@ -46,6 +54,59 @@ impl Shared {
         for m in msgs {
             let _ = self.to_browser.send(m);
         }
+    }
+
+    /// The browser named its session: take over what an earlier host of it left on disk.
+    fn adopt(&self, session: &str, state: &mut State) {
+        if !persist::valid_session(session) {
+            tracing::warn!("hello with an unusable session name; state is kept in memory only");
+            return;
+        }
+        let mut mine = self.session.lock().unwrap_or_else(|e| e.into_inner());
+        if mine.is_some() {
+            return;
+        }
+        // The host before this one may still be writing its last snapshot.
+        let lock = match persist::lock(&self.dir, session, std::time::Duration::from_secs(3)) {
+            Ok(l) => l,
+            Err(e) => {
+                return tracing::error!(error = %e, "another host keeps this browser's state; keeping mine in memory");
+            }
+        };
+        if let Some(snapshot) = persist::load(&self.dir, session) {
+            state.restore(snapshot);
+            tracing::info!(session, "took over the state of the previous host");
+        }
+        *mine = Some((session.to_owned(), lock));
+    }
+
+    /// Writes the state to disk now (when a session is named).
+    fn save(&self) {
+        self.save_locked(&self.state());
+    }
+
+    /// As `save`, for a caller that holds the state's lock.
+    fn save_locked(&self, state: &State) {
+        let Some(session) = self.session.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|s| s.0.clone()) else {
+            return;
+        };
+        let bytes = match serde_json::to_vec(&state.snapshot()) {
+            Ok(b) => b,
+            Err(e) => return tracing::error!(error = %e, "state not encodable"),
+        };
+        if let Err(e) = persist::save(&self.dir, &session, &bytes) {
+            tracing::error!(error = %e, "state not saved");
+        }
+    }
+}
+
+/// Saves the state after it changes; changes that come while a save runs are written by
+/// the next one.
+async fn saver(shared: Arc<Shared>) {
+    loop {
+        shared.changed.notified().await;
+        let s = shared.clone();
+        let _ = tokio::task::spawn_blocking(move || s.save()).await;
     }
 }
 
@@ -82,14 +143,26 @@ async fn serve(origin: &str) -> Result<()> {
         Ok(r) => state.redactor = r,
         Err(e) => tracing::error!(error = %e, "redaction config unreadable; using the built-in patterns"),
     }
+    persist::remove_stale(&dir);
     let (tx, rx) = mpsc::unbounded_channel();
-    let shared = Arc::new(Shared { state: Mutex::new(state), to_browser: tx, browser_spoke: Notify::new() });
+    let shared = Arc::new(Shared {
+        state: Mutex::new(state),
+        to_browser: tx,
+        browser_spoke: Notify::new(),
+        dir,
+        session: Mutex::new(None),
+        changed: Notify::new(),
+    });
     tokio::spawn(write_to_browser(rx));
     tokio::spawn(socket::accept(listener, shared.clone()));
-    tokio::select! {
+    tokio::spawn(saver(shared.clone()));
+    let end = tokio::select! {
         r = read_from_browser(shared.clone()) => r,
         _ = terminated() => Ok(()),
-    }
+    };
+    // The next host of this browser session starts from here.
+    shared.save();
+    end
 }
 
 async fn terminated() {
@@ -148,11 +221,20 @@ async fn read_from_browser(shared: Arc<Shared>) -> Result<()> {
                 continue;
             }
         };
+        // What the agent acts on must be on disk before it can see it: a held dialog, a
+        // policy's fall-back. Reports, which can come in floods, are saved right after.
+        let urgent = msg.must_be_saved_first();
         let armed = {
             let mut state = shared.state();
+            if let FromBrowser::Hello { session: Some(session), .. } = &msg {
+                shared.adopt(session, &mut state);
+            }
             match state.on_browser(msg) {
                 Ok(msgs) => shared.send(&state, msgs),
                 Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
+            }
+            if urgent {
+                shared.save_locked(&state);
             }
             std::mem::take(&mut state.armed)
         };
@@ -160,6 +242,7 @@ async fn read_from_browser(shared: Arc<Shared>) -> Result<()> {
             tokio::spawn(watchdog(shared.clone(), id, after));
         }
         shared.browser_spoke.notify_waiters();
+        shared.changed.notify_one();
     }
 }
 
@@ -172,4 +255,5 @@ async fn watchdog(shared: Arc<Shared>, id: u64, after: std::time::Duration) {
         tracing::info!(dialog = id, "watchdog dismissed a held dialog");
     }
     shared.send(&state, msgs);
+    shared.changed.notify_one();
 }

@@ -9,10 +9,10 @@ use super::record::{self, now_rfc3339};
 use super::state::{Delivery, State};
 use crate::api::{DEFAULT_TIMEOUT_S, PolicyCall};
 use crate::reply::ToolError;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TabPolicy {
     pub policy: Policy,
     pub timeout_s: u32,
@@ -26,7 +26,7 @@ impl Default for TabPolicy {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fallback {
     pub from: Policy,
     pub reason: String,
@@ -42,6 +42,9 @@ pub struct PolicyView {
     pub fallback: Option<Fallback>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The tab confirmed the newest config and, unless `auto`, has the debugger session the
+    /// policy needs (false for a moment after a change, or while a new host takes over).
+    pub in_force: bool,
 }
 
 /// `configure`'s answer.
@@ -128,11 +131,17 @@ impl State {
 
     pub fn policy_view(&self, tab: i64) -> Option<PolicyView> {
         let p = self.policies.get(&tab)?;
+        let sent = self.sent_rev.get(&tab).copied().unwrap_or(0);
+        let in_force = self.delivery(tab, sent).is_some_and(|d| match p.policy {
+            Policy::Auto => d.delivered,
+            _ => d.debugger_attached,
+        });
         Some(PolicyView {
             policy: p.policy,
             timeout_s: p.timeout_s,
             fallback: p.fallback.clone(),
             message: p.fallback.as_ref().map(|f| explain::fallback(f.from, &f.reason)),
+            in_force,
         })
     }
 }

@@ -18,6 +18,13 @@ pub enum FromBrowser {
         version: Option<String>,
         #[serde(default)]
         pilot: bool,
+        /// Names this browser session (it outlives service worker restarts): a host it
+        /// starts takes over the state an earlier one left (`persist.rs`).
+        #[serde(default)]
+        session: Option<String>,
+        /// Names this service worker instance, whose reports are numbered (`n`).
+        #[serde(default)]
+        worker: Option<String>,
     },
     /// The human flipped the AI Web Pilot switch.
     Pilot { on: bool },
@@ -34,6 +41,9 @@ pub enum FromBrowser {
         #[serde(flatten)]
         from: Source,
         count: u64,
+        /// The worker's number for this report (see `Resume`).
+        #[serde(default)]
+        n: Option<u64>,
     },
     /// A tab took config revision `rev` (or could not).
     ConfigAck(ConfigAck),
@@ -54,6 +64,12 @@ pub enum FromBrowser {
 impl FromBrowser {
     pub fn parse(frame: &[u8]) -> Result<Self, serde_json::Error> {
         serde_json::from_slice(frame)
+    }
+
+    /// Whether the state it leaves must be on disk before anyone can act on it (rare
+    /// messages); the rest is saved right after.
+    pub fn must_be_saved_first(&self) -> bool {
+        matches!(self, Self::Held(_) | Self::HeldClosed(_) | Self::DebuggerDetached { .. } | Self::ConfigAck(_))
     }
 }
 
@@ -77,6 +93,9 @@ pub struct DialogReport {
     #[serde(flatten)]
     pub from: Source,
     pub report: PageReport,
+    /// The worker's number for this report (see `ToBrowser::Resume`).
+    #[serde(default)]
+    pub n: Option<u64>,
 }
 
 /// What the page hook says about one dialog (`manifest/inject/40-dialogs.js`). Page-made:
@@ -198,6 +217,9 @@ pub enum ToBrowser {
         /// The tab's policy needs a debugger session (the extension also needs the pilot on).
         debugger: bool,
     },
+    /// The answer to `Hello`: the newest report of this worker the host has (0: none). The
+    /// worker sends again what is newer; the host drops what it already had.
+    Resume { upto: u64 },
     /// The answer to a held dialog; the extension reports `AnswerResult`.
     Answer {
         tab_id: i64,
@@ -234,11 +256,15 @@ impl State {
     /// message was refused (nothing changed).
     pub fn on_browser(&mut self, msg: FromBrowser) -> Result<Vec<ToBrowser>, String> {
         match msg {
-            FromBrowser::Hello { version, pilot } => {
+            FromBrowser::Hello { version, pilot, worker, .. } => {
                 self.extension_version = version;
                 self.pilot = pilot;
+                let upto = self.reports_seen.upto_for(worker.as_deref());
+                self.worker = worker;
                 let tabs: Vec<i64> = self.configured_tabs().collect();
-                Ok(tabs.into_iter().map(|tab| self.config_message(tab)).collect())
+                let mut out: Vec<ToBrowser> = tabs.into_iter().map(|tab| self.config_message(tab)).collect();
+                out.push(ToBrowser::Resume { upto });
+                Ok(out)
             }
             FromBrowser::Pilot { on } => {
                 self.pilot = on;
@@ -248,8 +274,10 @@ impl State {
                 self.set_tabs(tabs, tracked);
                 Ok(Vec::new())
             }
+            FromBrowser::Dialog(m) if self.seen_before(m.n) => Ok(Vec::new()),
             FromBrowser::Dialog(m) => self.on_dialog(m),
-            FromBrowser::Folded { from, count } => {
+            FromBrowser::Folded { n, .. } if self.seen_before(n) => Ok(Vec::new()),
+            FromBrowser::Folded { from, count, .. } => {
                 self.on_folded(&from, count);
                 Ok(Vec::new())
             }
@@ -271,12 +299,13 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ringbuf::traits::Observer;
     use serde_json::json;
 
     /// One message of each kind, as the extension sends it.
     fn samples() -> Vec<serde_json::Value> {
         vec![
-            json!({"type":"hello","version":"0.1.0","pilot":true}),
+            json!({"type":"hello","version":"0.1.0","pilot":true,"session":"a1b2c3d4e5f6"}),
             json!({"type":"pilot","on":false}),
             json!({"type":"tabs","tracked":null,"tabs":[{"id":1,"url":"http://a/"}]}),
             json!({"type":"dialog","tab_id":1,"frame_id":0,"document_id":"d","url":"u","page_url":"p",
@@ -327,6 +356,7 @@ mod tests {
             ToBrowser::recorded(&crate::host::record::tests::record()),
             ToBrowser::Config { tab_id: 1, rev: 1, config: String::new(), debugger: false },
             ToBrowser::Answer { tab_id: 1, hold: 1, accept: true, text: None },
+            ToBrowser::Resume { upto: 0 },
         ];
         for m in sent {
             let v = serde_json::to_value(&m).unwrap();
@@ -352,6 +382,33 @@ mod tests {
             assert!(FromBrowser::parse(m.to_string().as_bytes()).is_err(), "{m}");
         }
         assert!(FromBrowser::parse(b"\xff\x00").is_err());
+    }
+
+    #[test]
+    fn reports_sent_again_are_recorded_once() {
+        let mut s = State::new();
+        let hello = |w: &str| json!({"type":"hello","pilot":true,"worker":w});
+        let report = |n: u64| {
+            json!({"type":"dialog","tab_id":1,"n":n,"report":{"seq":n,"phase":"decided",
+            "kind":"alert","message":"m","decided_by":"default_policy","rules_loaded":true,"accepted":true}})
+        };
+        let feed =
+            |s: &mut State, v: serde_json::Value| s.on_browser(FromBrowser::parse(v.to_string().as_bytes()).unwrap());
+        assert_eq!(feed(&mut s, hello("w1")).unwrap(), vec![ToBrowser::Resume { upto: 0 }]);
+        for n in [1, 2, 3] {
+            feed(&mut s, report(n)).unwrap();
+        }
+        // A new host of the same worker (restored from disk) says how far it got; the
+        // worker sends 2 and 3 again anyway (it could not know): nothing is doubled.
+        assert_eq!(feed(&mut s, hello("w1")).unwrap(), vec![ToBrowser::Resume { upto: 3 }]);
+        for n in [2, 3, 4] {
+            feed(&mut s, report(n)).unwrap();
+        }
+        assert_eq!(s.history.occupied_len(), 4);
+        // Another worker (the old one stopped) numbers from 1 again.
+        assert_eq!(feed(&mut s, hello("w2")).unwrap(), vec![ToBrowser::Resume { upto: 0 }]);
+        feed(&mut s, report(1)).unwrap();
+        assert_eq!(s.history.occupied_len(), 5);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The records the host keeps of dialogs (history and held), and who decides and closes
 //! them. Page text in a record is already cut and redacted.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 use unmodal_engine::DialogKind;
 
@@ -10,7 +10,7 @@ pub const MAX_MESSAGE_CHARS: usize = 4096;
 
 /// Who answered a dialog, or who closed it. The page reports the first four (the engine's
 /// own `DecidedBy`); the rest happen to dialogs held open for the agent.
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum DecidedBy {
     /// An auto-response the agent set up.
@@ -41,7 +41,7 @@ impl From<unmodal_engine::DecidedBy> for DecidedBy {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum DialogState {
     /// A native dialog is showing (pilot off, or held for the agent).
@@ -49,7 +49,7 @@ pub enum DialogState {
     Closed,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DialogRecord {
     /// What `interact {dialog_id}` names.
     #[serde(rename = "dialog_id")]
@@ -66,7 +66,7 @@ pub struct DialogRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_text: Option<String>,
     /// What redaction removed from the texts above (e.g. "email", "card_number").
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redacted: Vec<String>,
     pub decided_by: DecidedBy,
     pub closed_by: Option<DecidedBy>,
@@ -84,7 +84,8 @@ pub struct DialogRecord {
     /// The extension's frame id (0: top); null for a held dialog in a subframe.
     pub frame_id: Option<i64>,
     pub timestamp: String,
-    /// Pairs a native dialog's open and close reports (page reports only).
+    /// Pairs a native dialog's open and close reports (page reports only; not kept across
+    /// a host restart).
     #[serde(skip)]
     pub key: Option<DocSeq>,
 }

@@ -64,7 +64,12 @@ async fn connection(stream: UnixStream, shared: Arc<Shared>) {
 async fn handle(shared: &Shared, line: &[u8]) -> Result<Value, ToolError> {
     let req: Request = serde_json::from_slice(line)
         .map_err(|e| ToolError::new(ErrorCode::BadRequest, format!("not a request: {e}")))?;
+    let changes = matches!(req.tool, Tool::Interact | Tool::Configure);
     let mut reply = run(shared, req).await;
+    if changes {
+        // On disk before the agent hears it took effect.
+        shared.save();
+    }
     // While a dialog is held open, every answer says so (an agent must never be left
     // guessing why the page stopped).
     if let Some(note) = shared.state().blocking_note() {

@@ -43,22 +43,41 @@ pub struct Tab {
     pub active: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rule {
     #[serde(rename = "rule_id")]
     pub id: u32,
-    #[serde(rename = "dialog_type", serialize_with = "target_name")]
+    #[serde(rename = "dialog_type", serialize_with = "target_name", deserialize_with = "target_of")]
     pub target: RuleTarget,
     pub accept: bool,
     pub once: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
+    #[serde(rename = "match", default, skip_serializing_if = "MatchArg::is_empty")]
     pub matcher: MatchArg,
 }
 
 fn target_name<S: serde::Serializer>(t: &RuleTarget, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(t.as_str())
+}
+
+fn target_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<RuleTarget, D::Error> {
+    let name = String::deserialize(d)?;
+    RuleTarget::parse(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown dialog type `{name}`")))
+}
+
+/// The newest numbered report the host recorded, and from which service worker.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ReportsSeen {
+    pub worker: String,
+    pub upto: u64,
+}
+
+impl ReportsSeen {
+    /// How far the reports of `worker` got (0 for another worker).
+    pub fn upto_for(&self, worker: Option<&str>) -> u64 {
+        if worker == Some(self.worker.as_str()) { self.upto } else { 0 }
+    }
 }
 
 /// The extension's answer to a config message.
@@ -79,17 +98,19 @@ pub struct State {
     pub tabs: Vec<Tab>,
     pub tracked: Option<i64>,
     pub rules: HashMap<i64, Vec<Rule>>,
-    next_rule_id: u32,
+    pub(super) next_rule_id: u32,
     pub history: HeapRb<DialogRecord>,
     pub evicted: u64,
     /// Ids of dialogs that want the agent's attention: open native dialogs, and dialogs the
     /// default policy answered that the agent has not acknowledged yet.
     pub pending: VecDeque<u64>,
-    next_record_id: u64,
+    pub(super) next_record_id: u64,
     /// Every config message carries a revision; the extension acknowledges it per tab once
     /// the tab's frames hold it, so a setup can answer only when it is in force.
-    config_rev: u64,
+    pub(super) config_rev: u64,
     pub delivered: HashMap<i64, Delivery>,
+    /// The newest config revision sent to each tab.
+    pub sent_rev: HashMap<i64, u64>,
     /// Per tab, when not the default: the dialog policy and its watchdog.
     pub policies: HashMap<i64, TabPolicy>,
     /// Dialogs the debugger session holds open; they join the history when they close.
@@ -100,6 +121,9 @@ pub struct State {
     pub folded: HashMap<i64, u64>,
     pub logs: Logs,
     pub redactor: Redactor,
+    /// The service worker on the other end of the port (from its `hello`).
+    pub worker: Option<String>,
+    pub reports_seen: ReportsSeen,
 }
 
 impl Default for State {
@@ -123,12 +147,15 @@ impl State {
             next_record_id: 1,
             config_rev: 0,
             delivered: HashMap::new(),
+            sent_rev: HashMap::new(),
             policies: HashMap::new(),
             held: Vec::new(),
             armed: Vec::new(),
             folded: HashMap::new(),
             logs: Logs::default(),
             redactor: Redactor::default(),
+            worker: None,
+            reports_seen: ReportsSeen::default(),
         }
     }
 
@@ -139,6 +166,7 @@ impl State {
         let open = |id: &i64| tabs.iter().any(|t| t.id == *id);
         self.rules.retain(|id, _| open(id));
         self.delivered.retain(|id, _| open(id));
+        self.sent_rev.retain(|id, _| open(id));
         self.policies.retain(|id, _| open(id));
         self.tracked = tracked;
         self.tabs = tabs;
@@ -208,6 +236,7 @@ impl State {
     pub fn config_message(&mut self, tab: i64) -> ToBrowser {
         let policy = self.policy_of(tab).policy;
         self.config_rev += 1;
+        self.sent_rev.insert(tab, self.config_rev);
         ToBrowser::Config {
             tab_id: tab,
             rev: self.config_rev,
@@ -242,6 +271,21 @@ impl State {
     }
 
     // ---- Records ----
+
+    /// Whether the numbered report `n` of the current worker was recorded already (a worker
+    /// sends again what a host may have missed); notes it as recorded otherwise.
+    pub(super) fn seen_before(&mut self, n: Option<u64>) -> bool {
+        let (Some(n), Some(worker)) = (n, self.worker.as_deref()) else { return false };
+        if self.reports_seen.worker == worker {
+            if n <= self.reports_seen.upto {
+                return true;
+            }
+            self.reports_seen.upto = n;
+        } else {
+            self.reports_seen = ReportsSeen { worker: worker.to_owned(), upto: n };
+        }
+        false
+    }
 
     pub(super) fn next_id(&mut self) -> u64 {
         let id = self.next_record_id;
@@ -325,8 +369,9 @@ pub(super) mod tests {
         let mut s = State::new();
         s.add_rule(4, RuleTarget::All, true, false, None, MatchArg::default()).unwrap();
         let out = feed(&mut s, json!({"type":"hello","version":"1","pilot":true})).unwrap();
-        assert_eq!(out.len(), 1);
+        assert_eq!(out.len(), 2);
         assert_eq!(out[0].config_rev(), Some((4, 1)));
+        assert_eq!(out[1], ToBrowser::Resume { upto: 0 });
         assert!(s.pilot);
     }
 

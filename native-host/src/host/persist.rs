@@ -1,0 +1,246 @@
+//! The state of record on disk, so a host that dies (killed, crashed, or ended with its
+//! service worker) hands everything to the one the browser starts next: rules, policies,
+//! the history, the logs. One file per browser session (the extension names the session in
+//! `hello`), private to the user like the sockets, written whole and renamed into place.
+
+use super::logs::{LogEntry, Logs};
+use super::policy::TabPolicy;
+use super::record::{DecidedBy, DialogRecord, DialogState};
+use super::state::{ReportsSeen, Rule, State, Tab};
+use ringbuf::traits::{Consumer, RingBuffer};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+const FORMAT: u32 = 1;
+/// Files of browser sessions older than this are removed when a host starts.
+const STALE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+#[derive(Serialize, Deserialize)]
+pub struct Snapshot {
+    format: u32,
+    tabs: Vec<Tab>,
+    tracked: Option<i64>,
+    rules: HashMap<i64, Vec<Rule>>,
+    next_rule_id: u32,
+    policies: HashMap<i64, TabPolicy>,
+    history: Vec<DialogRecord>,
+    evicted: u64,
+    pending: VecDeque<u64>,
+    next_record_id: u64,
+    config_rev: u64,
+    /// Dialogs held open when the snapshot was taken.
+    held: Vec<DialogRecord>,
+    folded: HashMap<i64, u64>,
+    logs: Vec<LogEntry>,
+    logs_evicted: u64,
+    reports_seen: ReportsSeen,
+}
+
+/// A browser session's name as the extension gives it: short, letters and digits only (it
+/// becomes part of a file name).
+pub fn valid_session(id: &str) -> bool {
+    (8..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+pub fn path(dir: &Path, session: &str) -> PathBuf {
+    dir.join(format!("state-{session}.json"))
+}
+
+impl State {
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            format: FORMAT,
+            tabs: self.tabs.clone(),
+            tracked: self.tracked,
+            rules: self.rules.clone(),
+            next_rule_id: self.next_rule_id,
+            policies: self.policies.clone(),
+            history: self.history.iter().cloned().collect(),
+            evicted: self.evicted,
+            pending: self.pending.clone(),
+            next_record_id: self.next_record_id,
+            config_rev: self.config_rev,
+            held: self.held.iter().map(|h| h.record.clone()).collect(),
+            folded: self.folded.clone(),
+            logs: self.logs.all(),
+            logs_evicted: self.logs.evicted,
+            reports_seen: self.reports_seen.clone(),
+        }
+    }
+
+    /// Takes over what a previous host of this browser session left. Dialogs it held open
+    /// are closed: the extension dismissed them when that host went away.
+    pub fn restore(&mut self, s: Snapshot) {
+        self.tabs = s.tabs;
+        self.tracked = s.tracked;
+        self.rules = s.rules;
+        self.next_rule_id = s.next_rule_id.max(1);
+        self.policies = s.policies;
+        self.evicted = s.evicted;
+        self.pending = s.pending;
+        self.next_record_id = s.next_record_id.max(1);
+        self.config_rev = s.config_rev;
+        self.folded = s.folded;
+        self.logs = Logs::restored(s.logs, s.logs_evicted);
+        self.reports_seen = s.reports_seen;
+        self.history.clear();
+        for rec in s.history {
+            self.history.push_overwrite(rec);
+        }
+        for mut rec in s.held {
+            rec.state = DialogState::Closed;
+            rec.closed_by = Some(DecidedBy::Remote);
+            rec.explanation += " Unmodal's host stopped while it was held open; the extension dismissed it.";
+            self.remember(rec);
+        }
+    }
+}
+
+/// The snapshot a previous host left for this browser session, if any. A file that cannot
+/// be read is reported and left aside (renamed), never trusted half.
+pub fn load(dir: &Path, session: &str) -> Option<Snapshot> {
+    let file = path(dir, session);
+    let bytes = match std::fs::read(&file) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            tracing::error!(file = %file.display(), error = %e, "cannot read the previous host's state");
+            return None;
+        }
+    };
+    match serde_json::from_slice::<Snapshot>(&bytes) {
+        Ok(s) if s.format == FORMAT => Some(s),
+        Ok(s) => {
+            tracing::warn!(format = s.format, "state file of another format; starting empty");
+            None
+        }
+        Err(e) => {
+            tracing::error!(file = %file.display(), error = %e, "state file unreadable; set aside, starting empty");
+            let _ = std::fs::rename(&file, file.with_extension("json.bad"));
+            None
+        }
+    }
+}
+
+/// Holds the session's lock for as long as the returned file lives: the host that holds it
+/// is the one that writes the session's state. A new host waits (up to `wait`) for the one
+/// before it to finish its last save and exit; the lock goes with the process, however it
+/// ends.
+pub fn lock(dir: &Path, session: &str, wait: Duration) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(dir.join(format!("state-{session}.lock")))?;
+    let start = std::time::Instant::now();
+    loop {
+        // SAFETY: a valid open descriptor; flock has no other preconditions.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(file);
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::WouldBlock || start.elapsed() > wait {
+            return Err(err);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Writes the snapshot: to a private temporary file, then renamed over the old one, so a
+/// reader never sees half a file.
+pub fn save(dir: &Path, session: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let file = path(dir, session);
+    let tmp = file.with_extension(format!("json.{}.tmp", std::process::id()));
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+    f.write_all(bytes)?;
+    std::fs::rename(&tmp, &file)
+}
+
+/// Removes the state files of browser sessions long gone.
+pub fn remove_stale(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let now = SystemTime::now();
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let old =
+            e.metadata().and_then(|m| m.modified()).is_ok_and(|t| now.duration_since(t).unwrap_or_default() > STALE);
+        if name.starts_with("state-") && name.ends_with(".json") && old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::tests::feed;
+    use super::*;
+    use crate::api::{MatchArg, PolicyCall};
+    use serde_json::json;
+    use std::os::unix::fs::PermissionsExt;
+    use unmodal_engine::{DialogKind, Policy, RuleTarget};
+
+    #[test]
+    fn a_new_host_takes_over_rules_policies_history_and_logs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut old = State::new();
+        feed(&mut old, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
+        let rule =
+            old.add_rule(3, RuleTarget::One(DialogKind::Confirm), true, false, None, MatchArg::default()).unwrap();
+        old.configure(PolicyCall { tab: Some(3), policy: Policy::MustRespond, timeout_s: 30 }).unwrap();
+        feed(
+            &mut old,
+            json!({"type":"dialog","tab_id":3,"report":{"seq":1,"phase":"decided","kind":"alert","message":"hi",
+                "decided_by":"default_policy","rules_loaded":true,"accepted":true}}),
+        )
+        .unwrap();
+        feed(&mut old, json!({"type":"held","tab_id":3,"hold":1,"kind":"prompt","message":"Name?"})).unwrap();
+        save(dir.path(), "session01", &serde_json::to_vec(&old.snapshot()).unwrap()).unwrap();
+        let mode = std::fs::metadata(path(dir.path(), "session01")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "private to the user");
+
+        let mut new = State::new();
+        new.restore(load(dir.path(), "session01").unwrap());
+        assert_eq!(new.rules_of(3), old.rules_of(3));
+        assert_eq!(new.policy_of(3).policy, Policy::MustRespond);
+        assert_eq!(new.history.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["hi", "Name?"]);
+        let held = new.history.iter().last().unwrap();
+        assert_eq!((held.state, held.closed_by), (DialogState::Closed, Some(DecidedBy::Remote)));
+        assert!(new.held.is_empty());
+        assert_eq!(new.logs.of_tab(3).len(), old.logs.of_tab(3).len());
+        // Ids go on where the old host stopped.
+        let next = new.add_rule(3, RuleTarget::All, true, true, None, MatchArg::default()).unwrap();
+        assert!(next.id > rule.id);
+        let out = feed(&mut new, json!({"type":"hello","version":"1","pilot":true})).unwrap();
+        assert_eq!(out.iter().filter(|m| m.config_rev().is_some()).count(), 1, "the tab's config goes out again");
+    }
+
+    #[test]
+    fn one_host_holds_a_session_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = lock(dir.path(), "session03", Duration::ZERO).unwrap();
+        assert!(lock(dir.path(), "session03", Duration::from_millis(30)).is_err(), "held by the first");
+        assert!(lock(dir.path(), "session04", Duration::ZERO).is_ok(), "another session is free");
+        drop(first);
+        assert!(lock(dir.path(), "session03", Duration::ZERO).is_ok(), "free once the first is gone");
+    }
+
+    #[test]
+    fn bad_files_are_set_aside_and_names_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(path(dir.path(), "session02"), b"{not json").unwrap();
+        assert!(load(dir.path(), "session02").is_none());
+        assert!(path(dir.path(), "session02").with_extension("json.bad").exists());
+        assert!(load(dir.path(), "nobody00").is_none());
+        assert!(valid_session("a1b2c3d4e5"));
+        for bad in ["", "short", "../../etc/x", "with space1", &"x".repeat(65)] {
+            assert!(!valid_session(bad), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Parts of Unmodal stop and start again while the agent works: the host killed, the
+//! extension's service worker stopped by the browser, `unmodal mcp` restarted, two MCP
+//! clients at once. Rules, policies and the history come back; nothing answered is lost.
+
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use unmodal_e2e::{Agent, Reply, Session};
+
+const PAGE: &str = "<!doctype html><title>work</title><p>work</p>";
+
+/// A session with the pilot on, a rule that accepts every confirm, and some history.
+async fn working_session() -> anyhow::Result<Session> {
+    let s = Session::start().await?;
+    s.open("/work", PAGE, &[]).await?;
+    s.enable_pilot().await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+        .await?;
+    assert_eq!(s.page_value("[confirm('one?'), alert('two'), prompt('three?')]").await?, json!([true, null, null]));
+    s.last_dialog(3).await?;
+    Ok(s)
+}
+
+fn host_pid(tabs: &Value) -> Value {
+    tabs["browsers"][0]["browser"]["host_pid"].clone()
+}
+
+/// Waits until a host other than `old` answers with the rule and the three dialogs of
+/// `working_session`; returns how long that took.
+async fn state_is_back(s: &Session, old: &Value) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    loop {
+        if let Reply::Ok(tabs) = s.agent.call("observe", json!({"what": "tabs"})).await?
+            && host_pid(&tabs) != *old
+            && !host_pid(&tabs).is_null()
+            && tabs["pilot_enabled"] == true
+            && let Reply::Ok(d) = s.agent.call("observe", json!({"what": "dialogs"})).await?
+        {
+            let messages: Vec<_> =
+                d["recent_dialogs"].as_array().into_iter().flatten().map(|r| &r["message"]).collect();
+            if d["auto_responses"][0]["dialog_type"] == "confirm"
+                && messages.starts_with(&[&json!("one?"), &json!("two"), &json!("three?")])
+            {
+                return Ok(start.elapsed());
+            }
+        }
+        if start.elapsed() > Duration::from_secs(15) {
+            let (t, d) = (s.agent.call("observe", json!({"what": "tabs"})).await?, s.dialogs().await);
+            anyhow::bail!("the state never came back: {t:?} {d:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_host_is_replaced_and_its_state_comes_back() -> anyhow::Result<()> {
+    let s = working_session().await?;
+    let old = host_pid(&s.agent.ok("observe", json!({"what": "tabs"})).await?);
+    let st = std::process::Command::new("kill").args(["-9", &old.to_string()]).status()?;
+    anyhow::ensure!(st.success(), "could not kill host {old}");
+    // While no host runs, the page keeps its rules, and what it reports waits.
+    assert_eq!(s.page_value("confirm('while away?')").await?, json!(true));
+    let took = state_is_back(&s, &old).await;
+    eprintln!("host killed -> state back: {took:?}");
+    took?;
+    let d = s.last_dialog(4).await?;
+    assert_eq!((d["message"].as_str(), d["decided_by"].as_str()), (Some("while away?"), Some("rule")), "{d}");
+    assert_eq!(s.page_value("confirm('after?')").await?, json!(true));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopped_service_worker_comes_back_with_everything_in_force() -> anyhow::Result<()> {
+    let s = working_session().await?;
+    let old = host_pid(&s.agent.ok("observe", json!({"what": "tabs"})).await?);
+    let worker = format!("chrome-extension://{}/background.js", s.browser.art.extension_id);
+    let targets = s.browser.cdp.call(None, "Target.getTargets", json!({})).await?;
+    let id = targets["targetInfos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["type"] == "service_worker" && t["url"] == worker.as_str())
+        .map(|t| t["targetId"].clone())
+        .ok_or_else(|| anyhow::anyhow!("no service worker target"))?;
+    let start = Instant::now();
+    s.browser.cdp.call(None, "Target.closeTarget", json!({"targetId": id})).await?;
+    // The page still has its rules; its report wakes the worker, which starts a new host.
+    assert_eq!(s.page_value("confirm('wakes it?')").await?, json!(true));
+    state_is_back(&s, &old).await?;
+    eprintln!("service worker stopped -> state back: {:?}", start.elapsed());
+    let d = s.last_dialog(4).await?;
+    assert_eq!((d["message"].as_str(), d["decided_by"].as_str()), (Some("wakes it?"), Some("rule")), "{d}");
+    assert_eq!(s.page_value("confirm('after?')").await?, json!(true));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_agents_share_one_state_and_a_restarted_one_finds_it() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/work", PAGE, &[]).await?;
+    s.enable_pilot().await?;
+    let other = Agent::start(&s.browser.art.host, &s.browser.runtime).await?;
+    // One sets up, the other sees it.
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "prompt", "text": "A"}))
+        .await?;
+    let seen = other.ok("interact", json!({"action": "handle_dialog", "status": true})).await?;
+    assert_eq!(seen["auto_responses"][0]["text"], "A", "{seen}");
+    // A dialog held for the agents: the second answers, the first sees who did.
+    s.policy("must_respond", 60).await?;
+    s.page_later("window.got = confirm('Which of you?')").await?;
+    let held = s.held(1).await?;
+    let id = held[0]["dialog_id"].clone();
+    let v = other.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;
+    assert_eq!(v["agent_answer_applied"], true);
+    assert_eq!(s.page.eval("window.got").await?, json!(true));
+    let d = s.last_dialog_where(1, |d| d["state"] == "closed").await?;
+    assert_eq!((d["dialog_id"].clone(), d["closed_by"].as_str()), (id, Some("agent")));
+    // `unmodal mcp` restarted: same state.
+    other.close().await?;
+    let again = Agent::start(&s.browser.art.host, &s.browser.runtime).await?;
+    let v = again.ok("observe", json!({"what": "dialogs"})).await?;
+    assert_eq!(v["recent_dialogs"][0]["message"], "Which of you?");
+    assert_eq!(v["dialog_policy"]["policy"], "must_respond");
+    again.close().await
+}
