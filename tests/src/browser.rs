@@ -34,11 +34,20 @@ pub struct Options {
     pub other_extension: Option<PathBuf>,
     /// The page the browser opens as it starts (default `about:blank`).
     pub start_url: Option<String>,
+    /// More command-line switches for Chromium.
+    pub args: Vec<String>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { extension: true, runtime: None, env: Vec::new(), other_extension: None, start_url: None }
+        Self {
+            extension: true,
+            runtime: None,
+            env: Vec::new(),
+            other_extension: None,
+            start_url: None,
+            args: Vec::new(),
+        }
     }
 }
 
@@ -93,7 +102,8 @@ impl Browser {
             "--remote-debugging-port=0",
             "--window-size=1024,768",
         ])
-        .arg(format!("--user-data-dir={}", profile.path().display()));
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(&opts.args);
         if opts.extension {
             cmd.arg(format!("--load-extension={}", art.extension.display()))
                 .arg(format!("--disable-extensions-except={}", art.extension.display()));
