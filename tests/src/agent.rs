@@ -1,5 +1,6 @@
 //! The agent side: a real MCP client (rmcp) driving `unmodal mcp` over its stdio.
 
+use crate::wait::eventually;
 use anyhow::{Context, Result, bail};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -7,7 +8,9 @@ use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
 use serde_json::Value;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(15);
 
 pub struct Agent {
     client: RunningService<RoleClient, ()>,
@@ -64,36 +67,22 @@ impl Agent {
 
     /// Waits until the browser's host answers and a tab with `url` is the tracked tab.
     pub async fn wait_for_tab(&self, url: &str) -> Result<Value> {
-        let start = Instant::now();
-        let mut last = None;
-        while start.elapsed() < Duration::from_secs(15) {
-            if let Reply::Ok(v) = self.call("observe", serde_json::json!({"what": "tabs"})).await? {
-                let tracked = v["tracked_tab"].as_i64();
-                let tab =
-                    v["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url && t["id"].as_i64() == tracked);
-                if let Some(t) = tab {
-                    return Ok(t.clone());
-                }
-                last = Some(v);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        bail!("tab {url} never became the tracked tab; last view: {last:?}")
+        eventually(LIMIT, &format!("tab {url} becoming the tracked tab"), || async {
+            let v = self.ok("observe", serde_json::json!({"what": "tabs"})).await?;
+            let tracked = v["tracked_tab"].as_i64();
+            let tabs = v["tabs"].as_array().into_iter().flatten();
+            Ok(tabs.into_iter().find(|t| t["url"] == url && t["id"].as_i64() == tracked).cloned())
+        })
+        .await
     }
 
     /// Waits until a tab with `url` is listed (tracked or not); returns its id.
     pub async fn wait_for_tab_listed(&self, url: &str) -> Result<i64> {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(15) {
-            if let Reply::Ok(v) = self.call("observe", serde_json::json!({"what": "tabs"})).await? {
-                let tab = v["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url);
-                if let Some(id) = tab.and_then(|t| t["id"].as_i64()) {
-                    return Ok(id);
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        bail!("tab {url} never appeared")
+        eventually(LIMIT, &format!("tab {url} being listed"), || async {
+            let v = self.ok("observe", serde_json::json!({"what": "tabs"})).await?;
+            Ok(v["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url).and_then(|t| t["id"].as_i64()))
+        })
+        .await
     }
 
     pub async fn close(self) -> Result<()> {

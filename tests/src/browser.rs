@@ -4,12 +4,13 @@
 use crate::artifacts::Artifacts;
 use crate::cdp::Cdp;
 use crate::page::Page;
+use crate::wait::eventually;
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tempfile::TempDir;
 
 pub struct Browser {
@@ -131,16 +132,14 @@ impl Browser {
     /// A broken manifest fails silently; the service worker existing proves it loaded.
     async fn wait_for_service_worker(&self) -> Result<()> {
         let url = format!("chrome-extension://{}/background.js", self.art.extension_id);
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(15) {
+        let started = eventually(Duration::from_secs(15), "the extension's service worker starting", || async {
             let targets = self.cdp.call(None, "Target.getTargets", json!({})).await?;
-            let found = targets["targetInfos"].as_array().into_iter().flatten().any(|t| t["url"] == url.as_str());
-            if found {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok(targets["targetInfos"].as_array().into_iter().flatten().any(|t| t["url"] == url.as_str()).then_some(()))
+        });
+        if let Err(e) = started.await {
+            bail!("{e} (manifest rejected?); log: {}", self.log_tail());
         }
-        bail!("the extension's service worker never started (manifest rejected?); log: {}", self.log_tail())
+        Ok(())
     }
 
     /// The browser's first tab, attached.
@@ -184,15 +183,16 @@ impl Drop for Browser {
 
 async fn devtools_url(profile: &TempDir, log: &std::path::Path) -> Result<String> {
     let file = profile.path().join("DevToolsActivePort");
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(30) {
-        if let Ok(text) = std::fs::read_to_string(&file) {
-            let mut lines = text.lines();
-            if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
-                return Ok(format!("ws://127.0.0.1:{port}{path}"));
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+    let url = eventually(Duration::from_secs(30), "Chromium opening DevTools", || async {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let mut lines = text.lines();
+        Ok(match (lines.next(), lines.next()) {
+            (Some(port), Some(path)) => Some(format!("ws://127.0.0.1:{port}{path}")),
+            _ => None,
+        })
+    });
+    match url.await {
+        Ok(url) => Ok(url),
+        Err(e) => bail!("{e}; its log:\n{}", std::fs::read_to_string(log).unwrap_or_default()),
     }
-    bail!("Chromium did not open DevTools; its log:\n{}", std::fs::read_to_string(log).unwrap_or_default())
 }

@@ -7,9 +7,11 @@ pub mod browser;
 pub mod cdp;
 pub mod page;
 pub mod session;
+pub mod wait;
 pub mod web;
 
 pub use agent::{Agent, Reply};
 pub use browser::{Browser, Options};
 pub use session::{PageCall, Session};
+pub use wait::eventually;
 pub use web::WebServer;

@@ -5,10 +5,14 @@ use crate::agent::Agent;
 use crate::browser::{Browser, Options};
 use crate::cdp;
 use crate::page::Page;
+use crate::wait::eventually;
 use crate::web::WebServer;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// How long a test waits for something that should happen at once.
+const LIMIT: Duration = Duration::from_secs(10);
 
 pub struct Session {
     pub agent: Agent,
@@ -39,6 +43,15 @@ impl Session {
         Ok(Self { agent, page, web, browser })
     }
 
+    /// A session whose tab shows `html` (served at `path`) with the pilot on, as most tests
+    /// start; also the page's URL.
+    pub async fn with_pilot(path: &str, html: &str) -> Result<(Self, String)> {
+        let s = Self::start().await?;
+        let url = s.open(path, html, &[]).await?;
+        s.enable_pilot().await?;
+        Ok((s, url))
+    }
+
     /// Serves `html` at `path`, opens it in the tab, and waits until the host tracks it.
     pub async fn open(&self, path: &str, html: &str, headers: &[(&str, &str)]) -> Result<String> {
         let url = self.web.page(path, html, headers);
@@ -48,42 +61,44 @@ impl Session {
         Ok(url)
     }
 
-    /// Switches AI Web Pilot on the way a human does: opens the popup and clicks the switch.
-    pub async fn enable_pilot(&self) -> Result<()> {
+    /// Opens the extension's popup as a page, once it is laid out (a click's coordinates
+    /// are taken from the final layout).
+    pub async fn open_popup(&self) -> Result<Page> {
         let url = format!("chrome-extension://{}/popup.html", self.browser.art.extension_id);
         let popup = self.browser.new_page(&url).await?;
-        let start = Instant::now();
-        // Layout must be final (stylesheet applied) before the click's coordinates are taken.
-        while popup.eval("document.readyState === 'complete' && !!document.querySelector('#pilot')").await?
-            != json!(true)
-        {
-            if start.elapsed() > Duration::from_secs(10) {
-                bail!("popup did not render");
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        let rendered = "document.readyState === 'complete' && !!document.querySelector('#pilot')";
+        eventually(LIMIT, "the popup rendering", || {
+            let popup = &popup;
+            async move { Ok((popup.eval(rendered).await? == json!(true)).then_some(())) }
+        })
+        .await?;
+        Ok(popup)
+    }
+
+    /// Switches AI Web Pilot on the way a human does: opens the popup and clicks the switch.
+    pub async fn enable_pilot(&self) -> Result<()> {
+        let popup = self.open_popup().await?;
         popup.eval("window.__clicks = []; document.querySelector('#pilot').addEventListener('click', (e) => __clicks.push(e.isTrusted))").await?;
         popup.click("#pilot").await?;
         let stored = "chrome.storage.local.get('pilot').then((r) => r.pilot === true)";
-        while popup.eval(stored).await? != json!(true) {
-            if start.elapsed() > Duration::from_secs(10) {
-                let seen = popup.eval("JSON.stringify([__clicks, document.querySelector('#pilot').checked, document.visibilityState, document.hasFocus()])").await?;
-                bail!("clicking the popup switch did not turn the pilot on: {seen}");
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+        let on = eventually(LIMIT, "the switch turning the pilot on", || {
+            let popup = &popup;
+            async move { Ok((popup.eval(stored).await? == json!(true)).then_some(())) }
+        })
+        .await;
+        if let Err(e) = on {
+            let seen = popup.eval("JSON.stringify([__clicks, document.querySelector('#pilot').checked, document.visibilityState, document.hasFocus()])").await?;
+            bail!("{e} (clicks, checked, visibility, focus: {seen})");
         }
         self.browser.close_page(&popup).await?;
         self.page.bring_to_front().await?;
         let here = self.page.eval("location.href").await?;
         self.agent.wait_for_tab(here.as_str().unwrap_or_default()).await?;
         // The service worker tells the open tabs first, the host last.
-        while self.agent.ok("observe", json!({"what": "tabs"})).await?["pilot_enabled"] != json!(true) {
-            if start.elapsed() > Duration::from_secs(10) {
-                bail!("the host never heard that the pilot is on");
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        Ok(())
+        eventually(LIMIT, "the host hearing that the pilot is on", || async {
+            Ok((self.agent.ok("observe", json!({"what": "tabs"})).await?["pilot_enabled"] == json!(true)).then_some(()))
+        })
+        .await
     }
 
     /// Runs `expr` in the page. If a native dialog opens, the test answers it (accepting,
@@ -132,18 +147,12 @@ impl Session {
     /// Waits until at least `n` dialogs are held open for the agent (as every answer's
     /// `dialogs_blocking` note lists them) and returns them.
     pub async fn held(&self, n: usize) -> Result<Vec<Value>> {
-        let start = Instant::now();
-        loop {
+        eventually(LIMIT, &format!("{n} dialog(s) held open"), || async {
             let v = self.agent.ok("observe", json!({"what": "tabs"})).await?;
             let held = v["dialogs_blocking"]["dialogs"].as_array().cloned().unwrap_or_default();
-            if held.len() >= n {
-                return Ok(held);
-            }
-            if start.elapsed() > Duration::from_secs(10) {
-                bail!("expected {n} held dialogs, have {}: {v}", held.len());
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+            Ok((held.len() >= n).then_some(held))
+        })
+        .await
     }
 
     /// Runs `expr` in the page on a fresh task, so a dialog it opens can stay open.
@@ -167,17 +176,15 @@ impl Session {
 
     /// As `last_dialog`, waiting until the record satisfies `ready` (reports arrive async).
     pub async fn last_dialog_where(&self, count_at_least: usize, ready: impl Fn(&Value) -> bool) -> Result<Value> {
-        let start = Instant::now();
-        loop {
-            let d = self.dialogs().await?;
-            let recent = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
-            if recent.len() >= count_at_least && recent.last().is_some_and(&ready) {
-                return Ok(recent.last().cloned().unwrap_or_default());
-            }
-            if start.elapsed() > Duration::from_secs(10) {
-                bail!("expected {count_at_least} recorded dialogs (the last one complete), have {}: {d}", recent.len());
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        let what = format!("{count_at_least} recorded dialog(s), the last one complete");
+        let found = eventually(LIMIT, &what, || async {
+            let recent = self.dialogs().await?["recent_dialogs"].as_array().cloned().unwrap_or_default();
+            Ok((recent.len() >= count_at_least && recent.last().is_some_and(&ready)).then(|| recent.last().cloned()))
+        })
+        .await;
+        match found {
+            Ok(last) => Ok(last.unwrap_or_default()),
+            Err(e) => bail!("{e}: {}", self.dialogs().await?),
         }
     }
 }

@@ -33,9 +33,7 @@ async fn without_a_browser_every_tool_says_extension_not_connected() -> anyhow::
 
 #[tokio::test(flavor = "multi_thread")]
 async fn status_no_pending_and_invalid_parameters() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    let url = s.open("/api", "<!doctype html><title>api</title>", &[]).await?;
-    s.enable_pilot().await?;
+    let (s, url) = Session::with_pilot("/api", "<!doctype html><title>api</title>").await?;
 
     let status = s.agent.ok("interact", json!({"action": "handle_dialog", "status": true})).await?;
     assert_eq!(status["status"], "ok");

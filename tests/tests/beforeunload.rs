@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 use std::time::Duration;
-use unmodal_e2e::{Session, cdp};
+use unmodal_e2e::{Session, cdp, eventually};
 
 const LISTENER: &str = r#"<!doctype html><title>draft</title><p id=p>editing</p>
 <script>
@@ -35,22 +35,16 @@ async fn leave(s: &Session, to: &str) -> anyhow::Result<Option<String>> {
 }
 
 async fn unload_record(s: &Session) -> anyhow::Result<Value> {
-    let start = std::time::Instant::now();
-    loop {
+    eventually(Duration::from_secs(10), "a beforeunload record", || async {
         let d = s.dialogs().await?;
-        if let Some(r) = d["recent_dialogs"].as_array().into_iter().flatten().find(|r| r["type"] == "beforeunload") {
-            return Ok(r.clone());
-        }
-        anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "no beforeunload record: {d}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        Ok(d["recent_dialogs"].as_array().into_iter().flatten().find(|r| r["type"] == "beforeunload").cloned())
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_a_rule_the_prompt_stands_and_is_reported() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/draft", LISTENER, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/draft", LISTENER).await?;
     s.page.click("#p").await?;
     let away = s.web.page("/away", "<!doctype html><title>away</title>", &[]);
     assert_eq!(leave(&s, &away).await?.as_deref(), Some("beforeunload"));
@@ -63,9 +57,7 @@ async fn without_a_rule_the_prompt_stands_and_is_reported() -> anyhow::Result<()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_accepting_rule_lets_navigation_go_on_and_handlers_still_run() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    let url = s.open("/draft", LISTENER, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, url) = Session::with_pilot("/draft", LISTENER).await?;
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "beforeunload", "once": false}))
         .await?;
@@ -89,9 +81,7 @@ async fn an_accepting_rule_lets_navigation_go_on_and_handlers_still_run() -> any
 
 #[tokio::test(flavor = "multi_thread")]
 async fn legacy_handler_prompts_without_a_rule() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/legacy", ATTRIBUTE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/legacy", ATTRIBUTE).await?;
     s.page.click("#p").await?;
     let away = s.web.page("/away", "<!doctype html><title>away</title>", &[]);
     assert_eq!(leave(&s, &away).await?.as_deref(), Some("beforeunload"));

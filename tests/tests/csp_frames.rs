@@ -1,7 +1,8 @@
 //! Pages that forbid WebAssembly, and frames the page creates itself.
 
 use serde_json::json;
-use unmodal_e2e::Session;
+use std::time::Duration;
+use unmodal_e2e::{Session, eventually};
 
 // The first inline script counts violations; report-uri makes the browser tell the server too.
 const CSP_PAGE: &str = r#"<!doctype html><title>csp</title>
@@ -39,11 +40,10 @@ async fn strict_csp_page_gets_rules_and_sees_no_violation() -> anyhow::Result<()
         "document.head.append(Object.assign(document.createElement('script'), {src: 'http://127.0.0.2:9/marker.js'})); 0",
     )
     .await?;
-    let start = std::time::Instant::now();
-    while s.page_value("violations.length").await? == json!(0) || s.web.hits("/csp-report") < 2 {
-        anyhow::ensure!(start.elapsed() < std::time::Duration::from_secs(10), "the marker probe was never reported");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(10), "the marker's event and report", || async {
+        Ok((s.page_value("violations.length").await? != json!(0) && s.web.hits("/csp-report") >= 2).then_some(()))
+    })
+    .await?;
     let v = s.page_value("violations").await?;
     assert_eq!(v.as_array().map(Vec::len), Some(1), "only the marker: {v}");
     assert!(!v[0].as_str().unwrap_or("").contains("chrome-extension"), "{v}");
@@ -53,9 +53,7 @@ async fn strict_csp_page_gets_rules_and_sees_no_violation() -> anyhow::Result<()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn script_created_about_blank_iframe_is_covered() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/frames", "<!doctype html><title>frames</title><body></body>", &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/frames", "<!doctype html><title>frames</title><body></body>").await?;
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
         .await?;
@@ -78,9 +76,7 @@ async fn script_created_about_blank_iframe_is_covered() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn rules_set_later_reach_existing_same_origin_frames() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/later", "<!doctype html><title>later</title><body></body>", &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/later", "<!doctype html><title>later</title><body></body>").await?;
     // Frames first (one nested in the other), the rule afterwards.
     s.page_value("window.f = document.createElement('iframe'); document.body.append(f); const g = f.contentDocument.createElement('iframe'); f.contentDocument.body.append(g); window.g = g; 1").await?;
     s.agent

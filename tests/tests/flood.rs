@@ -1,16 +1,14 @@
 //! A page that calls alert() in a tight loop never blocks and never floods the agent.
 
 use serde_json::json;
-use std::time::{Duration, Instant};
-use unmodal_e2e::Session;
+use std::time::Duration;
+use unmodal_e2e::{Session, eventually};
 
 const CALLS: u64 = 100_000;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn alert_loop_is_folded_into_an_exact_count_without_growing_memory() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/flood", "<!doctype html><title>flood</title>", &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/flood", "<!doctype html><title>flood</title>").await?;
     let heap = async || -> anyhow::Result<f64> {
         s.page.call("HeapProfiler.collectGarbage", json!({})).await?;
         Ok(s.page.call("Runtime.getHeapUsage", json!({})).await?["usedSize"].as_f64().unwrap_or(0.0))
@@ -30,34 +28,29 @@ async fn alert_loop_is_folded_into_an_exact_count_without_growing_memory() -> an
     let most = 10 + (span_ms / 100.0).ceil() as u64 + 1;
 
     // The host saw at most a burst of reports; the rest arrive as one exact count.
-    let start = Instant::now();
-    loop {
+    let (entries, d, folded, records) = eventually(Duration::from_secs(10), "the counts adding up", || async {
         let logs = s.agent.ok("observe", json!({"what": "logs"})).await?;
         let entries = logs["logs"].as_array().cloned().unwrap_or_default();
         let folded: u64 = entries.iter().filter(|e| e["type"] == "flood").filter_map(|e| e["count"].as_u64()).sum();
-        let reported = entries.iter().filter(|e| e["type"] == "alert").count() as u64;
         let d = s.dialogs().await?;
         let records = d["recent_dialogs"].as_array().map_or(0, Vec::len) as u64 + d["evicted"].as_u64().unwrap_or(0);
-        if folded + records >= CALLS + 100 {
-            assert_eq!(folded + records, CALLS + 100, "every call is counted exactly once: {d}");
-            assert_eq!(d["folded_by_flood_limit"], folded);
-            assert!(records <= most, "{records} reports reached the host in {span_ms:.0} ms (at most {most})");
-            assert_eq!(reported, records, "each report is one log entry");
-            let flood = entries.iter().find(|e| e["type"] == "flood").unwrap();
-            assert_eq!((flood["source"].as_str(), flood["level"].as_str()), (Some("dialog"), Some("warning")));
-            assert!(flood["url"].as_str().unwrap().ends_with("/flood"));
-            return Ok(());
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "counts never added up: folded {folded}, records {records}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        Ok((folded + records >= CALLS + 100).then_some((entries, d, folded, records)))
+    })
+    .await?;
+    let reported = entries.iter().filter(|e| e["type"] == "alert").count() as u64;
+    assert_eq!(folded + records, CALLS + 100, "every call is counted exactly once: {d}");
+    assert_eq!(d["folded_by_flood_limit"], folded);
+    assert!(records <= most, "{records} reports reached the host in {span_ms:.0} ms (at most {most})");
+    assert_eq!(reported, records, "each report is one log entry");
+    let flood = entries.iter().find(|e| e["type"] == "flood").unwrap();
+    assert_eq!((flood["source"].as_str(), flood["level"].as_str()), (Some("dialog"), Some("warning")));
+    assert!(flood["url"].as_str().unwrap().ends_with("/flood"));
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_dialog_is_also_a_log_entry_with_its_origin() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    let url = s.open("/logs", "<!doctype html><title>logs</title><body></body>", &[]).await?;
-    s.enable_pilot().await?;
+    let (s, url) = Session::with_pilot("/logs", "<!doctype html><title>logs</title><body></body>").await?;
     s.page_value("confirm('top?'); const f = document.createElement('iframe'); document.body.append(f); f.contentWindow.prompt('inner?')").await?;
     s.last_dialog(2).await?;
     let logs = s.agent.ok("observe", json!({"what": "logs"})).await?;

@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use unmodal_e2e::artifacts::{self, Artifacts};
-use unmodal_e2e::{Agent, Reply};
+use unmodal_e2e::{Agent, eventually};
 
 fn frame(v: &Value) -> Vec<u8> {
     let body = v.to_string().into_bytes();
@@ -76,14 +76,10 @@ async fn host_survives_bad_frames_and_keeps_its_socket_private() -> anyhow::Resu
     stdin.flush()?;
 
     let agent = Agent::start(&art.host, run.path()).await?;
-    let start = Instant::now();
-    let dialogs = loop {
-        if let Reply::Ok(v) = agent.call("observe", json!({"what": "dialogs"})).await? {
-            break v;
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "host never answered");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let dialogs = eventually(Duration::from_secs(10), "the host answering", || async {
+        Ok(Some(agent.ok("observe", json!({"what": "dialogs"})).await?))
+    })
+    .await?;
     let recent = dialogs["recent_dialogs"].as_array().unwrap();
     assert_eq!(recent.len(), 1, "only the valid report is kept: {dialogs}");
     assert_eq!(recent[0]["message"].as_str().unwrap().len(), 4096);

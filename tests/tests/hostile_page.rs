@@ -22,9 +22,7 @@ const PAGE: &str = r#"<!doctype html><title>hostile</title>
 
 #[tokio::test(flavor = "multi_thread")]
 async fn page_can_neither_read_nor_forge_the_channel() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/hostile", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/hostile", PAGE).await?;
     s.page_value("forge()").await?;
     // The forged "rule" did not reach the host, and a real dialog still goes through.
     assert_eq!(s.page_value("confirm('real')").await?, json!(false));
@@ -42,9 +40,7 @@ async fn page_can_neither_read_nor_forge_the_channel() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn huge_and_odd_arguments_are_cut_and_converted() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/odd", "<!doctype html><title>odd</title>", &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/odd", "<!doctype html><title>odd</title>").await?;
     let v = s
         .page_value(
             "[confirm('é'.repeat(100000)), confirm(null), confirm(), prompt(undefined, undefined), alert(1, 2, 3)]",
@@ -73,9 +69,7 @@ const POISON: &str = r#"<!doctype html><title>poison</title>
 
 #[tokio::test(flavor = "multi_thread")]
 async fn engine_built_after_page_scripts_uses_only_pristine_globals() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/poison", POISON, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/poison", POISON).await?;
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "prompt", "text": "clean"}))
         .await?;
@@ -104,9 +98,7 @@ const TRAPS: &str = r#"<!doctype html><title>traps</title>
 
 #[tokio::test(flavor = "multi_thread")]
 async fn prototype_traps_neither_see_nor_swallow_reports() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/traps", TRAPS, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/traps", TRAPS).await?;
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "accept": true}))
         .await?;
@@ -153,9 +145,7 @@ const SPIES: &str = r#"<!doctype html><title>spies</title>
 
 #[tokio::test(flavor = "multi_thread")]
 async fn globals_replaced_after_start_are_never_called_by_the_hook() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/spies", SPIES, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/spies", SPIES).await?;
     s.agent
         .ok(
             "interact",

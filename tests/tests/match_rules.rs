@@ -5,9 +5,7 @@ use unmodal_e2e::Session;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn most_specific_matching_rule_wins_and_is_named() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/match/projects", "<!doctype html><title>match</title>", &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/match/projects", "<!doctype html><title>match</title>").await?;
     let set = s
         .agent
         .ok(

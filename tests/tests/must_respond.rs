@@ -4,14 +4,12 @@
 
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use unmodal_e2e::{Reply, Session};
+use unmodal_e2e::{Reply, Session, eventually};
 
 const PAGE: &str = "<!doctype html><title>form</title><p id=p>form</p>";
 
 async fn held_session(timeout_s: u32) -> anyhow::Result<Session> {
-    let s = Session::start().await?;
-    s.open("/form", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/form", PAGE).await?;
     s.policy("must_respond", timeout_s).await?;
     Ok(s)
 }
@@ -166,9 +164,7 @@ async fn observe_and_other_tabs_keep_answering_while_a_dialog_is_held() -> anyho
 
 #[tokio::test(flavor = "multi_thread")]
 async fn auto_accept_and_auto_dismiss_answer_at_once_and_say_so() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/form", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/form", PAGE).await?;
     s.policy("auto_accept", 10).await?;
     assert_eq!(s.page_value("[confirm('a'), prompt('b', 'def')]").await?, json!([true, ""]));
     let r = s.last_dialog(2).await?;
@@ -239,20 +235,14 @@ async fn if_the_host_dies_a_held_dialog_is_let_go_and_the_policy_comes_back() ->
     // The browser starts a new host, which takes over the old one's state: the policy is in
     // force again and the history is there.
     let start = Instant::now();
-    loop {
-        if let Reply::Ok(v) = s.agent.call("observe", json!({"what": "dialogs"})).await?
-            && v["dialog_policy"]["policy"] == "must_respond"
+    eventually(Duration::from_secs(10), "a new host with the old state in force", || async {
+        let v = s.dialogs().await?;
+        let back = v["dialog_policy"]["policy"] == "must_respond"
             && v["dialog_policy"]["in_force"] == true
-            && v["recent_dialogs"].as_array().is_some_and(|r| r.iter().any(|d| d["message"] == "Orphan?"))
-        {
-            break;
-        }
-        if start.elapsed() > Duration::from_secs(10) {
-            let v = s.agent.call("observe", json!({"what": "dialogs"})).await?;
-            anyhow::bail!("no new host with the old state in force: {v:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+            && v["recent_dialogs"].as_array().is_some_and(|r| r.iter().any(|d| d["message"] == "Orphan?"));
+        Ok(back.then_some(()))
+    })
+    .await?;
     eprintln!("host killed -> old state in force again: {:?}", start.elapsed());
     s.page_later("window.again = confirm('Held again?')").await?;
     let held = s.held(1).await?;
@@ -266,9 +256,7 @@ async fn if_the_host_dies_a_held_dialog_is_let_go_and_the_policy_comes_back() ->
 async fn a_policy_set_right_after_a_rule_fired_is_the_one_in_force() -> anyhow::Result<()> {
     // A once-rule spent by the page makes the host send the tab's rules again (with the
     // policy of that moment) while the agent's policy change may already be on its way.
-    let s = Session::start().await?;
-    s.open("/form", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/form", PAGE).await?;
     for i in 0..8 {
         let accept = i % 2 == 0;
         s.agent

@@ -3,16 +3,14 @@
 //! document's first inline script; and the fallback to auto when the session ends.
 
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
-use unmodal_e2e::Session;
+use std::time::Duration;
+use unmodal_e2e::{Session, eventually};
 
 const DRAFT: &str = r#"<!doctype html><title>draft</title><p id=p>editing</p>
 <script>addEventListener('beforeunload', (e) => { e.preventDefault(); e.returnValue = 'unsaved'; });</script>"#;
 
 async fn held_session(path: &str, html: &str) -> anyhow::Result<(Session, String)> {
-    let s = Session::start().await?;
-    let url = s.open(path, html, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, url) = Session::with_pilot(path, html).await?;
     s.policy("must_respond", 60).await?;
     Ok((s, url))
 }
@@ -33,15 +31,8 @@ async fn answer(s: &Session, accept: bool, text: Option<&str>) -> anyhow::Result
 
 /// Waits until `expr` evaluates to `want` in the page.
 async fn page_becomes(s: &Session, expr: &str, want: Value) -> anyhow::Result<()> {
-    let start = Instant::now();
-    loop {
-        let v = s.page.eval(expr).await?;
-        if v == want {
-            return Ok(());
-        }
-        anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "{expr} is {v}, expected {want}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let what = format!("{expr} becoming {want}");
+    eventually(Duration::from_secs(10), &what, || async { Ok((s.page.eval(expr).await? == want).then_some(())) }).await
 }
 
 async fn title_becomes(s: &Session, want: &str) -> anyhow::Result<()> {
@@ -161,22 +152,20 @@ async fn a_cross_site_frames_first_inline_script_gets_the_rules_or_is_held() -> 
     let shop = s.web.page("/shop", &top, &[]);
     for n in 1..=5 {
         navigate(&s, &format!("{shop}?load={n}"));
-        let start = Instant::now();
         let answer_here = format!("location.search === '?load={n}' ? window.fromWidget ?? null : null");
-        loop {
-            match s.page.eval(&answer_here).await? {
-                v if v == json!("true") => break,
-                v if v == json!("false") => anyhow::bail!("load {n}: the default answered: {}", s.dialogs().await?),
-                _ => {}
-            }
-            let blocking = s.agent.ok("observe", json!({"what": "tabs"})).await?["dialogs_blocking"].clone();
-            if blocking.is_object() {
-                answer(&s, false, None).await?;
-                anyhow::bail!("load {n}: the widget's first confirm() missed the rule and was held: {blocking}");
-            }
-            anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "load {n}: the widget never answered");
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        // The widget answers "true" (the rule), "false" (the default), or its dialog is held.
+        let (got, blocking) =
+            eventually(Duration::from_secs(10), &format!("load {n}: the widget answering"), || async {
+                let got = s.page.eval(&answer_here).await?;
+                let blocking = s.agent.ok("observe", json!({"what": "tabs"})).await?["dialogs_blocking"].clone();
+                Ok((got != Value::Null || blocking.is_object()).then_some((got, blocking)))
+            })
+            .await?;
+        if blocking.is_object() {
+            answer(&s, false, None).await?;
+            anyhow::bail!("load {n}: the widget's first confirm() missed the rule and was held: {blocking}");
         }
+        anyhow::ensure!(got == json!("true"), "load {n}: the default answered: {}", s.dialogs().await?);
         let r = s.last_dialog(n).await?;
         assert_eq!(
             (r["url"].as_str(), r["decided_by"].as_str(), r["rules_loaded"].as_bool()),
@@ -199,16 +188,12 @@ async fn when_the_browser_ends_the_session_the_tab_falls_back_to_auto() -> anyho
     let (s, url) = held_session("/form", "<!doctype html><title>form</title>").await?;
     // Extensions may not debug browser pages: going there ends the session.
     s.page.goto("chrome://version").await?;
-    let start = Instant::now();
-    let policy = loop {
+    let policy = eventually(Duration::from_secs(10), "the fallback reported", || async {
         let tab = s.agent.ok("observe", json!({"what": "tabs"})).await?["tracked_tab"].clone();
         let d = s.agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
-        if d["dialog_policy"]["fallback"].is_object() {
-            break d["dialog_policy"].clone();
-        }
-        anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "no fallback reported: {d}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        Ok(d["dialog_policy"]["fallback"].is_object().then(|| d["dialog_policy"].clone()))
+    })
+    .await?;
     assert_eq!((policy["policy"].as_str(), policy["fallback"]["from"].as_str()), (Some("auto"), Some("must_respond")));
     assert!(policy["message"].as_str().unwrap().contains("chrome://"), "{policy}");
     // Back on a web page, dialogs get the default again instead of waiting.
@@ -229,9 +214,7 @@ async fn when_the_browser_ends_the_session_the_tab_falls_back_to_auto() -> anyho
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_browser_page_cannot_take_the_policy_and_the_agent_is_told_why() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/form", "<!doctype html><title>form</title>", &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/form", "<!doctype html><title>form</title>").await?;
     s.page.goto("chrome://version").await?;
     let tab = s.agent.wait_for_tab_listed("chrome://version/").await?;
     let r =

@@ -50,13 +50,7 @@ async fn pilot_off_keeps_native_dialogs_and_reports_them_then_popup_click_turns_
 #[tokio::test(flavor = "multi_thread")]
 async fn a_synthetic_click_on_the_switch_does_nothing() -> anyhow::Result<()> {
     let s = Session::start().await?;
-    let url = format!("chrome-extension://{}/popup.html", s.browser.art.extension_id);
-    let popup = s.browser.new_page(&url).await?;
-    let start = std::time::Instant::now();
-    while popup.eval("document.readyState === 'complete' && !!document.querySelector('#pilot')").await? != json!(true) {
-        anyhow::ensure!(start.elapsed() < std::time::Duration::from_secs(10), "popup did not render");
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
+    let popup = s.open_popup().await?;
     // A trusted click toggles the box and fires `change` before click() returns; a scripted
     // one must do neither.
     let after = popup

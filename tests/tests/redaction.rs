@@ -2,8 +2,9 @@
 //! shows them: observe, logs, the popup. Patterns are configurable.
 
 use serde_json::json;
-use unmodal_e2e::Session;
+use std::time::Duration;
 use unmodal_e2e::browser::Options;
+use unmodal_e2e::{Session, eventually};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn secrets_never_leave_the_host_unredacted() -> anyhow::Result<()> {
@@ -22,13 +23,12 @@ async fn secrets_never_leave_the_host_unredacted() -> anyhow::Result<()> {
     );
     assert_eq!(d["redacted"], json!(["email", "password", "card_number", "employee_id"]));
     let logs = s.agent.ok("observe", json!({"what": "logs"})).await?;
-    let popup = s.browser.new_page(&format!("chrome-extension://{}/popup.html", s.browser.art.extension_id)).await?;
+    let popup = s.open_popup().await?;
     // The popup fills itself in once the worker answered.
-    let start = std::time::Instant::now();
-    while popup.eval("document.querySelectorAll('#recent li:not(.empty)').length").await? == json!(0) {
-        anyhow::ensure!(start.elapsed() < std::time::Duration::from_secs(10), "the popup never listed the dialog");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(10), "the popup listing the dialog", || async {
+        Ok((popup.eval("document.querySelectorAll('#recent li:not(.empty)').length").await? != json!(0)).then_some(()))
+    })
+    .await?;
     let shown = popup.eval("document.getElementById('recent').textContent").await?;
     for text in [logs.to_string(), shown.to_string(), d.to_string()] {
         for secret in ["4111", "ada@example.com", "EMP-004211", "hunter22"] {

@@ -4,15 +4,13 @@
 
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use unmodal_e2e::{Agent, Reply, Session};
+use unmodal_e2e::{Agent, Session, eventually};
 
 const PAGE: &str = "<!doctype html><title>work</title><p>work</p>";
 
 /// A session with the pilot on, a rule that accepts every confirm, and some history.
 async fn working_session() -> anyhow::Result<Session> {
-    let s = Session::start().await?;
-    s.open("/work", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/work", PAGE).await?;
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
         .await?;
@@ -29,27 +27,19 @@ fn host_pid(tabs: &Value) -> Value {
 /// `working_session`; returns how long that took.
 async fn state_is_back(s: &Session, old: &Value) -> anyhow::Result<Duration> {
     let start = Instant::now();
-    loop {
-        if let Reply::Ok(tabs) = s.agent.call("observe", json!({"what": "tabs"})).await?
-            && host_pid(&tabs) != *old
-            && !host_pid(&tabs).is_null()
-            && tabs["pilot_enabled"] == true
-            && let Reply::Ok(d) = s.agent.call("observe", json!({"what": "dialogs"})).await?
-        {
-            let messages: Vec<_> =
-                d["recent_dialogs"].as_array().into_iter().flatten().map(|r| &r["message"]).collect();
-            if d["auto_responses"][0]["dialog_type"] == "confirm"
-                && messages.starts_with(&[&json!("one?"), &json!("two"), &json!("three?")])
-            {
-                return Ok(start.elapsed());
-            }
+    eventually(Duration::from_secs(15), "a new host with the old state", || async {
+        let tabs = s.agent.ok("observe", json!({"what": "tabs"})).await?;
+        if host_pid(&tabs) == *old || host_pid(&tabs).is_null() || tabs["pilot_enabled"] != true {
+            return Ok(None);
         }
-        if start.elapsed() > Duration::from_secs(15) {
-            let (t, d) = (s.agent.call("observe", json!({"what": "tabs"})).await?, s.dialogs().await);
-            anyhow::bail!("the state never came back: {t:?} {d:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        let d = s.dialogs().await?;
+        let messages: Vec<_> = d["recent_dialogs"].as_array().into_iter().flatten().map(|r| &r["message"]).collect();
+        let back = d["auto_responses"][0]["dialog_type"] == "confirm"
+            && messages.starts_with(&[&json!("one?"), &json!("two"), &json!("three?")]);
+        Ok(back.then_some(()))
+    })
+    .await?;
+    Ok(start.elapsed())
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -96,9 +86,7 @@ async fn a_stopped_service_worker_comes_back_with_everything_in_force() -> anyho
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_agents_share_one_state_and_a_restarted_one_finds_it() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/work", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/work", PAGE).await?;
     let other = Agent::start(&s.browser.art.host, &s.browser.runtime).await?;
     // One sets up, the other sees it.
     s.agent

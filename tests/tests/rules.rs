@@ -7,9 +7,7 @@ const PAGE: &str = "<!doctype html><title>rules</title><p>rules</p>";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn confirm_rule_answers_once_then_default_policy() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    let url = s.open("/rules", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, url) = Session::with_pilot("/rules", PAGE).await?;
 
     let set = s
         .agent
@@ -40,9 +38,7 @@ async fn confirm_rule_answers_once_then_default_policy() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn prompt_rule_returns_its_text_and_alert_rule_closes() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/rules", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/rules", PAGE).await?;
 
     s.agent
         .ok(
@@ -87,9 +83,7 @@ async fn prompt_rule_returns_its_text_and_alert_rule_closes() -> anyhow::Result<
 
 #[tokio::test(flavor = "multi_thread")]
 async fn default_policy_without_rules() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/rules", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/rules", PAGE).await?;
     let v = s.page_value("const a = alert('hi'); [a === undefined, confirm('sure?'), prompt('name?', 'x')]").await?;
     assert_eq!(v, json!([true, false, null]));
     s.last_dialog(3).await?;

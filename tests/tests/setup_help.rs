@@ -3,7 +3,8 @@
 
 use serde_json::json;
 use std::process::Command;
-use unmodal_e2e::Session;
+use std::time::Duration;
+use unmodal_e2e::{Session, eventually};
 
 /// `unmodal` with `home` as its home directory, and so `home/.config` as the configuration
 /// directory the browsers' manifests are looked for in (an inherited `XDG_CONFIG_HOME` would
@@ -47,19 +48,16 @@ async fn doctor_says_what_is_missing_until_nothing_is() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn popup_shows_host_and_recent_dialogs() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/popup", "<!doctype html><title>popup</title>", &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/popup", "<!doctype html><title>popup</title>").await?;
     s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm"})).await?;
     s.page_value("confirm('Delete the draft?'); alert('Done')").await?;
     s.last_dialog(2).await?;
-    let popup = s.browser.new_page(&format!("chrome-extension://{}/popup.html", s.browser.art.extension_id)).await?;
+    let popup = s.open_popup().await?;
     // The popup fills itself in once the worker answered.
-    let start = std::time::Instant::now();
-    while popup.eval("document.querySelectorAll('#recent li').length").await? != json!(2) {
-        anyhow::ensure!(start.elapsed() < std::time::Duration::from_secs(10), "the popup never listed the dialogs");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(10), "the popup listing the dialogs", || async {
+        Ok((popup.eval("document.querySelectorAll('#recent li').length").await? == json!(2)).then_some(()))
+    })
+    .await?;
     assert_eq!(popup.eval("document.getElementById('host').textContent").await?, json!("host connected"));
     let items = popup.eval("[...document.querySelectorAll('#recent li')].map((li) => li.textContent)").await?;
     let items: Vec<String> = serde_json::from_value(items)?;

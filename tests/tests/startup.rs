@@ -2,29 +2,23 @@
 //! has reached its host. That dialog must still reach the agent.
 
 use serde_json::json;
-use std::time::{Duration, Instant};
-use unmodal_e2e::{Agent, Browser, Options, Reply, WebServer};
+use std::time::Duration;
+use unmodal_e2e::{Agent, Browser, Options, WebServer, eventually};
 
 const LAUNCHES: usize = 20;
 
-/// Waits until the host lists a dialog with `message` in the tab showing `url`.
-async fn dialog_reported(agent: &Agent, url: &str, message: &str) -> anyhow::Result<bool> {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(5) {
-        if let Reply::Ok(tabs) = agent.call("observe", json!({"what": "tabs"})).await? {
-            let tab = tabs["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url).map(|t| t["id"].clone());
-            if let Some(id) = tab
-                && let Reply::Ok(d) = agent.call("observe", json!({"what": "dialogs", "tab_id": id})).await?
-            {
-                let seen = d["recent_dialogs"].as_array().into_iter().flatten().any(|r| r["message"] == message);
-                if seen {
-                    return Ok(true);
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(false)
+/// Whether the host lists a dialog with `message` in the tab showing `url` within 5 s.
+async fn dialog_reported(agent: &Agent, url: &str, message: &str) -> bool {
+    let seen = eventually(Duration::from_secs(5), "the dialog reaching the host", || async {
+        let tabs = agent.ok("observe", json!({"what": "tabs"})).await?;
+        let Some(id) = tabs["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url).map(|t| t["id"].clone())
+        else {
+            return Ok(None);
+        };
+        let d = agent.ok("observe", json!({"what": "dialogs", "tab_id": id})).await?;
+        Ok(d["recent_dialogs"].as_array().into_iter().flatten().any(|r| r["message"] == message).then_some(()))
+    });
+    seen.await.is_ok()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -35,7 +29,7 @@ async fn the_first_dialog_after_the_browser_starts_is_never_lost() -> anyhow::Re
     for n in 1..=LAUNCHES {
         let browser = Browser::launch(Options { start_url: Some(url.clone()), ..Options::default() }).await?;
         let agent = Agent::start(&browser.art.host, &browser.runtime).await?;
-        if !dialog_reported(&agent, &url, "Right at start?").await? {
+        if !dialog_reported(&agent, &url, "Right at start?").await {
             lost.push(n);
         }
         agent.close().await?;

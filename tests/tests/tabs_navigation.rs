@@ -2,16 +2,14 @@
 //! them) and stay with it across reloads, navigations and the new documents of its frames.
 
 use serde_json::json;
-use unmodal_e2e::Session;
+use unmodal_e2e::{Session, eventually};
 
 const PAGE: &str =
     "<!doctype html><title>nav</title><button id=b onclick=\"document.title = String(confirm('Go?'))\">go</button>";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rule_for_one_tab_never_answers_another() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    let first = s.open("/a", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, first) = Session::with_pilot("/a", PAGE).await?;
     let mine = s.agent.wait_for_tab(&first).await?;
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false, "tab_id": mine["id"]}))
@@ -33,16 +31,19 @@ async fn a_rule_for_one_tab_never_answers_another() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_persistent_rule_survives_reload_navigation_and_frame_documents() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    let url = s.open("/nav", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, url) = Session::with_pilot("/nav", PAGE).await?;
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
         .await?;
+    // The click's handler sets the title to the dialog's answer.
     let click_answer = async || -> anyhow::Result<serde_json::Value> {
+        s.page.eval("document.title = ''").await?;
         s.page.click("#b").await?;
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        s.page.eval("document.title").await
+        eventually(std::time::Duration::from_secs(10), "the click's answer", || async {
+            let title = s.page.eval("document.title").await?;
+            Ok((title != json!("")).then_some(title))
+        })
+        .await
     };
     assert_eq!(click_answer().await?, json!("true"));
     s.page.goto(&url).await?; // reload
@@ -67,9 +68,7 @@ async fn a_persistent_rule_survives_reload_navigation_and_frame_documents() -> a
 /// answered, the record must say so honestly (the rate is measured by `cargo xtask bench`).
 #[tokio::test(flavor = "multi_thread")]
 async fn first_inline_script_dialog_is_explained_honestly() -> anyhow::Result<()> {
-    let s = Session::start().await?;
-    s.open("/start", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let (s, _) = Session::with_pilot("/start", PAGE).await?;
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
         .await?;

@@ -2,10 +2,10 @@
 //! `tab_id` reaches the right one.
 
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
-use unmodal_e2e::Agent;
+use std::time::Duration;
 use unmodal_e2e::browser::{Browser, Options};
 use unmodal_e2e::web::WebServer;
+use unmodal_e2e::{Agent, eventually};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn one_agent_two_browsers() -> anyhow::Result<()> {
@@ -21,18 +21,17 @@ async fn one_agent_two_browsers() -> anyhow::Result<()> {
     let agent = Agent::start(&a.art.host, run.path()).await?;
 
     // Both hosts answer; the tab list covers both browsers.
-    let start = Instant::now();
-    let (tab_a, tab_b) = loop {
+    let (v, tab_a, tab_b) = eventually(Duration::from_secs(15), "the tabs of both browsers listed", || async {
         let v = agent.ok("observe", json!({"what": "tabs"})).await?;
         let find = |url: &str| v["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url).cloned();
-        if let (Some(x), Some(y)) = (find(&url_a), find(&url_b)) {
-            assert_eq!(v["browsers"].as_array().map(Vec::len), Some(2), "{v}");
-            assert_ne!(x["browser"]["host_pid"], y["browser"]["host_pid"]);
-            break (x, y);
-        }
-        assert!(start.elapsed() < Duration::from_secs(15), "tabs of both browsers never listed: {v}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        Ok(match (find(&url_a), find(&url_b)) {
+            (Some(x), Some(y)) => Some((v.clone(), x, y)),
+            _ => None,
+        })
+    })
+    .await?;
+    assert_eq!(v["browsers"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_ne!(tab_a["browser"]["host_pid"], tab_b["browser"]["host_pid"]);
     let status = |t: &Value| json!({"action": "handle_dialog", "status": true, "tab_id": t["id"]});
     assert_eq!(agent.ok("interact", status(&tab_a)).await?["tab"]["url"], url_a.as_str());
     assert_eq!(agent.ok("interact", status(&tab_b)).await?["tab"]["url"], url_b.as_str());

@@ -73,7 +73,7 @@ impl State {
         self.logs.dialog(&record);
         let mut out = vec![ToBrowser::recorded(&record)];
         if let Some(v) = &verdict {
-            out.push(answer_message(m.tab_id, m.hold, kind, v.accept, v.text.clone()));
+            out.push(answer_message(m.tab_id, m.hold, v.accept, v.text.clone()));
             if let Some(rule) = v.rule {
                 out.extend(self.spend_rule(m.tab_id, rule));
             }
@@ -167,7 +167,7 @@ impl State {
         h.answer_error = None;
         let kind = h.record.kind;
         let text = (kind == DialogKind::Prompt && accept).then(|| text.unwrap_or_default());
-        Ok(answer_message(h.record.tab_id, h.hold, kind, accept, text))
+        Ok(answer_message(h.record.tab_id, h.hold, accept, text))
     }
 
     /// The watchdog's turn: dismiss the dialog if nobody answered it.
@@ -223,8 +223,9 @@ impl State {
     }
 }
 
-fn answer_message(tab: i64, hold: u64, kind: DialogKind, accept: bool, text: Option<String>) -> ToBrowser {
-    ToBrowser::Answer { tab_id: tab, hold, accept, text: text.filter(|_| kind == DialogKind::Prompt) }
+/// `text` is given only for an accepted prompt (the callers decide that).
+fn answer_message(tab: i64, hold: u64, accept: bool, text: Option<String>) -> ToBrowser {
+    ToBrowser::Answer { tab_id: tab, hold, accept, text }
 }
 
 #[cfg(test)]

@@ -100,11 +100,18 @@ impl Shared {
     }
 }
 
-/// Saves the state after it changes; changes that come while a save runs are written by
-/// the next one.
+/// How long changes gather before the saver writes them. Dialog reports need no quicker
+/// save: one the host recorded but had not saved yet is still with the worker, which sends
+/// it again to the next host (`resume`). What must not wait is saved on the spot
+/// (`FromBrowser::must_be_saved_first`, and the agent's calls before they are answered).
+const SAVE_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Saves the state after it changes, at most once per `SAVE_EVERY`: a flood of reports
+/// costs a few writes a second, not one per report.
 async fn saver(shared: Arc<Shared>) {
     loop {
         shared.changed.notified().await;
+        tokio::time::sleep(SAVE_EVERY).await;
         let s = shared.clone();
         let _ = tokio::task::spawn_blocking(move || s.save()).await;
     }

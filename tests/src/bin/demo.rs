@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use serde_json::{Value, json};
-use unmodal_e2e::{PageCall, Session};
+use unmodal_e2e::{PageCall, Session, eventually};
 
 const PAGE: &str = r#"<!doctype html><title>Projects</title>
 <style>body{font:16px sans-serif;margin:2em} button{margin:.3em;padding:.5em 1em}</style>
@@ -28,9 +28,14 @@ fn show(label: &str, v: &Value) {
 }
 
 async fn click(s: &Session, id: &str) -> Result<Value> {
+    // The page writes what happened into #out; clear it first, then wait for the new line.
+    s.page.eval("document.getElementById('out').textContent = ''").await?;
     s.page.click(&format!("#{id}")).await?;
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    s.page.eval("document.getElementById('out').textContent").await
+    eventually(std::time::Duration::from_secs(10), "the page's answer", || async {
+        let out = s.page.eval("document.getElementById('out').textContent").await?;
+        Ok((out != serde_json::json!("")).then_some(out))
+    })
+    .await
 }
 
 fn describe(d: &Value) -> String {
