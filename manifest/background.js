@@ -53,7 +53,7 @@ function connect() {
   });
   hostState = { connected: true, error: null, since: Date.now() };
   backoff = 250;
-  toHost({ type: 'hello', version: chrome.runtime.getManifest().version, pilot, session, worker });
+  toHost({ type: 'hello', version: chrome.runtime.getManifest().version, pilot, session, worker, held: holds.open() });
   sendTabs();
   // The reports the host may not have: sent again once it says how far it got (`resume`).
 }
@@ -110,6 +110,8 @@ function onHostMessage(msg) {
     holds.answer(msg);
   } else if (msg.type === 'resume' && Number.isSafeInteger(msg.upto)) {
     resume(msg.upto);
+    // `resume` ends the host's answer to `hello`: every config it has is here.
+    holds.settle();
   }
 }
 
@@ -235,28 +237,17 @@ async function applyPilot(on) {
   toHost({ type: 'pilot', on });
 }
 
+// Its only job is to wake this worker (see WAKE in debugger.js); starting is the work.
+chrome.alarms.onAlarm.addListener(() => {});
+
 chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local' && changes.pilot) applyPilot(changes.pilot.newValue === true);
 });
 
-// A debugger session this extension still holds from before a restart of this worker has
-// nobody listening to it any more: a dialog it held is dismissed (nobody could answer it),
-// the session let go, and the tab back on the default until its host says more. Resolves to
-// the tabs that had one (other debuggers' sessions are not ours to touch: detach refuses).
-async function releaseStaleSessions() {
-  const targets = await chrome.debugger.getTargets().catch(() => []);
-  const released = await Promise.all(targets.filter((t) => t.attached && t.tabId !== undefined).map(async (t) => {
-    const target = { tabId: t.tabId };
-    await chrome.debugger.sendCommand(target, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
-    return chrome.debugger.detach(target).then(() => t.tabId, () => null);
-  }));
-  return released.filter((tabId) => tabId !== null);
-}
-
 (async () => {
   // Only extension pages may write the switch; content scripts are refused.
   await chrome.storage.local.setAccessLevel?.({ accessLevel: 'TRUSTED_CONTEXTS' }).catch(() => {});
-  const stale = await releaseStaleSessions();
+  const stale = await holds.adoptStale();
   // The browser session outlives this worker; its host's state on disk is named after it.
   const saved = await chrome.storage.session.get('session').catch(() => ({}));
   session = typeof saved.session === 'string' ? saved.session : null;

@@ -6,6 +6,15 @@ const VERSION = '1.3';
 const MAX_FIELD = 8192;
 // inject.js reads (and deletes) this before any page script runs; see manifest/inject.
 const HANDOFF = '__unmodalConfig';
+// The sessions outlive this worker (the browser keeps them when it stops the worker); what
+// the next worker needs to take them over is kept in chrome.storage.session under this key.
+const SAVED = 'debuggerSessions';
+// Nothing else may wake a stopped worker while a dialog blocks its page (the page is
+// frozen, the agent's calls go to a host that went with the worker): an alarm does, every
+// second while a dialog is held. Unpacked extensions get that period; a packed one gets
+// Chrome's minimum, 30 s.
+const WAKE = 'unmodal-held-dialog';
+const WAKE_MINUTES = 1 / 60;
 
 const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
 
@@ -17,6 +26,21 @@ export function createHolds(toHost, wanted, configFor) {
   const queues = new Map(); // tabId -> promise chain: attach/detach/script steps in order
   let holdSeq = 0;
   let orphaned = false; // no host: whatever opens is dismissed at once
+  let early = []; // events that came before this worker took its sessions over (`adoptStale`)
+
+  const remember = () => {
+    const holding = [...sessions.values()].some((s) => s.open !== null);
+    if (holding) chrome.alarms.get(WAKE).then((a) => a ?? chrome.alarms.create(WAKE, { periodInMinutes: WAKE_MINUTES })).catch(() => {});
+    else chrome.alarms.clear(WAKE).catch(() => {});
+    return save();
+  };
+  const save = () => chrome.storage.session.set({
+    [SAVED]: {
+      seq: holdSeq,
+      tabs: Object.fromEntries([...sessions].map(([tabId, s]) =>
+        [tabId, { script: s.script, mainFrame: s.mainFrame, open: s.open, children: [...s.children] }])),
+    },
+  }).catch(() => {});
 
   // `target`: { tabId } for the tab's session, { tabId, sessionId } for a child session.
   const command = (target, method, params = {}) => chrome.debugger.sendCommand(target, method, params);
@@ -58,6 +82,7 @@ export function createHolds(toHost, wanted, configFor) {
       await command(target, 'Page.enable');
       await command(target, 'Target.setAutoAttach', AUTO_ATTACH);
       s.children.set(sessionId, await replaceScript(target, null, configFor(tabId)));
+      remember();
     } catch {
       // The frame went away, or the session ended: nothing left to prepare.
     } finally {
@@ -72,6 +97,9 @@ export function createHolds(toHost, wanted, configFor) {
     if (!wanted(tabId)) {
       if (s) {
         sessions.delete(tabId);
+        remember();
+        // A dialog it holds would stay open with nobody to catch it.
+        if (s.open !== null) await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
         await chrome.debugger.detach({ tabId }).catch(() => {});
       }
       return { attached: false };
@@ -87,6 +115,7 @@ export function createHolds(toHost, wanted, configFor) {
         await send(tabId, 'Target.setAutoAttach', AUTO_ATTACH);
       }
       await installScript(tabId, s, configFor(tabId));
+      remember();
       return { attached: true };
     } catch (err) {
       if (sessions.get(tabId) === s && s) {
@@ -97,7 +126,11 @@ export function createHolds(toHost, wanted, configFor) {
     }
   });
 
-  chrome.debugger.onEvent.addListener((source, method, params) => {
+  const onEvent = (source, method, params) => {
+    if (early !== null) {
+      early.push([source, method, params]);
+      return;
+    }
     const tabId = source.tabId;
     const s = sessions.get(tabId);
     if (!s || !params) return;
@@ -109,6 +142,7 @@ export function createHolds(toHost, wanted, configFor) {
     }
     if (method === 'Target.detachedFromTarget') {
       s.children.delete(params.sessionId);
+      remember();
       return;
     }
     if (source.sessionId) return;
@@ -129,14 +163,18 @@ export function createHolds(toHost, wanted, configFor) {
         url: clip(params.url),
         top_frame: params.frameId === undefined || params.frameId === s.mainFrame,
       });
+      remember();
     } else if (method === 'Page.javascriptDialogClosed') {
       if (s.open === null) return;
       toHost({ type: 'held_closed', tab_id: tabId, hold: s.open.hold, accepted: params.result === true, text: clip(params.userInput) });
       s.open = null;
+      remember();
     } else if (method === 'Page.frameNavigated' && params.frame && !params.frame.parentId) {
       s.mainFrame = params.frame.id;
+      remember();
     }
-  });
+  };
+  chrome.debugger.onEvent.addListener(onEvent);
 
   // The browser ended the session: a human cancelled the debugging bar, the tab went to a
   // page extensions may not debug, or it closed. The host falls the tab back to auto.
@@ -144,6 +182,7 @@ export function createHolds(toHost, wanted, configFor) {
     const s = sessions.get(source.tabId);
     if (!s) return;
     sessions.delete(source.tabId);
+    remember();
     if (s.open !== null) toHost({ type: 'held_closed', tab_id: source.tabId, hold: s.open.hold, accepted: false, text: '', gone: true });
     toHost({ type: 'debugger_detached', tab_id: source.tabId, reason: String(reason) });
   });
@@ -175,11 +214,48 @@ export function createHolds(toHost, wanted, configFor) {
       if (s.open !== null) send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
       s.open = null;
     }
+    remember();
     await reset;
     const tabs = [...sessions.keys()];
     await Promise.allSettled(tabs.map((tabId) => sync(tabId)));
     orphaned = false;
   };
 
-  return { sync, answer, releaseAll, attached: (tabId) => sessions.has(tabId) };
+  // A worker that starts takes over the sessions its predecessor left (the browser stopped
+  // it: idle, update, crash), dialogs held in them included: they wait on for the agent.
+  // A session of ours it knows nothing about is let go, its dialog dismissed. Sessions of
+  // other debuggers are not ours to touch (our commands to them fail). Resolves to the
+  // tabs let go.
+  const adoptStale = async () => {
+    const saved = (await chrome.storage.session.get(SAVED).catch(() => ({})))[SAVED] ?? {};
+    holdSeq = Math.max(holdSeq, Number.isSafeInteger(saved.seq) ? saved.seq : 0);
+    const known = saved.tabs ?? {};
+    const targets = await chrome.debugger.getTargets().catch(() => []);
+    const released = [];
+    await Promise.all(targets.filter((t) => t.attached && t.tabId !== undefined).map(async ({ tabId }) => {
+      // Answered by the browser itself, so even while a dialog blocks the page.
+      if (!(await send(tabId, 'Target.getTargetInfo').then(() => true, () => false))) return;
+      const was = known[tabId];
+      if (was) {
+        sessions.set(tabId, { script: was.script ?? null, mainFrame: was.mainFrame ?? null, open: was.open ?? null, children: new Map(was.children ?? []) });
+        return;
+      }
+      await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
+      if (await chrome.debugger.detach({ tabId }).then(() => true, () => false)) released.push(tabId);
+    }));
+    remember();
+    const missed = early;
+    early = null;
+    for (const [source, method, params] of missed) onEvent(source, method, params);
+    return released;
+  };
+
+  // The host answered `hello` (configs first, then `resume`): a session it wants no more
+  // (it lost its state) ends, after its dialog is dismissed.
+  const settle = () => Promise.allSettled([...sessions.keys()].filter((tabId) => !wanted(tabId)).map((tabId) => sync(tabId)));
+
+  // For `hello`: the dialogs held open now.
+  const open = () => [...sessions].filter(([, s]) => s.open !== null).map(([tabId, s]) => ({ tab_id: tabId, hold: s.open.hold }));
+
+  return { sync, answer, releaseAll, adoptStale, settle, open, attached: (tabId) => sessions.has(tabId) };
 }

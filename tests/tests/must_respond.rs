@@ -244,6 +244,12 @@ async fn if_the_host_dies_a_held_dialog_is_let_go_and_the_policy_comes_back() ->
     })
     .await?;
     eprintln!("host killed -> old state in force again: {:?}", start.elapsed());
+    let orphan = s.last_dialog_where(1, |d| d["message"] == "Orphan?" && d["state"] == "closed").await?;
+    assert_eq!(
+        (orphan["closed_by"].as_str(), orphan["accepted"].as_bool()),
+        (Some("default_policy"), Some(false)),
+        "{orphan}"
+    );
     s.page_later("window.again = confirm('Held again?')").await?;
     let held = s.held(1).await?;
     assert_eq!(held[0]["message"], "Held again?");

@@ -59,10 +59,9 @@ async fn a_killed_host_is_replaced_and_its_state_comes_back() -> anyhow::Result<
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_stopped_service_worker_comes_back_with_everything_in_force() -> anyhow::Result<()> {
-    let s = working_session().await?;
-    let old = host_pid(&s.agent.ok("observe", json!({"what": "tabs"})).await?);
+/// Stops the extension's service worker the way the browser does when it is idle or
+/// crashed.
+async fn stop_worker(s: &Session) -> anyhow::Result<()> {
     let worker = format!("chrome-extension://{}/background.js", s.browser.art.extension_id);
     let targets = s.browser.cdp.call(None, "Target.getTargets", json!({})).await?;
     let id = targets["targetInfos"]
@@ -72,8 +71,15 @@ async fn a_stopped_service_worker_comes_back_with_everything_in_force() -> anyho
         .find(|t| t["type"] == "service_worker" && t["url"] == worker.as_str())
         .map(|t| t["targetId"].clone())
         .ok_or_else(|| anyhow::anyhow!("no service worker target"))?;
+    s.browser.cdp.call(None, "Target.closeTarget", json!({"targetId": id})).await.map(drop)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopped_service_worker_comes_back_with_everything_in_force() -> anyhow::Result<()> {
+    let s = working_session().await?;
+    let old = host_pid(&s.agent.ok("observe", json!({"what": "tabs"})).await?);
     let start = Instant::now();
-    s.browser.cdp.call(None, "Target.closeTarget", json!({"targetId": id})).await?;
+    stop_worker(&s).await?;
     // The page still has its rules; its report wakes the worker, which starts a new host.
     assert_eq!(s.page_value("confirm('wakes it?')").await?, json!(true));
     state_is_back(&s, &old).await?;
@@ -81,6 +87,38 @@ async fn a_stopped_service_worker_comes_back_with_everything_in_force() -> anyho
     let d = s.last_dialog(4).await?;
     assert_eq!((d["message"].as_str(), d["decided_by"].as_str()), (Some("wakes it?"), Some("rule")), "{d}");
     assert_eq!(s.page_value("confirm('after?')").await?, json!(true));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dialog_held_for_the_agent_survives_a_stopped_service_worker() -> anyhow::Result<()> {
+    let (s, _) = Session::with_pilot("/work", PAGE).await?;
+    s.policy("must_respond", 60).await?;
+    s.page_later("window.got = confirm('Still here?')").await?;
+    let id = s.held(1).await?[0]["dialog_id"].clone();
+    let old = host_pid(&s.agent.ok("observe", json!({"what": "tabs"})).await?);
+    let start = Instant::now();
+    stop_worker(&s).await?;
+    // The dialog blocks the page, so nothing there wakes the worker; the agent's call does
+    // not either (it goes to the host, which is gone). The browser starts the worker again
+    // for its next event; the debugger session's events are such events, so does a tab
+    // change. Wait for a new host that still lists the same dialog, with its watchdog.
+    let back = eventually(Duration::from_secs(15), "a new host still holding the dialog", || async {
+        let tabs = s.agent.ok("observe", json!({"what": "tabs"})).await?;
+        let held = &tabs["dialogs_blocking"]["dialogs"][0];
+        let new_host = host_pid(&tabs) != old && !host_pid(&tabs).is_null();
+        Ok((new_host && held["dialog_id"] == id).then(|| held.clone()))
+    })
+    .await;
+    eprintln!("service worker stopped with a dialog held -> listed by the new host: {:?}", start.elapsed());
+    let held = back?;
+    let left = held["watchdog_in_s"].as_f64().unwrap_or_default();
+    assert!(left > 30.0 && left <= 60.0, "the watchdog goes on where it was: {held}");
+    let v = s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;
+    assert_eq!(v["agent_answer_applied"], true, "{v}");
+    assert_eq!(s.page.eval("window.got").await?, json!(true));
+    let d = s.last_dialog_where(1, |d| d["state"] == "closed").await?;
+    assert_eq!((d["dialog_id"].clone(), d["closed_by"].as_str()), (id, Some("agent")), "{d}");
     Ok(())
 }
 

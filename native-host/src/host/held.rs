@@ -3,7 +3,7 @@
 //! the agent, or the watchdog; the browser reports when it closed.
 
 use super::explain;
-use super::protocol::{AnswerResult, HeldClosed, HeldOpened, ToBrowser};
+use super::protocol::{AnswerResult, HeldClosed, HeldOpened, HeldRef, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
 use super::state::State;
 use crate::reply::{BlockingDialog, BlockingNote, ErrorCode, ToolError};
@@ -138,6 +138,48 @@ impl State {
             h.answer_error = Some(m.error.unwrap_or_else(|| "the browser refused the answer".into()));
             h.closing = None;
         }
+    }
+
+    /// A new service worker says which dialogs its debugger sessions hold (`hello`). Those
+    /// a previous host left that it does not list were dismissed when that host went away
+    /// (nobody could answer them): they close with the default answer. The others wait on,
+    /// their watchdogs armed again; an answer that was on its way when the worker stopped
+    /// may be lost, so such a dialog is dismissed at once. One the worker holds that this
+    /// host knows nothing of (its state was lost) is dismissed: nobody could answer it.
+    pub(super) fn keep_held(&mut self, open: &[HeldRef]) -> Vec<ToBrowser> {
+        let now = Instant::now();
+        let unknown = open
+            .iter()
+            .filter(|r| self.held_pos(r.tab_id, r.hold).is_none())
+            .map(|r| answer_message(r.tab_id, r.hold, false, None))
+            .collect();
+        let (kept, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| open.contains(&HeldRef { tab_id: h.record.tab_id, hold: h.hold }));
+        for h in kept {
+            let due = if h.closing.is_some() { Some(now) } else { h.deadline };
+            if let Some(d) = due {
+                self.armed.push((h.record.id, d.saturating_duration_since(now)));
+            }
+            self.held.push(HeldDialog { closing: None, deadline: due, ..h });
+        }
+        for h in gone {
+            let mut record = h.record;
+            record.state = DialogState::Closed;
+            record.accepted = Some(false);
+            record.closed_by = Some(DecidedBy::DefaultPolicy);
+            if record.decided_by == DecidedBy::Agent {
+                record.decided_by = DecidedBy::DefaultPolicy;
+            }
+            let summary = format!(
+                "{} Unmodal's host stopped while it was held open, so the extension dismissed it at once.",
+                explain::closed(&record, DecidedBy::DefaultPolicy, now.saturating_duration_since(h.opened))
+            );
+            record.explanation = format!("{} {summary}", record.explanation);
+            self.logs.closed(&record, summary);
+            self.remember(record);
+        }
+        unknown
     }
 
     fn held_pos(&self, tab: i64, hold: u64) -> Option<usize> {

@@ -5,7 +5,7 @@
 
 use super::logs::{LogEntry, Logs};
 use super::policy::TabPolicy;
-use super::record::{DecidedBy, DialogRecord, DialogState};
+use super::record::{DecidedBy, DialogRecord, HeldDialog};
 use super::state::{ReportsSeen, Rule, State, Tab};
 use ringbuf::traits::{Consumer, RingBuffer};
 use serde::{Deserialize, Serialize};
@@ -13,11 +13,56 @@ use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// Files of browser sessions older than this are removed when a host starts.
 const STALE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A held dialog on disk: its clocks as wall time (an `Instant` means nothing to the next
+/// process).
+#[derive(Serialize, Deserialize)]
+struct SavedHeld {
+    record: DialogRecord,
+    hold: u64,
+    opened_ms: u64,
+    deadline_ms: Option<u64>,
+    closing: Option<DecidedBy>,
+}
+
+impl SavedHeld {
+    fn new(h: &HeldDialog, now: Instant, wall: u64) -> Self {
+        let at = |i: Instant| {
+            let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+            if i >= now { wall.saturating_add(ms(i - now)) } else { wall.saturating_sub(ms(now - i)) }
+        };
+        Self {
+            record: h.record.clone(),
+            hold: h.hold,
+            opened_ms: at(h.opened),
+            deadline_ms: h.deadline.map(at),
+            closing: h.closing,
+        }
+    }
+
+    fn into_held(self, now: Instant, wall: u64) -> HeldDialog {
+        let at = |ms: u64| {
+            if ms >= wall { now + Duration::from_millis(ms - wall) } else { now.checked_sub(Duration::from_millis(wall - ms)).unwrap_or(now) }
+        };
+        HeldDialog {
+            record: self.record,
+            hold: self.hold,
+            opened: at(self.opened_ms),
+            deadline: self.deadline_ms.map(at),
+            closing: self.closing,
+            answer_error: None,
+        }
+    }
+}
+
+fn wall_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
 
 #[derive(Serialize, Deserialize)]
 pub struct Snapshot {
@@ -33,7 +78,7 @@ pub struct Snapshot {
     next_record_id: u64,
     config_rev: u64,
     /// Dialogs held open when the snapshot was taken.
-    held: Vec<DialogRecord>,
+    held: Vec<SavedHeld>,
     folded: HashMap<i64, u64>,
     logs: Vec<LogEntry>,
     logs_evicted: u64,
@@ -64,7 +109,10 @@ impl State {
             pending: self.pending.clone(),
             next_record_id: self.next_record_id,
             config_rev: self.config_rev,
-            held: self.held.iter().map(|h| h.record.clone()).collect(),
+            held: {
+                let (now, wall) = (Instant::now(), wall_ms());
+                self.held.iter().map(|h| SavedHeld::new(h, now, wall)).collect()
+            },
             folded: self.folded.clone(),
             logs: self.logs.all(),
             logs_evicted: self.logs.evicted,
@@ -73,7 +121,7 @@ impl State {
     }
 
     /// Takes over what a previous host of this browser session left. Dialogs it held open
-    /// are closed: the extension dismissed them when that host went away.
+    /// stay held until the worker's `hello` says which are still open (`keep_held`).
     pub fn restore(&mut self, s: Snapshot) {
         self.tabs = s.tabs;
         self.tracked = s.tracked;
@@ -91,12 +139,8 @@ impl State {
         for rec in s.history {
             self.history.push_overwrite(rec);
         }
-        for mut rec in s.held {
-            rec.state = DialogState::Closed;
-            rec.closed_by = Some(DecidedBy::Remote);
-            rec.explanation += " Unmodal's host stopped while it was held open; the extension dismissed it.";
-            self.remember(rec);
-        }
+        let (now, wall) = (Instant::now(), wall_ms());
+        self.held = s.held.into_iter().map(|h| h.into_held(now, wall)).collect();
     }
 }
 
@@ -180,6 +224,7 @@ pub fn remove_stale(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::super::state::tests::feed;
+    use super::super::record::DialogState;
     use super::*;
     use crate::api::{MatchArg, PolicyCall};
     use serde_json::json;
@@ -209,16 +254,49 @@ mod tests {
         new.restore(load(dir.path(), "session01").unwrap());
         assert_eq!(new.rules_of(3), old.rules_of(3));
         assert_eq!(new.policy_of(3).policy, Policy::MustRespond);
-        assert_eq!(new.history.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["hi", "Name?"]);
-        let held = new.history.iter().last().unwrap();
-        assert_eq!((held.state, held.closed_by), (DialogState::Closed, Some(DecidedBy::Remote)));
-        assert!(new.held.is_empty());
+        assert_eq!(new.history.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["hi"]);
         assert_eq!(new.logs.of_tab(3).len(), old.logs.of_tab(3).len());
         // Ids go on where the old host stopped.
         let next = new.add_rule(3, RuleTarget::All, true, true, None, MatchArg::default()).unwrap();
         assert!(next.id > rule.id);
+        // The worker did not keep the held dialog: it was dismissed when the old host died.
         let out = feed(&mut new, json!({"type":"hello","version":"1","pilot":true})).unwrap();
         assert_eq!(out.iter().filter(|m| m.config_rev().is_some()).count(), 1, "the tab's config goes out again");
+        assert!(new.held.is_empty());
+        let held = new.history.iter().last().unwrap();
+        assert_eq!(
+            (held.message.as_str(), held.state, held.closed_by, held.accepted),
+            ("Name?", DialogState::Closed, Some(DecidedBy::DefaultPolicy), Some(false))
+        );
+        assert!(held.explanation.contains("host stopped"), "{}", held.explanation);
+    }
+
+    #[test]
+    fn a_held_dialog_the_new_worker_kept_waits_on_with_its_watchdog() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut old = State::new();
+        feed(&mut old, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
+        old.configure(PolicyCall { tab: Some(3), policy: Policy::MustRespond, timeout_s: 30 }).unwrap();
+        feed(&mut old, json!({"type":"held","tab_id":3,"hold":7,"kind":"confirm","message":"Sure?"})).unwrap();
+        feed(&mut old, json!({"type":"held","tab_id":4,"hold":8,"kind":"alert","message":"Gone"})).unwrap();
+        save(dir.path(), "session05", &serde_json::to_vec(&old.snapshot()).unwrap()).unwrap();
+
+        let mut new = State::new();
+        new.restore(load(dir.path(), "session05").unwrap());
+        let out = feed(&mut new, json!({"type":"hello","pilot":true,"held":[{"tab_id":3,"hold":7},{"tab_id":3,"hold":9}]}))
+            .unwrap();
+        let answer = |hold| crate::host::protocol::ToBrowser::Answer { tab_id: 3, hold, accept: false, text: None };
+        assert_eq!(out[0], answer(9), "one the host never heard of is dismissed");
+        assert_eq!(new.held.len(), 1);
+        let id = new.held[0].record.id;
+        assert_eq!(new.blocking_note().unwrap().dialogs[0].dialog_id, id);
+        let (armed, after) = new.armed[0];
+        assert_eq!(armed, id);
+        assert!(after > Duration::from_secs(28) && after <= Duration::from_secs(30), "{after:?}");
+        assert_eq!(new.history.iter().last().unwrap().message, "Gone", "the other one closed");
+        // Answered as if nothing happened.
+        let out = new.watchdog(id);
+        assert_eq!(out, vec![answer(7)]);
     }
 
     #[test]

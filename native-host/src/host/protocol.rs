@@ -25,6 +25,11 @@ pub enum FromBrowser {
         /// Names this service worker instance, whose reports are numbered (`n`).
         #[serde(default)]
         worker: Option<String>,
+        /// Dialogs the worker's debugger sessions hold open now (a worker that restarted
+        /// took over its predecessor's sessions); held dialogs of a previous host not listed
+        /// here are closed.
+        #[serde(default)]
+        held: Vec<HeldRef>,
     },
     /// The human flipped the AI Web Pilot switch.
     Pilot { on: bool },
@@ -174,6 +179,13 @@ pub struct HeldOpened {
     pub top_frame: bool,
 }
 
+/// Names a held dialog: the worker numbers them per browser session.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+pub struct HeldRef {
+    pub tab_id: i64,
+    pub hold: u64,
+}
+
 #[derive(Debug, Deserialize)]
 pub struct HeldClosed {
     pub tab_id: i64,
@@ -256,13 +268,14 @@ impl State {
     /// message was refused (nothing changed).
     pub fn on_browser(&mut self, msg: FromBrowser) -> Result<Vec<ToBrowser>, String> {
         match msg {
-            FromBrowser::Hello { version, pilot, worker, .. } => {
+            FromBrowser::Hello { version, pilot, worker, held, .. } => {
                 self.extension_version = version;
                 self.pilot = pilot;
+                let mut out = self.keep_held(&held);
                 let upto = self.reports_seen.upto_for(worker.as_deref());
                 self.worker = worker;
                 let tabs: Vec<i64> = self.configured_tabs().collect();
-                let mut out: Vec<ToBrowser> = tabs.into_iter().map(|tab| self.config_message(tab)).collect();
+                out.extend(tabs.into_iter().map(|tab| self.config_message(tab)));
                 out.push(ToBrowser::Resume { upto });
                 Ok(out)
             }
