@@ -9,6 +9,8 @@
   // Made by the engine's encoder (`fallback_configs`; a test checks the string).
   const PILOT_ON_STANDIN = 'U1E1S';
   let toMain = null;
+  // The page hook asks for the config on its first dialog; until then nothing is sent.
+  let asked = false;
   let pilotOn = globalThis.__unmodalPilot === true; // set by pilot.js if it ran first
   // The tab's config (engine/src/config.rs), whole, from the worker or the parent frame;
   // never read here, only passed on.
@@ -35,7 +37,7 @@
 
   const toPage = () => {
     const cfg = current();
-    if (toMain !== null && cfg !== null) document.dispatchEvent(new CustomEvent(toMain, { detail: cfg }));
+    if (asked && toMain !== null && cfg !== null) dispatchEvent(new CustomEvent(toMain, { detail: cfg }));
   };
 
   // Applies a config here, then hands it on to same-origin child frames.
@@ -59,14 +61,15 @@
   // inject.js hands over its secret once, before any page script exists; afterwards the
   // well-known name is dead, so the page can neither re-key nor read the channel.
   const onHello = (event) => {
-    document.removeEventListener(HELLO, onHello, true);
+    removeEventListener(HELLO, onHello, true);
     const secret = event.detail;
-    if (typeof secret !== 'string' || !/^u[0-9a-z]{4,60}$/.test(secret)) return;
+    if (typeof secret !== 'string' || !/^u[0-9a-z]{2,60}$/.test(secret)) return;
     toMain = secret + 'm';
-    document.addEventListener(secret + 'i', onReport, true);
-    toPage();
+    addEventListener(secret + 'i', fromPage, true);
   };
-  document.addEventListener(HELLO, onHello, true);
+  // On the window, not the document: this world's window exists already, its document
+  // wrapper would have to be made (a cost every frame would pay).
+  addEventListener(HELLO, onHello, true);
 
   // pilot.js is registered by the service worker only while the human has the pilot on;
   // whichever of the two scripts runs second tells the page hook, before page scripts run.
@@ -75,12 +78,25 @@
     toPage();
   };
 
-  // A batch from the page hook: { reports: {length, 0: …}, folded: n } (a list without a
-  // prototype in the page's world, a plain object here). Page-made data, checked for shape
-  // and size before it leaves the page.
+  // From the page hook: a question (a string; answered by cancelling the event or not), or
+  // a batch of reports.
+  const fromPage = (event) => {
+    const q = event.detail;
+    if (q === 'config') {
+      asked = true;
+      toPage();
+    } else if (q === 'active') {
+      if (navigator.userActivation.hasBeenActive) event.preventDefault();
+    } else {
+      onReport(q);
+    }
+  };
+
+  // A batch: { reports: {length, 0: …}, folded: n } (a list without a prototype in the
+  // page's world, a plain object here). Page-made data, checked for shape and size before
+  // it leaves the page.
   const MAX_BATCH = 64;
-  const onReport = (event) => {
-    const batch = event.detail;
+  const onReport = (batch) => {
     const list = batch && batch.reports;
     if (!list || typeof list !== 'object' || !Number.isSafeInteger(list.length) || list.length < 0) return;
     const all = [];

@@ -1,11 +1,17 @@
   // ---- Pristine natives (the page has not run yet) ----
+  // Every frame pays for what runs here, so only what the page could change before we need
+  // it is captured now. [LegacyUnforgeable] members (window.window, window.location and
+  // Location's own members) cannot be changed by the page and are read when needed; what
+  // only the rare paths need (the user-activation state for a leave prompt) is asked of
+  // content.js, whose world the page cannot reach.
   const win = window;
   const doc = document;
   const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf } = Object;
   const apply = Reflect.apply;
   const fnProto = Function.prototype;
   const nativeToString = fnProto.toString;
-  const natives = { alert: win.alert, confirm: win.confirm, prompt: win.prompt };
+  // alert/confirm/prompt as the browser made them; filled as they are replaced (60-install).
+  const natives = { __proto__: null };
   const NewCustomEvent = CustomEvent;
   const dispatchEvent = EventTarget.prototype.dispatchEvent;
   const addEventListener = EventTarget.prototype.addEventListener;
@@ -14,8 +20,6 @@
   const NativeError = Error;
   const captureStackTrace = Error.captureStackTrace;
   const indexOf = String.prototype.indexOf;
-  // Brand check as the natives do it: any Window (another frame's too) is a valid receiver.
-  const windowGetter = getOwnPropertyDescriptor(win, 'window').get;
   const getRandomValues = Crypto.prototype.getRandomValues;
   const cryptoObj = crypto;
   const NewUint32Array = Uint32Array;
@@ -24,8 +28,6 @@
   const nativePreventDefault = eventProto.preventDefault;
   const unloadProto = BeforeUnloadEvent.prototype;
   const returnValueDesc = getOwnPropertyDescriptor(unloadProto, 'returnValue');
-  const hasBeenActive = getOwnPropertyDescriptor(UserActivation.prototype, 'hasBeenActive').get;
-  const userActivation = navigator.userActivation;
   const setTimeoutNative = win.setTimeout;
   const NewMap = Map;
   const mapGet = Map.prototype.get;
@@ -42,10 +44,9 @@
   // Where background.js's new-document script leaves the config (see there).
   const HANDOFF = '__unmodalConfig';
   const baseURI = getOwnPropertyDescriptor(Node.prototype, 'baseURI').get;
-  const loc = win.location;
   // The URL rules match: the document's, or for about:blank/srcdoc frames their creator's.
   const pageUrl = () => {
-    const href = loc.href;
+    const href = win.location.href;
     return apply(indexOf, href, ['about:']) === 0 ? apply(baseURI, doc, []) : href;
   };
   const KIND_NAMES = ['alert', 'confirm', 'prompt', 'beforeunload'];

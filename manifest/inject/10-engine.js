@@ -27,6 +27,9 @@
     engine.load(n);
   };
   const boot = () => {
+    // content.js holds the newest config, and sends later ones only once asked (a frame
+    // that never shows a dialog never exchanges one).
+    ask('config');
     engine = apply(factory, undefined, ENGINE_GLOBALS);
     io = new NewUint16Array(engine.memory.buffer, engine.io_ptr(), engine.io_cap());
     if (config !== null) load(config);

@@ -1,8 +1,9 @@
   // ---- Secret channel to content.js (ISOLATED world) ----
-  const rnd = new NewUint32Array(4);
+  // 64 random bits name the channel's events: the page cannot listen to or forge a name it
+  // cannot guess.
+  const rnd = new NewUint32Array(2);
   apply(getRandomValues, cryptoObj, [rnd]);
-  let secret = 'u';
-  for (let i = 0; i < 4; i++) secret += apply(numberToString, rnd[i], [36]);
+  const secret = 'u' + apply(numberToString, rnd[0], [36]) + apply(numberToString, rnd[1], [36]);
   const toIsolated = secret + 'i';
 
   // Reports leave in batches after the current task, so a dialog call costs only the
@@ -25,7 +26,7 @@
     const detail = { __proto__: null, reports: queue, folded };
     queue = newList();
     folded = 0;
-    apply(dispatchEvent, doc, [new NewCustomEvent(toIsolated, { __proto__: null, detail })]);
+    apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail })]);
   };
   const admit = () => {
     const t = now();
@@ -58,7 +59,12 @@
     config = cfg;
     if (engine !== null) load(cfg);
   };
-  apply(addEventListener, doc, [secret + 'm', (event) => configure(apply(detailOf, event, []))]);
+  apply(addEventListener, win, [secret + 'm', (event) => configure(apply(detailOf, event, []))]);
+  // A question to content.js, answered before dispatchEvent returns: yes is the event
+  // cancelled. 'config': send the config now and every later one; 'active': has the frame
+  // had a user activation (what a leave prompt needs), read in a world the page cannot touch.
+  const ask = (what) =>
+    !apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail: what, cancelable: true })]);
   // A tab under a dialog policy also gets its config from the debugger session's
   // new-document script, which runs before this file: no page script has run, none sees it.
   const handed = getOwnPropertyDescriptor(win, HANDOFF);
@@ -67,4 +73,4 @@
     configure(handed.value);
   }
   // content.js listens for this one event only, before any page script can exist.
-  apply(dispatchEvent, doc, [new NewCustomEvent('unmodal:hello', { __proto__: null, detail: secret })]);
+  apply(dispatchEvent, win, [new NewCustomEvent('unmodal:hello', { __proto__: null, detail: secret })]);

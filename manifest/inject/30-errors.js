@@ -16,16 +16,21 @@
     if (d.set) apply(d.set, err, [text]);
     else defineProperty(err, 'stack', { value: text, writable: d.writable, enumerable: d.enumerable, configurable: d.configurable });
   };
-  // This script's URL as V8 prints it in frames, so our frames can be cut out.
-  const ownUrl = (() => {
+  // This script's URL as V8 prints it in frames, so our frames can be cut out. Found on
+  // first need (formatting a stack costs every frame otherwise), kept once found.
+  let ownUrlFound = null;
+  const ownUrl = () => {
+    if (ownUrlFound !== null) return ownUrlFound;
     const text = stackText(new NativeError()) ?? { text: '' };
     const start = apply(indexOf, text.text, ['chrome-extension://']);
     const end = start < 0 ? -1 : apply(indexOf, text.text, ['.js', start]);
-    return end < 0 ? null : apply(sliceString, text.text, [start, end + 3]);
-  })();
+    if (end >= 0) ownUrlFound = apply(sliceString, text.text, [start, end + 3]);
+    return ownUrlFound;
+  };
   // Page code we call (an argument's toString) may throw; its stack must not show us.
   const withoutOwnFrames = (err) => {
-    const st = ownUrl === null ? null : stackText(err);
+    const url = ownUrl();
+    const st = url === null ? null : stackText(err);
     if (st === null) return err;
     let out = '';
     let at = 0;
@@ -33,7 +38,7 @@
       let nl = apply(indexOf, st.text, ['\n', at]);
       if (nl < 0) nl = st.text.length;
       const line = apply(sliceString, st.text, [at, nl]);
-      if (apply(indexOf, line, [ownUrl]) < 0) out += (at === 0 ? '' : '\n') + line;
+      if (apply(indexOf, line, [url]) < 0) out += (at === 0 ? '' : '\n') + line;
       at = nl + 1;
     }
     setStack(err, st, out);

@@ -47,7 +47,8 @@
   function handle(kind, self, args, fn) {
     if (self !== undefined && self !== null && self !== win) {
       try {
-        apply(windowGetter, self, []);
+        // Brand check as the natives do it: any Window (another frame's too) is valid.
+        apply(getOwnPropertyDescriptor(win, 'window').get, self, []);
       } catch {
         throw illegalInvocation(fn);
       }

@@ -20,7 +20,7 @@
     if (engine === null) boot();
     const packed = engine.decide(3, 0, 0);
     unloadSuppress = (packed & 3) === 1;
-    const wouldShow = !unloadSuppress && apply(hasBeenActive, userActivation, []);
+    const wouldShow = !unloadSuppress && ask('active');
     // Under a policy the debugger session answers the browser's prompt and reports it.
     if (wouldShow && ((packed >>> 2) & 3) === BY_POLICY) return unloadSuppress;
     const report = decisionReport(3, packed, '', null, unloadSuppress ? true : null, null);

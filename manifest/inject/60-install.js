@@ -11,26 +11,38 @@
         throw nativeShapedError(err, replacements.toString, this);
       }
       // Keyed by source text, so every same-origin realm's toString (each frame runs this
-      // same file) also prints native source for another realm's replacements.
+      // same file) also prints native source for another realm's replacements. Made on the
+      // first call: most frames never have one.
+      if (disguises === null) disguiseAll();
       const nativeSrc = apply(mapGet, disguises, [src]);
       return nativeSrc === undefined ? src : nativeSrc;
     },
   };
 
-  const disguises = new NewMap();
-  const disguise = (fn, name) => {
-    apply(mapSet, disguises, [apply(nativeToString, fn, []), `function ${name}() { [native code] }`]);
+  let disguises = null;
+  const disguiseAll = () => {
+    disguises = new NewMap();
+    const as = (fn, name) => apply(mapSet, disguises, [apply(nativeToString, fn, []), `function ${name}() { [native code] }`]);
+    as(replacements.alert, 'alert');
+    as(replacements.confirm, 'confirm');
+    as(replacements.prompt, 'prompt');
+    as(replacements.toString, 'toString');
+    as(unloadHooks.preventDefault, 'preventDefault');
+    as(returnValueSetter, 'set returnValue');
+    const handler = getOwnPropertyDescriptor(handlerHooks, 'onbeforeunload');
+    as(handler.get, 'get onbeforeunload');
+    as(handler.set, 'set onbeforeunload');
   };
 
   const install = (owner, name, fn) => {
     const desc = getOwnPropertyDescriptor(owner, name);
     if (!desc || typeof desc.value !== 'function') return;
-    disguise(fn, name);
     defineProperty(owner, name, { value: fn, writable: desc.writable, enumerable: desc.enumerable, configurable: desc.configurable });
+    return desc.value;
   };
-  install(win, 'alert', replacements.alert);
-  install(win, 'confirm', replacements.confirm);
-  install(win, 'prompt', replacements.prompt);
+  natives.alert = install(win, 'alert', replacements.alert);
+  natives.confirm = install(win, 'confirm', replacements.confirm);
+  natives.prompt = install(win, 'prompt', replacements.prompt);
   install(fnProto, 'toString', replacements.toString);
   install(eventProto, 'preventDefault', unloadHooks.preventDefault);
 
@@ -39,10 +51,7 @@
     if (!owner || !desc) return;
     const mine = getOwnPropertyDescriptor(hooks, name);
     const next = { get: desc.get, set: desc.set, enumerable: desc.enumerable, configurable: desc.configurable };
-    for (const part of parts) {
-      disguise(mine[part], `${part} ${name}`);
-      next[part] = mine[part];
-    }
+    for (const part of parts) next[part] = mine[part];
     defineProperty(owner, name, next);
   };
   installAccessor(unloadProto, 'returnValue', returnValueDesc, unloadHooks, ['set']);

@@ -4,46 +4,11 @@
 use anyhow::Result;
 use serde_json::{Value, json};
 use std::time::Instant;
-use unmodal_e2e::browser::{Browser, Options};
+use unmodal_e2e::browser::Options;
 use unmodal_e2e::page::Page;
 use unmodal_e2e::{Session, eventually};
 
-const FRAMES: usize = 50;
-// Per-frame start-up: script-made about:blank frames get the content scripts synchronously
-// when first touched, so timing their creation isolates what the extension adds to a frame.
-const FRAME_PROBE: &str = "(() => { const t0 = performance.now(); for (let i = 0; i < FRAMES; i++) {   const f = document.createElement('iframe'); document.body.append(f); f.contentWindow.document; }   const dt = (performance.now() - t0) / FRAMES; document.querySelectorAll('iframe').forEach((f) => f.remove()); return dt; })()";
-
-/// Per-frame cost in each browser, runs interleaved (after one untimed warm-up each) so
-/// that machine noise and warm-up hit all of them alike.
-async fn frame_costs(pages: &[&Page]) -> Result<Vec<Vec<f64>>> {
-    let probe = FRAME_PROBE.replace("FRAMES", &FRAMES.to_string());
-    let mut out = vec![Vec::new(); pages.len()];
-    for run in 0..=RUNS {
-        for (page, costs) in pages.iter().zip(out.iter_mut()) {
-            let x = page.eval(&probe).await?.as_f64().unwrap_or(f64::NAN);
-            if run > 0 {
-                costs.push(x);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// An extension with our manifest's two content scripts, both empty, and nothing else:
-/// what any extension pays to have a MAIN-world and an isolated-world script in a frame.
-fn empty_script_extension(ours: &std::path::Path) -> Result<tempfile::TempDir> {
-    let dir = tempfile::Builder::new().prefix("unmodal-floor-").tempdir()?;
-    let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(ours.join("manifest.json"))?)?;
-    let m = manifest.as_object_mut().ok_or_else(|| anyhow::anyhow!("manifest is not an object"))?;
-    for key in ["background", "key", "action"] {
-        m.remove(key);
-    }
-    m.insert("name".into(), json!("empty content scripts"));
-    std::fs::write(dir.path().join("manifest.json"), serde_json::to_string_pretty(&manifest)?)?;
-    std::fs::write(dir.path().join("content.js"), "")?;
-    std::fs::write(dir.path().join("inject.js"), "")?;
-    Ok(dir)
-}
+mod startup;
 
 const RUNS: usize = 15;
 const CALLS: usize = 2000;
@@ -132,6 +97,14 @@ async fn main() -> Result<()> {
         .map_or(Ok(120), |v| v.parse::<u64>())?;
     if args.iter().any(|a| a == "--only-soak") {
         return soak(soak_secs).await;
+    }
+    if args.iter().any(|a| a == "--only-startup") {
+        // `--variant DIR` (repeatable): another build of the extension, measured beside ours.
+        let variants: Vec<std::path::PathBuf> =
+            args.windows(2).filter(|w| w[0] == "--variant").map(|w| w[1].clone().into()).collect();
+        let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title>").await?;
+        startup::share(&s.browser.art.extension, &s.web, &variants).await?;
+        return startup::heavy(&s).await;
     }
     let s = Session::start().await?;
     s.open(
@@ -260,40 +233,15 @@ async fn main() -> Result<()> {
     held_dialogs(&s).await?;
     s.policy("auto", 10).await?;
 
-    println!("\nStart-up cost per frame ({FRAMES} script-made frames per run, page shows no dialog):");
-    let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
-    let floor_dir = empty_script_extension(&s.browser.art.extension)?;
-    let floor = Browser::launch(Options {
-        extension: false,
-        other_extension: Some(floor_dir.path().to_path_buf()),
-        ..Options::default()
-    })
-    .await?;
-    let (plain_page, floor_page) = (baseline.first_page().await?, floor.first_page().await?);
-    let blank = s.web.page("/frames", "<!doctype html><title>frames</title><body></body>", &[]);
-    for page in [&plain_page, &floor_page, &s.page] {
-        page.goto(&blank).await?;
-    }
-    let mut costs = frame_costs(&[&plain_page, &floor_page, &s.page]).await?.into_iter().map(stats);
-    let (Some(without), Some(empty), Some(with)) = (costs.next(), costs.next(), costs.next()) else {
-        anyhow::bail!("frame costs missing");
-    };
-    row("frame without the extension (baseline)", &without, "ms");
-    row("frame, extension with both scripts empty", &empty, "ms");
-    row("frame with the extension", &with, "ms");
-    println!("  added per frame (median difference): {:.3} ms", with.median - without.median);
-    println!(
-        "  of which any MAIN + isolated content script pair: {:.3} ms; Unmodal's own code: {:.3} ms",
-        empty.median - without.median,
-        with.median - empty.median
-    );
+    startup::share(&s.browser.art.extension, &s.web, &[]).await?;
+    startup::heavy(&s).await?;
 
     let art = &s.browser.art;
     let size = |f: &str| std::fs::metadata(art.extension.join(f)).map(|m| m.len()).unwrap_or(0);
     println!("\nSize of the in-page code:");
     println!("  inject.js (page hook + engine, minified):   {} bytes", size("inject.js"));
     println!("  content.js (bridge, isolated world):        {} bytes", size("content.js"));
-    drop((baseline, floor, s));
+    drop(s);
     if soak_secs > 0 {
         soak(soak_secs).await?;
     }

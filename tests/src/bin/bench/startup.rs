@@ -1,0 +1,232 @@
+//! Per-frame start-up: what Unmodal adds to every frame, against the platform's floor (an
+//! extension with the same two content scripts, both empty), and frame-heavy pages with and
+//! without the extension.
+//!
+//! The share is measured in one browser and one page: copies of both extensions, each
+//! scoped to an origin of its own (ports of 127.0.0.1: one site, one renderer), are loaded
+//! side by side, and the page makes frames in three child documents in turn (`plain`: no
+//! content script, `floor`, `ours`), timing each batch. About:blank frames get content
+//! scripts by their creator's origin; the documents set `document.domain` (with
+//! `Origin-Agent-Cluster: ?0`) so the top page can script all three synchronously. Frames from different browsers differ by more than the share itself
+//! on this machine kind (a frame costs 5–10 ms, runs spread by ±2 ms); back-to-back batches
+//! in one renderer share that noise, and it cancels in their differences.
+
+use super::{Stats, row, stats};
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use unmodal_e2e::browser::{Browser, Options};
+use unmodal_e2e::page::Page;
+use unmodal_e2e::web::WebServer;
+use unmodal_e2e::{Session, eventually};
+
+/// Frames per timed batch, batches per evaluation, evaluations.
+const PER_BATCH: usize = 4;
+const ROUNDS_PER_CALL: usize = 25;
+const CALLS: usize = 8;
+/// Runs of the frame-heavy pages.
+const HEAVY_RUNS: usize = 9;
+const SHARED_DOMAIN: [(&str, &str); 1] = [("Origin-Agent-Cluster", "?0")];
+const SET_DOMAIN: &str = "<script>document.domain = '127.0.0.1'</script>";
+
+/// A copy of the extension in `from` whose content scripts run only in frames of `origin`
+/// (about:blank frames go by their creator's origin). `empty`: both scripts empty
+/// (the floor). The copy has no key (two copies of one ID cannot load side by side), and
+/// its pilot script is static, as it is while the human has the pilot on.
+fn scoped_copy(from: &Path, origin: &str, name: &str, empty: bool) -> Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix(&format!("unmodal-{name}-")).tempdir()?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        if e.file_type()?.is_file() {
+            std::fs::copy(e.path(), dir.path().join(e.file_name()))?;
+        }
+    }
+    let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(from.join("manifest.json"))?)?;
+    let m = manifest.as_object_mut().context("manifest is not an object")?;
+    m.remove("key");
+    m.insert("name".into(), json!(format!("unmodal-bench-{name}")));
+    let scripts = m.get_mut("content_scripts").and_then(Value::as_array_mut).context("no content_scripts")?;
+    if !empty {
+        let mut pilot = scripts[0].clone();
+        pilot["js"] = json!(["pilot.js"]);
+        scripts.push(pilot);
+    }
+    for s in scripts.iter_mut() {
+        s["matches"] = json!([format!("{origin}/*")]);
+    }
+    if empty {
+        for key in ["background", "action"] {
+            m.remove(key);
+        }
+        std::fs::write(dir.path().join("content.js"), "")?;
+        std::fs::write(dir.path().join("inject.js"), "")?;
+    }
+    std::fs::write(dir.path().join("manifest.json"), serde_json::to_string_pretty(&manifest)?)?;
+    Ok(dir)
+}
+
+/// The isolated worlds created in one new frame under each child document, by name: proves
+/// each scope gets exactly its own extension's scripts.
+async fn check_scopes(page: &Page, scopes: &[String]) -> Result<()> {
+    page.call("Runtime.enable", json!({})).await?;
+    for scope in scopes {
+        let mut events = page.events();
+        let marker = format!("probe-{scope}");
+        page.eval(&format!(
+            "(() => {{ const d = frames['{scope}'].document; const f = d.createElement('iframe'); \
+             d.body.append(f); f.contentWindow.document; f.remove(); console.debug('{marker}'); }})()"
+        ))
+        .await?;
+        let mut worlds = Vec::new();
+        loop {
+            let e = tokio::time::timeout(std::time::Duration::from_secs(5), events.recv()).await??;
+            if e.method == "Runtime.consoleAPICalled" && e.params["args"][0]["value"] == marker.as_str() {
+                break;
+            }
+            if e.method == "Runtime.executionContextCreated" && e.params["context"]["auxData"]["type"] == "isolated" {
+                worlds.push(e.params["context"]["name"].as_str().unwrap_or_default().to_owned());
+            }
+        }
+        let want: Vec<String> =
+            if scope == "plain" { Vec::new() } else { vec![format!("unmodal-bench-{scope}")] };
+        if worlds != want {
+            bail!("frames under /{scope}/ got the isolated worlds {worlds:?}, expected {want:?}");
+        }
+    }
+    page.call("Runtime.disable", json!({})).await.map(drop)
+}
+
+/// Per-frame cost (ms) of each scope, one value per round; scopes alternate in every round.
+async fn scope_costs(page: &Page, scopes: &[String]) -> Result<Vec<Vec<f64>>> {
+    let names = serde_json::to_string(scopes)?;
+    let probe = format!(
+        "(() => {{ const kids = {names}.map((n) => frames[n].document); \
+         const out = kids.map(() => []); const idx = kids.map((_, i) => i); \
+         for (let r = 0; r < {ROUNDS_PER_CALL}; r++) {{ \
+           for (const k of (r % 2 ? [...idx].reverse() : idx)) {{ \
+             const d = kids[k]; const t0 = performance.now(); \
+             for (let i = 0; i < {PER_BATCH}; i++) {{ const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; }} \
+             out[k].push((performance.now() - t0) / {PER_BATCH}); d.body.replaceChildren(); }} }} \
+         return out; }})()"
+    );
+    page.eval(&probe).await?; // warm-up
+    let mut out = vec![Vec::new(); scopes.len()];
+    for _ in 0..CALLS {
+        let v = page.eval(&probe).await?;
+        for (k, costs) in out.iter_mut().enumerate() {
+            costs.extend(v[k].as_array().into_iter().flatten().map(|x| x.as_f64().unwrap_or(f64::NAN)));
+        }
+    }
+    Ok(out)
+}
+
+fn paired(a: &[f64], b: &[f64]) -> Stats {
+    stats(a.iter().zip(b).map(|(x, y)| x - y).collect())
+}
+
+/// The floor, Unmodal's share over it, and the total, from one run; `variants` (other
+/// builds of the extension) are measured beside ours in the same page.
+pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> Result<()> {
+    println!(
+        "\nStart-up cost per frame, one page ({} script-made frames each, alternating; page shows no dialog):",
+        PER_BATCH * ROUNDS_PER_CALL * CALLS
+    );
+    let mut scopes = vec!["plain".to_string(), "floor".to_string(), "ours".to_string()];
+    let servers: Vec<WebServer> = (0..scopes.len() + variants.len()).map(|_| WebServer::start()).collect::<Result<_>>()?;
+    let mut dirs =
+        vec![scoped_copy(extension, &servers[1].origin, "floor", true)?, scoped_copy(extension, &servers[2].origin, "ours", false)?];
+    for (i, v) in variants.iter().enumerate() {
+        scopes.push(format!("v{i}"));
+        dirs.push(scoped_copy(v, &servers[3 + i].origin, &format!("v{i}"), false)?);
+    }
+    let list = dirs.iter().map(|d| d.path().display().to_string()).collect::<Vec<_>>().join(",");
+    let browser = Browser::launch(Options {
+        extension: false,
+        args: vec![format!("--load-extension={list}"), format!("--disable-extensions-except={list}")],
+        ..Options::default()
+    })
+    .await?;
+    let mut frames = String::new();
+    for (scope, server) in scopes.iter().zip(&servers) {
+        let url = server.page("/doc", &format!("<!doctype html>{SET_DOMAIN}<body></body>"), &SHARED_DOMAIN);
+        frames += &format!("<iframe name='{scope}' src='{url}'></iframe>");
+    }
+    let top =
+        web.page("/startup-top", &format!("<!doctype html><title>start-up</title>{SET_DOMAIN}{frames}"), &SHARED_DOMAIN);
+    let page = browser.first_page().await?;
+    page.goto(&top).await?;
+    let names = serde_json::to_string(&scopes)?;
+    eventually(std::time::Duration::from_secs(10), "the child documents loaded", || async {
+        let ready = page
+            .eval(&format!("{names}.every((n) => {{ try {{ return frames[n].document.readyState === 'complete'; }} catch {{ return false; }} }})"))
+            .await?;
+        Ok((ready == true).then_some(()))
+    })
+    .await?;
+    check_scopes(&page, &scopes).await?;
+    page.call("Page.disable", json!({})).await?;
+    if let Some(out) = std::env::var_os("UNMODAL_BENCH_PROFILE") {
+        // A CPU profile of frames made under `ours` only (for working on the share).
+        page.call("Profiler.enable", json!({})).await?;
+        page.call("Profiler.setSamplingInterval", json!({"interval": 25})).await?;
+        page.call("Profiler.start", json!({})).await?;
+        let ours = serde_json::to_string(&["ours"])?;
+        for _ in 0..CALLS {
+            page.eval(&format!("(() => {{ const d = frames[{ours}[0]].document; for (let i = 0; i < 200; i++) {{ \
+                const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; if (i % 10 === 9) d.body.replaceChildren(); }} }})()")).await?;
+        }
+        let p = page.call("Profiler.stop", json!({})).await?;
+        std::fs::write(out, serde_json::to_vec(&p["profile"])?)?;
+    }
+    let costs = scope_costs(&page, &scopes).await?;
+    let (plain, floor, ours) = (&costs[0], &costs[1], &costs[2]);
+    row("frame, no content script (baseline)", &stats(plain.clone()), "ms");
+    row("frame, both content scripts empty", &stats(floor.clone()), "ms");
+    row("frame, Unmodal", &stats(ours.clone()), "ms");
+    row("the floor: empty scripts over baseline", &paired(floor, plain), "ms");
+    row("Unmodal's own share: ours over the floor", &paired(ours, floor), "ms");
+    row("Unmodal in total: ours over baseline", &paired(ours, plain), "ms");
+    for (v, c) in variants.iter().zip(&costs[3..]) {
+        row(&format!("variant {}: over the floor", v.display()), &paired(c, floor), "ms");
+    }
+    Ok(())
+}
+
+/// Frame-heavy pages, with and without the extension (two browsers, runs interleaved):
+/// 100 script-made frames, and a page with 20 frames from another site.
+pub async fn heavy(s: &Session) -> Result<()> {
+    println!("\nFrame-heavy pages ({HEAVY_RUNS} runs each, with and without the extension, interleaved):");
+    let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
+    let plain = baseline.first_page().await?;
+    let other = WebServer::other_site()?;
+    let widget = other.page("/widget", "<!doctype html><p>widget</p>", &[]);
+    let twenty: String = (0..20).map(|i| format!("<iframe src='{widget}?{i}'></iframe>")).collect();
+    let hundred = s.web.page("/hundred", "<!doctype html><title>frames</title><body></body>", &[]);
+    let framed = s.web.page("/twenty", &format!("<!doctype html><title>twenty</title>{twenty}"), &[]);
+    let make = "(() => { const t0 = performance.now(); for (let i = 0; i < 100; i++) { const f = document.createElement('iframe'); \
+                document.body.append(f); f.contentWindow.document; } const dt = performance.now() - t0; \
+                document.body.replaceChildren(); return dt; })()";
+    let load = "performance.getEntriesByType('navigation')[0].loadEventStart";
+    let (mut made, mut loaded) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    for page in [&plain, &s.page] {
+        page.goto(&hundred).await?;
+        page.eval(make).await?; // warm-up
+    }
+    for run in 0..HEAVY_RUNS {
+        let order: [usize; 2] = if run % 2 == 0 { [0, 1] } else { [1, 0] };
+        for k in order {
+            let page = [&plain, &s.page][k];
+            page.goto(&hundred).await?;
+            made[k].push(page.eval(make).await?.as_f64().unwrap_or(f64::NAN));
+            page.goto(&framed).await?;
+            loaded[k].push(page.eval(load).await?.as_f64().unwrap_or(f64::NAN));
+        }
+    }
+    let [made_without, made_with] = made;
+    let [loaded_without, loaded_with] = loaded;
+    row("100 script-made frames, without", &stats(made_without), "ms");
+    row("100 script-made frames, with Unmodal", &stats(made_with), "ms");
+    row("20 frames from another site: load, without", &stats(loaded_without), "ms");
+    row("20 frames from another site: load, with Unmodal", &stats(loaded_with), "ms");
+    Ok(())
+}
