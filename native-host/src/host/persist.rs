@@ -47,7 +47,11 @@ impl SavedHeld {
 
     fn into_held(self, now: Instant, wall: u64) -> HeldDialog {
         let at = |ms: u64| {
-            if ms >= wall { now + Duration::from_millis(ms - wall) } else { now.checked_sub(Duration::from_millis(wall - ms)).unwrap_or(now) }
+            if ms >= wall {
+                now + Duration::from_millis(ms - wall)
+            } else {
+                now.checked_sub(Duration::from_millis(wall - ms)).unwrap_or(now)
+            }
         };
         HeldDialog {
             record: self.record,
@@ -223,8 +227,8 @@ pub fn remove_stale(dir: &Path) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::tests::feed;
     use super::super::record::DialogState;
+    use super::super::state::tests::feed;
     use super::*;
     use crate::api::{MatchArg, PolicyCall};
     use serde_json::json;
@@ -283,8 +287,9 @@ mod tests {
 
         let mut new = State::new();
         new.restore(load(dir.path(), "session05").unwrap());
-        let out = feed(&mut new, json!({"type":"hello","pilot":true,"held":[{"tab_id":3,"hold":7},{"tab_id":3,"hold":9}]}))
-            .unwrap();
+        let out =
+            feed(&mut new, json!({"type":"hello","pilot":true,"held":[{"tab_id":3,"hold":7},{"tab_id":3,"hold":9}]}))
+                .unwrap();
         let answer = |hold| crate::host::protocol::ToBrowser::Answer { tab_id: 3, hold, accept: false, text: None };
         assert_eq!(out[0], answer(9), "one the host never heard of is dismissed");
         assert_eq!(new.held.len(), 1);

@@ -87,8 +87,7 @@ async fn check_scopes(page: &Page, scopes: &[String]) -> Result<()> {
                 worlds.push(e.params["context"]["name"].as_str().unwrap_or_default().to_owned());
             }
         }
-        let want: Vec<String> =
-            if scope == "plain" { Vec::new() } else { vec![format!("unmodal-bench-{scope}")] };
+        let want: Vec<String> = if scope == "plain" { Vec::new() } else { vec![format!("unmodal-bench-{scope}")] };
         if worlds != want {
             bail!("frames under /{scope}/ got the isolated worlds {worlds:?}, expected {want:?}");
         }
@@ -132,9 +131,12 @@ pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> R
         PER_BATCH * ROUNDS_PER_CALL * CALLS
     );
     let mut scopes = vec!["plain".to_string(), "floor".to_string(), "ours".to_string()];
-    let servers: Vec<WebServer> = (0..scopes.len() + variants.len()).map(|_| WebServer::start()).collect::<Result<_>>()?;
-    let mut dirs =
-        vec![scoped_copy(extension, &servers[1].origin, "floor", true)?, scoped_copy(extension, &servers[2].origin, "ours", false)?];
+    let servers: Vec<WebServer> =
+        (0..scopes.len() + variants.len()).map(|_| WebServer::start()).collect::<Result<_>>()?;
+    let mut dirs = vec![
+        scoped_copy(extension, &servers[1].origin, "floor", true)?,
+        scoped_copy(extension, &servers[2].origin, "ours", false)?,
+    ];
     for (i, v) in variants.iter().enumerate() {
         scopes.push(format!("v{i}"));
         dirs.push(scoped_copy(v, &servers[3 + i].origin, &format!("v{i}"), false)?);
@@ -151,8 +153,11 @@ pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> R
         let url = server.page("/doc", &format!("<!doctype html>{SET_DOMAIN}<body></body>"), &SHARED_DOMAIN);
         frames += &format!("<iframe name='{scope}' src='{url}'></iframe>");
     }
-    let top =
-        web.page("/startup-top", &format!("<!doctype html><title>start-up</title>{SET_DOMAIN}{frames}"), &SHARED_DOMAIN);
+    let top = web.page(
+        "/startup-top",
+        &format!("<!doctype html><title>start-up</title>{SET_DOMAIN}{frames}"),
+        &SHARED_DOMAIN,
+    );
     let page = browser.first_page().await?;
     page.goto(&top).await?;
     let names = serde_json::to_string(&scopes)?;
