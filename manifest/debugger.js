@@ -11,9 +11,10 @@ const HANDOFF = '__unmodalConfig';
 const SAVED = 'debuggerSessions';
 // Nothing else may wake a stopped worker while a dialog blocks its page (the page is
 // frozen, the agent's calls go to a host that went with the worker): an alarm does, every
-// second while a dialog is held. Unpacked extensions get that period; a packed one gets
-// Chrome's minimum, 30 s.
-const WAKE = 'unmodal-held-dialog';
+// second while any tab has a session (set before any dialog can open, so a worker stopped
+// at any moment is woken). Unpacked extensions get that period; a packed one gets Chrome's
+// minimum, 30 s.
+const WAKE = 'unmodal-debugger-sessions';
 const WAKE_MINUTES = 1 / 60;
 
 const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
@@ -28,10 +29,12 @@ export function createHolds(toHost, wanted, configFor) {
   let orphaned = false; // no host: whatever opens is dismissed at once
   let early = []; // events that came before this worker took its sessions over (`adoptStale`)
 
+  let waking = false;
   const remember = () => {
-    const holding = [...sessions.values()].some((s) => s.open !== null);
-    if (holding) chrome.alarms.get(WAKE).then((a) => a ?? chrome.alarms.create(WAKE, { periodInMinutes: WAKE_MINUTES })).catch(() => {});
-    else chrome.alarms.clear(WAKE).catch(() => {});
+    if (waking !== sessions.size > 0) {
+      waking = sessions.size > 0;
+      (waking ? chrome.alarms.create(WAKE, { periodInMinutes: WAKE_MINUTES }) : chrome.alarms.clear(WAKE)).catch(() => {});
+    }
     return save();
   };
   const save = () => chrome.storage.session.set({
@@ -151,8 +154,10 @@ export function createHolds(toHost, wanted, configFor) {
         send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
         return;
       }
-      // The browser shows one dialog per tab at a time; the next waits for this one.
+      // The browser shows one dialog per tab at a time; the next waits for this one. Kept
+      // before the host hears of it: a worker stopped from then on must know it is open.
       s.open = { hold: ++holdSeq };
+      remember();
       toHost({
         type: 'held',
         tab_id: tabId,
@@ -163,7 +168,6 @@ export function createHolds(toHost, wanted, configFor) {
         url: clip(params.url),
         top_frame: params.frameId === undefined || params.frameId === s.mainFrame,
       });
-      remember();
     } else if (method === 'Page.javascriptDialogClosed') {
       if (s.open === null) return;
       toHost({ type: 'held_closed', tab_id: tabId, hold: s.open.hold, accepted: params.result === true, text: clip(params.userInput) });
@@ -238,6 +242,8 @@ export function createHolds(toHost, wanted, configFor) {
       const was = known[tabId];
       if (was) {
         sessions.set(tabId, { script: was.script ?? null, mainFrame: was.mainFrame ?? null, open: was.open ?? null, children: new Map(was.children ?? []) });
+        // A dialog nobody wrote down (the worker stopped first) would stay open unseen.
+        if (!was.open) await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
         return;
       }
       await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
