@@ -16,17 +16,24 @@ where
     Fut: Future<Output = Result<Option<T>>>,
 {
     let start = Instant::now();
-    let mut last_error = None;
+    // The newest failure, and whether a check said "not yet" after it: the last check's
+    // outcome is what the error must lead with.
+    let (mut last_error, mut not_yet_since) = (None, false);
     loop {
         match check().await {
             Ok(Some(v)) => return Ok(v),
-            Ok(None) => {}
-            Err(e) => last_error = Some(e),
+            Ok(None) => not_yet_since = true,
+            Err(e) => (last_error, not_yet_since) = (Some(e), false),
         }
         if start.elapsed() > limit {
-            match last_error {
-                Some(e) => bail!("{what} did not happen within {limit:?}; last error: {e:#}"),
-                None => bail!("{what} did not happen within {limit:?}"),
+            match (last_error, not_yet_since) {
+                (Some(e), false) => bail!("{what} did not happen within {limit:?}; last error: {e:#}"),
+                (Some(e), true) => {
+                    bail!(
+                        "{what} did not happen within {limit:?}; the last checks said not yet, an earlier one failed: {e:#}"
+                    )
+                }
+                (None, _) => bail!("{what} did not happen within {limit:?}"),
             }
         }
         tokio::time::sleep(POLL).await;
