@@ -45,6 +45,16 @@ export function createHolds(toHost, wanted, configFor) {
     },
   }).catch(() => {});
 
+  // What the host hears of held dialogs leaves only once the worker's own record of them is
+  // written: the agent acts on what the host shows (it may stop this worker the next
+  // moment), and a write the browser had not yet taken is lost with a stopped worker. One
+  // queue, so these messages keep their order.
+  let written = Promise.resolve();
+  const toHostWhenSaved = (...msgs) => {
+    const saving = remember();
+    written = Promise.all([written, saving]).then(() => msgs.forEach(toHost));
+  };
+
   // `target`: { tabId } for the tab's session, { tabId, sessionId } for a child session.
   const command = (target, method, params = {}) => chrome.debugger.sendCommand(target, method, params);
   const send = (tabId, method, params) => command({ tabId }, method, params);
@@ -157,8 +167,7 @@ export function createHolds(toHost, wanted, configFor) {
       // The browser shows one dialog per tab at a time; the next waits for this one. Kept
       // before the host hears of it: a worker stopped from then on must know it is open.
       s.open = { hold: ++holdSeq };
-      remember();
-      toHost({
+      toHostWhenSaved({
         type: 'held',
         tab_id: tabId,
         hold: s.open.hold,
@@ -170,9 +179,9 @@ export function createHolds(toHost, wanted, configFor) {
       });
     } else if (method === 'Page.javascriptDialogClosed') {
       if (s.open === null) return;
-      toHost({ type: 'held_closed', tab_id: tabId, hold: s.open.hold, accepted: params.result === true, text: clip(params.userInput) });
+      const closed = { type: 'held_closed', tab_id: tabId, hold: s.open.hold, accepted: params.result === true, text: clip(params.userInput) };
       s.open = null;
-      remember();
+      toHostWhenSaved(closed);
     } else if (method === 'Page.frameNavigated' && params.frame && !params.frame.parentId) {
       s.mainFrame = params.frame.id;
       remember();
@@ -186,9 +195,9 @@ export function createHolds(toHost, wanted, configFor) {
     const s = sessions.get(source.tabId);
     if (!s) return;
     sessions.delete(source.tabId);
-    remember();
-    if (s.open !== null) toHost({ type: 'held_closed', tab_id: source.tabId, hold: s.open.hold, accepted: false, text: '', gone: true });
-    toHost({ type: 'debugger_detached', tab_id: source.tabId, reason: String(reason) });
+    const detached = { type: 'debugger_detached', tab_id: source.tabId, reason: String(reason) };
+    if (s.open === null) toHostWhenSaved(detached);
+    else toHostWhenSaved({ type: 'held_closed', tab_id: source.tabId, hold: s.open.hold, accepted: false, text: '', gone: true }, detached);
   });
 
   // The host's answer to a held dialog.
