@@ -189,14 +189,20 @@ export function createPilot(holds) {
 
   // Per tab, the highlight on screen: it holds its lease until it is hidden.
   const shown = new Map(); // tabId -> { target, timer }
-  const hide = async (tabId) => {
+  // `next`: the target another highlight follows in at once. In the same target the new
+  // highlight simply replaces the old (hiding first, or turning the overlay off and on
+  // again, left the next one undrawn).
+  const hide = async (tabId, next = null) => {
     const h = shown.get(tabId);
     if (!h) return;
     shown.delete(tabId);
     clearTimeout(h.timer);
-    await cmd(h.target, 'Overlay.hideHighlight').catch(() => {});
-    await cmd(h.target, 'Overlay.disable').catch(() => {});
-    await cmd(h.target, 'DOM.disable').catch(() => {});
+    const replaced = next !== null && sameTarget(next, h.target);
+    if (!replaced) await cmd(h.target, 'Overlay.hideHighlight').catch(() => {});
+    if (next === null) {
+      await cmd(h.target, 'Overlay.disable').catch(() => {});
+      await cmd(h.target, 'DOM.disable').catch(() => {});
+    }
     await holds.unlease(tabId);
   };
 
@@ -224,12 +230,13 @@ export function createPilot(holds) {
     } catch (err) {
       throw new PilotError('pilot_failed', `The extension's debugger could not attach to tab ${tabId}: ${describe(err)}. Close DevTools or another debugging extension on that tab.`);
     }
-    // A new highlight replaces the previous one (this call's lease keeps the session).
-    await hide(tabId);
     let kept = false;
+    let t = null;
     try {
       const where = await locate({ tabId }, filter);
-      const t = where.target;
+      t = where.target;
+      // A new highlight replaces the previous one (this call's lease keeps the session).
+      await hide(tabId, t);
       await cmd(t, 'DOM.enable');
       const doc = await documentOf(where);
       await cmd(t, 'Overlay.enable');
@@ -261,7 +268,11 @@ export function createPilot(holds) {
       if (where.url !== undefined) out.frame_url = where.url;
       return out;
     } finally {
-      if (!kept) await holds.unlease(tabId);
+      if (!kept) {
+        // The previous highlight may still be drawn in this target.
+        if (t !== null) await cmd(t, 'Overlay.hideHighlight').catch(() => {});
+        await holds.unlease(tabId);
+      }
     }
   };
 
