@@ -69,11 +69,12 @@ const applies = (c, url) => {
   if (!(host === d || host.endsWith(`.${d}`))) return false;
   return true;
 };
-// A partitioned cookie applies when it was set under the tab's top-level site.
+// A partitioned cookie applies when it was set under the tab's top-level site (its scheme
+// aside, as for Secure cookies).
 const partitionApplies = (c, url) => {
   const site = hostOf(c.partitionKey?.topLevelSite ?? '');
   if (!site) return true;
-  return site.protocol === url.protocol && (url.hostname === site.hostname || url.hostname.endsWith(`.${site.hostname}`));
+  return url.hostname === site.hostname || url.hostname.endsWith(`.${site.hostname}`);
 };
 const cookieId = (c) => JSON.stringify([c.name, c.domain, c.path, c.partitionKey?.topLevelSite ?? null, c.partitionKey?.hasCrossSiteAncestor ?? null]);
 const FIELDS = ['name', 'value', 'domain', 'hostOnly', 'path', 'secure', 'httpOnly', 'sameSite', 'session', 'expirationDate', 'partitionKey', 'storeId'];
