@@ -58,16 +58,12 @@ export function createPilot(holds) {
     listeners.add(l);
   });
 
-  const withDebugger = async (tabId, fn) => {
+  // Borrows the tab's debugger for a call (debugger.js): `holds.unlease` when done.
+  const lease = async (tabId) => {
     try {
       await holds.lease(tabId);
     } catch (err) {
       throw new PilotError('pilot_failed', `The extension's debugger could not attach to tab ${tabId}: ${describe(err)}. Close DevTools or another debugging extension on that tab, or use a tab showing a web page.`);
-    }
-    try {
-      return await fn({ tabId });
-    } finally {
-      await holds.unlease(tabId);
     }
   };
 
@@ -149,41 +145,52 @@ export function createPilot(holds) {
     return { outcome: 'threw', error, stack };
   };
 
-  const execute = (tabId, { script, timeout_ms: timeoutMs, frame_url_contains: filter }) => withDebugger(tabId, async (root) => {
-    const where = await locate(root, filter);
-    const t = where.target;
-    await cmd(t, 'Debugger.enable');
+  // The answer goes back before the session is tidied up (Debugger.disable, detach): the
+  // browser keeps a session's commands in order, so the next call still finds it clean.
+  const execute = async (tabId, { script, timeout_ms: timeoutMs, frame_url_contains: filter }) => {
+    await lease(tabId);
+    let t = null;
     try {
-      await cmd(t, 'Debugger.setBreakpointsActive', { active: false });
-      const params = {
-        expression: String(script),
-        awaitPromise: true,
-        returnByValue: false,
-        allowUnsafeEvalBlockedByCSP: true,
-        serializationOptions: { serialization: 'deep', maxDepth: 8, additionalParameters: { maxNodeDepth: 0, includeShadowTree: 'none' } },
-      };
-      if (where.uniqueContextId !== undefined) params.uniqueContextId = where.uniqueContextId;
-      else if (where.contextId !== undefined) params.contextId = where.contextId;
-      const run = cmd(t, 'Runtime.evaluate', params).then((r) => ({ r }), (err) => ({ err }));
-      let timer;
-      const late = new Promise((resolve) => { timer = setTimeout(() => resolve(null), timeoutMs); });
-      const done = await Promise.race([run, late]);
-      clearTimeout(timer);
-      if (done === null) {
-        const stopped = await stop(t);
-        throw new PilotError('script_timeout', `The script ran past timeout_ms (${timeoutMs} ms) and was ${stopped ? 'stopped where it ran' : 'abandoned (it was waiting on a promise that never settled)'}; the page goes on working. Raise timeout_ms (up to 60000) for longer work, or return sooner.`);
-      }
-      if (done.err) throw new PilotError('pilot_failed', `The browser refused to run the script: ${describe(done.err)}`);
-      const r = done.r;
-      if (r.exceptionDetails) return threw(r.exceptionDetails);
-      const value = r.result?.deepSerializedValue ?? { type: r.result?.type ?? 'undefined', value: r.result?.value };
-      const chars = JSON.stringify(value).length;
-      if (chars > MAX_RESULT_CHARS) return { outcome: 'too_large', bytes: chars };
-      return where.url === undefined ? { outcome: 'value', value } : { outcome: 'value', value, frame_url: where.url };
+      const where = await locate({ tabId }, filter);
+      t = where.target;
+      return await evaluate(where, script, timeoutMs);
     } finally {
-      await cmd(t, 'Debugger.disable').catch(() => {});
+      const done = t === null ? Promise.resolve() : cmd(t, 'Debugger.disable').catch(() => {});
+      done.then(() => holds.unlease(tabId));
     }
-  });
+  };
+
+  const evaluate = async (where, script, timeoutMs) => {
+    const t = where.target;
+    // Armed before the script starts (sent in one go; a session runs them in order).
+    const armed = Promise.all([cmd(t, 'Debugger.enable'), cmd(t, 'Debugger.setBreakpointsActive', { active: false })]);
+    const params = {
+      expression: String(script),
+      awaitPromise: true,
+      returnByValue: false,
+      allowUnsafeEvalBlockedByCSP: true,
+      serializationOptions: { serialization: 'deep', maxDepth: 8, additionalParameters: { maxNodeDepth: 0, includeShadowTree: 'none' } },
+    };
+    if (where.uniqueContextId !== undefined) params.uniqueContextId = where.uniqueContextId;
+    else if (where.contextId !== undefined) params.contextId = where.contextId;
+    const run = cmd(t, 'Runtime.evaluate', params).then((r) => ({ r }), (err) => ({ err }));
+    await armed;
+    let timer;
+    const late = new Promise((resolve) => { timer = setTimeout(() => resolve(null), timeoutMs); });
+    const done = await Promise.race([run, late]);
+    clearTimeout(timer);
+    if (done === null) {
+      const stopped = await stop(t);
+      throw new PilotError('script_timeout', `The script ran past timeout_ms (${timeoutMs} ms) and was ${stopped ? 'stopped where it ran' : 'abandoned (it was waiting on a promise that never settled)'}; the page goes on working. Raise timeout_ms (up to 60000) for longer work, or return sooner.`);
+    }
+    if (done.err) throw new PilotError('pilot_failed', `The browser refused to run the script: ${describe(done.err)}`);
+    const r = done.r;
+    if (r.exceptionDetails) return threw(r.exceptionDetails);
+    const value = r.result?.deepSerializedValue ?? { type: r.result?.type ?? 'undefined', value: r.result?.value };
+    const chars = JSON.stringify(value).length;
+    if (chars > MAX_RESULT_CHARS) return { outcome: 'too_large', bytes: chars };
+    return where.url === undefined ? { outcome: 'value', value } : { outcome: 'value', value, frame_url: where.url };
+  };
 
   // ---- highlight_element ----
 
@@ -225,11 +232,7 @@ export function createPilot(holds) {
   };
 
   const highlight = async (tabId, { selector, duration_ms: durationMs, frame_url_contains: filter }) => {
-    try {
-      await holds.lease(tabId);
-    } catch (err) {
-      throw new PilotError('pilot_failed', `The extension's debugger could not attach to tab ${tabId}: ${describe(err)}. Close DevTools or another debugging extension on that tab.`);
-    }
+    await lease(tabId);
     let kept = false;
     let t = null;
     try {
