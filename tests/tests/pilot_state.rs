@@ -71,14 +71,14 @@ async fn state_round_trip_restores_storage_every_cookie_kind_and_the_url() -> an
     ] {
         assert!(set_cookie(&s, c.clone()).await?, "{c}");
     }
-    // Partitioned (CHIPS), where the browser allows it.
+    // Partitioned (CHIPS): Chromium 156 takes it (re-check if a browser refuses).
     let partitioned = set_cookie(
         &s,
         json!({"name": "chip", "value": "VAL-chip", "url": "https://app.pilot.test/", "secure": true, "sameSite": "None",
                "partitionKey": {"topLevelSite": "https://pilot.test", "hasCrossSiteAncestor": false}}),
     )
-    .await
-    .unwrap_or(false);
+    .await?;
+    assert!(partitioned, "the browser refused a partitioned cookie");
     s.page
         .eval("localStorage.clear(); localStorage.setItem('a', 'VAL-a'); localStorage.setItem('b', 'VAL-b'); sessionStorage.setItem('s', 'VAL-s'); 0")
         .await?;
