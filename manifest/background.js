@@ -3,6 +3,7 @@
 // encoded it, and (debugger.js) the debugger sessions the host asked for. Message shapes:
 // native-host/src/host/protocol.rs.
 import { createHolds } from './debugger.js';
+import { createPilot } from './pilot_tools.js';
 
 const HOST = 'dev.unmodal.host';
 const PILOT_SCRIPT = 'unmodal-pilot';
@@ -27,6 +28,7 @@ const PILOT_ON = 'U1E1';
 const configFor = (tabId) => (pilot ? hostConfigs.get(tabId)?.config ?? PILOT_ON : PILOT_OFF);
 const wantsSession = (tabId) => pilot && hostConfigs.get(tabId)?.debugger === true;
 const holds = createHolds(toHost, wantsSession, configFor);
+const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
 
 // ---- Native host ----
@@ -108,11 +110,23 @@ function onHostMessage(msg) {
     applyTab(msg.tab_id).then((ack) => toHost({ type: 'config_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
   } else if (msg.type === 'answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.hold)) {
     holds.answer(msg);
+  } else if (msg.type === 'pilot_call' && Number.isSafeInteger(msg.id) && Number.isInteger(msg.tab_id) && msg.call && typeof msg.call === 'object') {
+    runPilotCall(msg);
   } else if (msg.type === 'resume' && Number.isSafeInteger(msg.upto)) {
     resume(msg.upto);
     // `resume` ends the host's answer to `hello`: every config it has is here.
     holds.settle();
   }
+}
+
+// An AI Web Pilot tool call (highlight, state, JavaScript). The switch is checked here as
+// this worker knows it, from storage only the popup can write: the host's word that it is
+// on is not enough, and nothing the agent calls can turn it on.
+async function runPilotCall(msg) {
+  const reply = pilot
+    ? await pilotTools.run(msg.tab_id, msg.call)
+    : { error: { code: 'ai_web_pilot_disabled', message: "Enable 'AI Web Pilot' in the Unmodal popup." } };
+  toHost({ type: 'pilot_result', id: msg.id, ...reply });
 }
 
 // Brings a tab in line with its rules and policy. A page may leave a dialog to the browser

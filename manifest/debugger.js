@@ -24,6 +24,10 @@ const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
 // ends in the newest wanted state.
 export function createHolds(toHost, wanted, configFor) {
   const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null, children }
+  // AI Web Pilot calls borrow the tab's debugger for a call (pilot_tools.js): the policy's
+  // session when there is one, else a session of their own (`owned`), detached when the
+  // last borrower is done. Either side may take the other's session over meanwhile.
+  const leases = new Map(); // tabId -> { count, owned }
   const queues = new Map(); // tabId -> promise chain: attach/detach/script steps in order
   let holdSeq = 0;
   let orphaned = false; // no host: whatever opens is dismissed at once
@@ -113,13 +117,17 @@ export function createHolds(toHost, wanted, configFor) {
         remember();
         // A dialog it holds would stay open with nobody to catch it.
         if (s.open !== null) await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
-        await chrome.debugger.detach({ tabId }).catch(() => {});
+        const lease = leases.get(tabId);
+        if (lease) lease.owned = true; // the borrower detaches when done
+        else await chrome.debugger.detach({ tabId }).catch(() => {});
       }
       return { attached: false };
     }
     try {
       if (!s) {
-        await chrome.debugger.attach({ tabId }, VERSION);
+        const lease = leases.get(tabId);
+        if (lease?.owned) lease.owned = false; // a pilot call's session becomes the policy's
+        else await chrome.debugger.attach({ tabId }, VERSION);
         s = { script: null, mainFrame: null, open: null, children: new Map() };
         sessions.set(tabId, s);
         await send(tabId, 'Page.enable');
@@ -192,6 +200,7 @@ export function createHolds(toHost, wanted, configFor) {
   // The browser ended the session: a human cancelled the debugging bar, the tab went to a
   // page extensions may not debug, or it closed. The host falls the tab back to auto.
   chrome.debugger.onDetach.addListener((source, reason) => {
+    leases.delete(source.tabId);
     const s = sessions.get(source.tabId);
     if (!s) return;
     sessions.delete(source.tabId);
@@ -272,5 +281,29 @@ export function createHolds(toHost, wanted, configFor) {
   // For `hello`: the dialogs held open now.
   const open = () => [...sessions].filter(([, s]) => s.open !== null).map(([tabId, s]) => ({ tab_id: tabId, hold: s.open.hold }));
 
-  return { sync, answer, releaseAll, adoptStale, settle, open, attached: (tabId) => sessions.has(tabId) };
+  // A pilot call's hold on the tab's debugger; `unlease` when done.
+  const lease = (tabId) => serial(tabId, async () => {
+    const l = leases.get(tabId);
+    if (l) {
+      l.count += 1;
+      return;
+    }
+    const owned = !sessions.has(tabId);
+    if (owned) await chrome.debugger.attach({ tabId }, VERSION);
+    leases.set(tabId, { count: 1, owned });
+  });
+  const unlease = (tabId) => serial(tabId, async () => {
+    const l = leases.get(tabId);
+    if (!l || --l.count > 0) return;
+    leases.delete(tabId);
+    if (l.owned && !sessions.has(tabId)) await chrome.debugger.detach({ tabId }).catch(() => {});
+  });
+  // The out-of-process frames a policy's session is attached to (child session ids).
+  const children = (tabId) => [...(sessions.get(tabId)?.children.keys() ?? [])];
+
+  return {
+    sync, answer, releaseAll, adoptStale, settle, open, lease, unlease, children,
+    attached: (tabId) => sessions.has(tabId),
+    holding: (tabId) => sessions.get(tabId)?.open != null,
+  };
 }

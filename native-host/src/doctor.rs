@@ -47,7 +47,15 @@ async fn connection() -> Vec<Check> {
                 Check { ok: true, what: format!("browser connected (host pid {}, extension {version})", info["pid"]), fix: None },
                 Check {
                     ok: pilot,
-                    what: "AI Web Pilot switched on".into(),
+                    what: if pilot {
+                        "AI Web Pilot switched on (dialogs answered for the agent; highlight_element, manage_state and \
+execute_javascript allowed)"
+                            .into()
+                    } else {
+                        "AI Web Pilot switched on (it is off: dialogs are only reported, the pilot tools answer \
+ai_web_pilot_disabled)"
+                            .into()
+                    },
                     fix: (!pilot).then(|| {
                         "open the Unmodal popup in the browser toolbar and switch AI Web Pilot on (only a human can)".into()
                     }),

@@ -10,5 +10,6 @@ pub mod install;
 pub mod ipc;
 pub mod mcp;
 pub mod paths;
+pub mod pilot_api;
 pub mod redact;
 pub mod reply;

@@ -39,10 +39,12 @@ async fn doctor_says_what_is_missing_until_nothing_is() -> anyhow::Result<()> {
     assert!(text.contains("ok   Chromium host registration"), "{text}");
     assert!(text.contains("ok   browser connected"), "{text}");
     assert!(text.contains("MISS AI Web Pilot switched on") && text.contains("popup"), "{text}");
+    assert!(text.contains("ai_web_pilot_disabled"), "what off means for the pilot tools: {text}");
 
     s.enable_pilot().await?;
     let (ok, text) = doctor(home.path(), &s.browser.runtime)?;
     assert!(ok, "{text}");
+    assert!(text.contains("ok   AI Web Pilot switched on") && text.contains("execute_javascript allowed"), "{text}");
     Ok(())
 }
 
@@ -59,6 +61,12 @@ async fn popup_shows_host_and_recent_dialogs() -> anyhow::Result<()> {
     })
     .await?;
     assert_eq!(popup.eval("document.getElementById('host').textContent").await?, json!("host connected"));
+    // The switch says in plain words what it allows.
+    let says = popup.eval("document.querySelector('.switch-row small').textContent").await?;
+    let says = says.as_str().unwrap_or_default();
+    for word in ["dialogs", "highlight", "cookies and storage", "JavaScript", "Only you"] {
+        assert!(says.contains(word), "{word}: {says}");
+    }
     let items = popup.eval("[...document.querySelectorAll('#recent li')].map((li) => li.textContent)").await?;
     let items: Vec<String> = serde_json::from_value(items)?;
     assert_eq!(items.len(), 2, "{items:?}");

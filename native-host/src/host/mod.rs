@@ -7,6 +7,8 @@ mod explain;
 mod held;
 pub mod logs;
 pub mod persist;
+mod pilot;
+mod pilot_value;
 pub mod policy;
 pub mod protocol;
 pub mod record;
@@ -38,6 +40,8 @@ pub struct Shared {
     session: Mutex<Option<(String, std::fs::File)>>,
     /// Woken when the state changed: the saver writes a snapshot soon after.
     changed: Notify,
+    /// AI Web Pilot calls waiting for the browser's result.
+    pilot: pilot::PilotCalls,
 }
 
 impl Shared {
@@ -159,6 +163,7 @@ async fn serve(origin: &str) -> Result<()> {
         dir,
         session: Mutex::new(None),
         changed: Notify::new(),
+        pilot: pilot::PilotCalls::default(),
     });
     tokio::spawn(write_to_browser(rx));
     tokio::spawn(socket::accept(listener, shared.clone()));
@@ -228,6 +233,10 @@ async fn read_from_browser(shared: Arc<Shared>) -> Result<()> {
                 continue;
             }
         };
+        if let FromBrowser::PilotResult(r) = msg {
+            shared.pilot.finish(r);
+            continue;
+        }
         // What the agent acts on must be on disk before it can see it: a held dialog, a
         // policy's fall-back. Reports, which can come in floods, are saved right after.
         let urgent = msg.must_be_saved_first();

@@ -64,6 +64,8 @@ pub enum FromBrowser {
         #[serde(default)]
         reason: String,
     },
+    /// What became of a `PilotCall` (see `host/pilot.rs`).
+    PilotResult(PilotResult),
 }
 
 impl FromBrowser {
@@ -208,6 +210,25 @@ pub struct AnswerResult {
     pub error: Option<String>,
 }
 
+/// The answer to `ToBrowser::PilotCall` `id`: a result (its shape is the tool's, read by
+/// `host/pilot.rs`) or why the browser could not do it.
+#[derive(Debug, Deserialize)]
+pub struct PilotResult {
+    pub id: u64,
+    #[serde(default)]
+    pub result: Option<serde_json::Value>,
+    #[serde(default)]
+    pub error: Option<PilotFailure>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PilotFailure {
+    /// One of `reply::ErrorCode`'s names; anything else reads as `pilot_failed`.
+    pub code: String,
+    #[serde(default)]
+    pub message: String,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToBrowser {
@@ -240,6 +261,9 @@ pub enum ToBrowser {
         #[serde(skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
+    /// An AI Web Pilot tool call for a tab; the extension answers with `PilotResult` `id`.
+    /// It checks the human's switch itself: the host's word is not enough.
+    PilotCall { id: u64, tab_id: i64, call: crate::pilot_api::PilotCall },
 }
 
 impl ToBrowser {
@@ -305,6 +329,8 @@ impl State {
                 Ok(Vec::new())
             }
             FromBrowser::DebuggerDetached { tab_id, reason } => Ok(self.on_detached(tab_id, &reason)),
+            // Goes to the call waiting for it (`host/mod.rs`), not to the state.
+            FromBrowser::PilotResult(_) => Ok(Vec::new()),
         }
     }
 }
@@ -329,6 +355,7 @@ mod tests {
             json!({"type":"held_closed","tab_id":1,"hold":2,"accepted":true,"text":""}),
             json!({"type":"answer_result","tab_id":1,"hold":2,"ok":true}),
             json!({"type":"debugger_detached","tab_id":1,"reason":"canceled_by_user"}),
+            json!({"type":"pilot_result","id":3,"error":{"code":"ai_web_pilot_disabled","message":"off"}}),
         ]
     }
 
@@ -349,12 +376,13 @@ mod tests {
                 Ok(FromBrowser::HeldClosed(_)) => "held_closed",
                 Ok(FromBrowser::AnswerResult(_)) => "answer_result",
                 Ok(FromBrowser::DebuggerDetached { .. }) => "debugger_detached",
+                Ok(FromBrowser::PilotResult(_)) => "pilot_result",
                 Err(e) => panic!("{m}: {e}"),
             };
             assert_eq!(m["type"], kind);
             seen.insert(kind);
         }
-        assert_eq!(seen.len(), 10, "one sample of each kind");
+        assert_eq!(seen.len(), 11, "one sample of each kind");
     }
 
     #[test]
@@ -370,6 +398,15 @@ mod tests {
             ToBrowser::Config { tab_id: 1, rev: 1, config: String::new(), debugger: false },
             ToBrowser::Answer { tab_id: 1, hold: 1, accept: true, text: None },
             ToBrowser::Resume { upto: 0 },
+            ToBrowser::PilotCall {
+                id: 1,
+                tab_id: 1,
+                call: crate::pilot_api::PilotCall::Highlight {
+                    selector: "a".into(),
+                    duration_ms: 1,
+                    frame_url_contains: None,
+                },
+            },
         ];
         for m in sent {
             let v = serde_json::to_value(&m).unwrap();

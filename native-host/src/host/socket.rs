@@ -6,6 +6,7 @@ use super::protocol::ToBrowser;
 use crate::api::{self, ConfigureArgs, InteractArgs, ObserveArgs};
 use crate::ipc::{self, Request, Tool};
 use crate::paths;
+use crate::pilot_api::{ExecuteArgs, HighlightArgs, ManageStateArgs};
 use crate::reply::{ErrorCode, ToolError};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -91,6 +92,18 @@ fn config_rev(msgs: &[ToBrowser]) -> Option<(i64, u64)> {
 async fn run(shared: &Shared, req: Request) -> Result<Value, ToolError> {
     match req.tool {
         Tool::Info => Ok(shared.state().info()),
+        Tool::HighlightElement => {
+            let (tab, call) = api::parse::<HighlightArgs>(req.args)?.validate()?;
+            super::pilot::run(shared, tab, call).await
+        }
+        Tool::ExecuteJavascript => {
+            let (tab, call) = api::parse::<ExecuteArgs>(req.args)?.validate()?;
+            super::pilot::run(shared, tab, call).await
+        }
+        Tool::ManageState => {
+            let (tab, call) = api::parse::<ManageStateArgs>(req.args)?.validate()?;
+            super::pilot::run(shared, tab, call).await
+        }
         Tool::Observe => {
             let args: ObserveArgs = api::parse(req.args)?;
             shared.state().observe(&args)
