@@ -16,17 +16,20 @@ where
     Fut: Future<Output = Result<Option<T>>>,
 {
     let start = Instant::now();
-    // The newest failure, and whether a check said "not yet" after it: the last check's
-    // outcome is what the error must lead with.
-    let (mut last_error, mut not_yet_since) = (None, false);
+    let mut last_error = None;
     loop {
-        match check().await {
+        // The last check's outcome is what the error must lead with: "not yet" after an
+        // earlier failure is not that failure.
+        let not_yet = match check().await {
             Ok(Some(v)) => return Ok(v),
-            Ok(None) => not_yet_since = true,
-            Err(e) => (last_error, not_yet_since) = (Some(e), false),
-        }
+            Ok(None) => true,
+            Err(e) => {
+                last_error = Some(e);
+                false
+            }
+        };
         if start.elapsed() > limit {
-            match (last_error, not_yet_since) {
+            match (last_error, not_yet) {
                 (Some(e), false) => bail!("{what} did not happen within {limit:?}; last error: {e:#}"),
                 (Some(e), true) => {
                     bail!(
