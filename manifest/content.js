@@ -2,13 +2,27 @@
 // it runs first. Carries config to the page hook and dialog reports to the service worker.
 (() => {
   'use strict';
-  const HELLO = 'unmodal:hello';
+  // The channel's secret (64 random bits; a same-origin parent frame's, when there is one:
+  // its world is this one, which the page cannot see). Handed to the page hook at the head
+  // of window.status, which the hook takes back off before any page script runs.
+  let parent;
+  try {
+    parent = window !== window.parent ? window.parent.__unmodalBridge : undefined;
+  } catch {
+    parent = undefined; // cross-origin parent
+  }
+  const secret = parent && typeof parent.secret === 'string' ? parent.secret : newSecret();
+  window.status = 'unmodal:' + secret + '\n' + window.status;
+  function newSecret() {
+    const rnd = crypto.getRandomValues(new Uint32Array(2));
+    return 'u' + rnd[0].toString(36) + rnd[1].toString(36);
+  }
   const MAX_REPORT_CHARS = 16 * 1024;
   // Until the tab's config arrives, all a frame knows is whether the pilot is on (pilot.js
   // runs only then): the engine answers by default and says the rules were not loaded.
   // Made by the engine's encoder (`fallback_configs`; a test checks the string).
   const PILOT_ON_STANDIN = 'U1E1S';
-  let toMain = null;
+  const toMain = secret + 'm';
   // The page hook asks for the config on its first dialog; until then nothing is sent.
   let asked = false;
   let pilotOn = globalThis.__unmodalPilot === true; // set by pilot.js if it ran first
@@ -30,14 +44,14 @@
   };
 
   // What same-origin child frames read and call (this world only).
-  const bridge = { config: null, apply: null };
+  const bridge = { config: null, apply: null, secret };
   globalThis.__unmodalBridge = bridge;
 
   const current = () => config ?? (pilotOn ? PILOT_ON_STANDIN : null);
 
   const toPage = () => {
     const cfg = current();
-    if (asked && toMain !== null && cfg !== null) dispatchEvent(new CustomEvent(toMain, { detail: cfg }));
+    if (asked && cfg !== null) dispatchEvent(new CustomEvent(toMain, { detail: cfg }));
   };
 
   // Applies a config here, then hands it on to same-origin child frames.
@@ -57,19 +71,6 @@
   bridge.apply = (next) => {
     if (typeof next === 'string') apply(next);
   };
-
-  // inject.js hands over its secret once, before any page script exists; afterwards the
-  // well-known name is dead, so the page can neither re-key nor read the channel.
-  const onHello = (event) => {
-    removeEventListener(HELLO, onHello, true);
-    const secret = event.detail;
-    if (typeof secret !== 'string' || !/^u[0-9a-z]{2,60}$/.test(secret)) return;
-    toMain = secret + 'm';
-    addEventListener(secret + 'i', fromPage, true);
-  };
-  // On the window, not the document: this world's window exists already, its document
-  // wrapper would have to be made (a cost every frame would pay).
-  addEventListener(HELLO, onHello, true);
 
   // pilot.js is registered by the service worker only while the human has the pilot on;
   // whichever of the two scripts runs second tells the page hook, before page scripts run.
@@ -124,12 +125,10 @@
     }
   }
 
-  let parent;
-  try {
-    parent = window !== window.parent ? window.parent.__unmodalBridge : undefined;
-  } catch {
-    parent = undefined; // cross-origin parent
-  }
+  // On the window, not the document: this world's window exists already, its document
+  // wrapper would have to be made (a cost every frame would pay).
+  addEventListener(secret + 'i', fromPage, true);
+
   if (parent && typeof parent.apply === 'function') {
     // The parent pushes every later change; start from what it holds now.
     if (typeof parent.config === 'string') {

@@ -1,10 +1,22 @@
   // ---- Secret channel to content.js (ISOLATED world) ----
-  // 64 random bits name the channel's events: the page cannot listen to or forge a name it
-  // cannot guess.
-  const rnd = new NewUint32Array(2);
-  apply(getRandomValues, cryptoObj, [rnd]);
-  const secret = 'u' + apply(numberToString, rnd[0], [36]) + apply(numberToString, rnd[1], [36]);
-  const toIsolated = secret + 'i';
+  // 64 random bits, made by content.js, name the channel's events: the page cannot listen
+  // to or forge a name it cannot guess. content.js runs first and leaves the secret at the
+  // head of window.status (a plain string the window keeps for every world, read by no
+  // one else); it is taken back off here, before any page script can read it. No event
+  // carries it: an event at start costs every frame more than the rest of the hand-over.
+  const SECRET_MARK = 'unmodal:';
+  let secret = null;
+  const statusDesc = getOwnPropertyDescriptor(win, 'status');
+  if (statusDesc !== undefined && statusDesc.get && statusDesc.set) {
+    const handedOver = apply(statusDesc.get, win, []);
+    const end = apply(indexOf, handedOver, ['\n']);
+    if (apply(indexOf, handedOver, [SECRET_MARK]) === 0 && end > SECRET_MARK.length) {
+      secret = apply(sliceString, handedOver, [SECRET_MARK.length, end]);
+      apply(statusDesc.set, win, [apply(sliceString, handedOver, [end + 1])]);
+    }
+  }
+  // Without content.js (it did not run) nothing is sent: there is no one to send to.
+  const toIsolated = secret === null ? null : secret + 'i';
 
   // Reports leave in batches after the current task, so a dialog call costs only the
   // decision. A native dialog's "open" goes at once (the call is about to block).
@@ -26,7 +38,7 @@
     const detail = { __proto__: null, reports: queue, folded };
     queue = newList();
     folded = 0;
-    apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail })]);
+    if (toIsolated !== null) apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail })]);
   };
   const admit = () => {
     const t = now();
@@ -59,12 +71,19 @@
     config = cfg;
     if (engine !== null) load(cfg);
   };
-  apply(addEventListener, win, [secret + 'm', (event) => configure(apply(detailOf, event, []))]);
   // A question to content.js, answered before dispatchEvent returns: yes is the event
-  // cancelled. 'config': send the config now and every later one; 'active': has the frame
-  // had a user activation (what a leave prompt needs), read in a world the page cannot touch.
-  const ask = (what) =>
-    !apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail: what, cancelable: true })]);
+  // cancelled. 'config': send the config now and every later one (listened for only from
+  // then on: most frames never ask); 'active': has the frame had a user activation (what a
+  // leave prompt needs), read in a world the page cannot touch.
+  let listening = false;
+  const ask = (what) => {
+    if (toIsolated === null) return false;
+    if (what === 'config' && !listening) {
+      listening = true;
+      apply(addEventListener, win, [secret + 'm', (event) => configure(apply(detailOf, event, []))]);
+    }
+    return !apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail: what, cancelable: true })]);
+  };
   // A tab under a dialog policy also gets its config from the debugger session's
   // new-document script, which runs before this file: no page script has run, none sees it.
   const handed = getOwnPropertyDescriptor(win, HANDOFF);
@@ -72,5 +91,3 @@
     deleteProperty(win, HANDOFF);
     configure(handed.value);
   }
-  // content.js listens for this one event only, before any page script can exist.
-  apply(dispatchEvent, win, [new NewCustomEvent('unmodal:hello', { __proto__: null, detail: secret })]);

@@ -20,9 +20,16 @@ use unmodal_e2e::page::Page;
 use unmodal_e2e::web::WebServer;
 use unmodal_e2e::{Session, eventually};
 
-/// Frames per timed batch, batches per evaluation, evaluations.
+/// Frames per timed batch, rounds in all (each round times one batch per scope), and
+/// at most this many batches per evaluation (one evaluation must end well within the
+/// harness's 20 s, also with variants beside ours on a loaded machine).
 const PER_BATCH: usize = 4;
-const ROUNDS_PER_CALL: usize = 25;
+const ROUNDS: usize = 200;
+const BATCHES_PER_CALL: usize = 75;
+/// Main-thread CPU time: frames per batch (one batch per evaluation), rounds.
+const CPU_BATCH: usize = 8;
+const CPU_ROUNDS: usize = 100;
+/// Evaluations for the CPU profile.
 const CALLS: usize = 8;
 /// Runs of the frame-heavy pages.
 const HEAVY_RUNS: usize = 9;
@@ -98,10 +105,11 @@ async fn check_scopes(page: &Page, scopes: &[String]) -> Result<()> {
 /// Per-frame cost (ms) of each scope, one value per round; scopes alternate in every round.
 async fn scope_costs(page: &Page, scopes: &[String]) -> Result<Vec<Vec<f64>>> {
     let names = serde_json::to_string(scopes)?;
+    let per_call = (BATCHES_PER_CALL / scopes.len()).max(2);
     let probe = format!(
         "(() => {{ const kids = {names}.map((n) => frames[n].document); \
          const out = kids.map(() => []); const idx = kids.map((_, i) => i); \
-         for (let r = 0; r < {ROUNDS_PER_CALL}; r++) {{ \
+         for (let r = 0; r < {per_call}; r++) {{ \
            for (const k of (r % 2 ? [...idx].reverse() : idx)) {{ \
              const d = kids[k]; const t0 = performance.now(); \
              for (let i = 0; i < {PER_BATCH}; i++) {{ const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; }} \
@@ -110,13 +118,85 @@ async fn scope_costs(page: &Page, scopes: &[String]) -> Result<Vec<Vec<f64>>> {
     );
     page.eval(&probe).await?; // warm-up
     let mut out = vec![Vec::new(); scopes.len()];
-    for _ in 0..CALLS {
+    for _ in 0..ROUNDS.div_ceil(per_call) {
         let v = page.eval(&probe).await?;
         for (k, costs) in out.iter_mut().enumerate() {
             costs.extend(v[k].as_array().into_iter().flatten().map(|x| x.as_f64().unwrap_or(f64::NAN)));
         }
     }
     Ok(out)
+}
+
+/// The renderer main thread's CPU time (ms) so far, from DevTools' Performance metrics.
+async fn thread_ms(page: &Page) -> Result<f64> {
+    let m = page.call("Performance.getMetrics", json!({})).await?;
+    let found = m["metrics"].as_array().into_iter().flatten().find(|x| x["name"] == "ThreadTime");
+    found.and_then(|x| x["value"].as_f64()).map(|s| s * 1000.0).context("no ThreadTime metric")
+}
+
+/// Per-frame main-thread CPU time (ms) of each scope, one value per round: one batch per
+/// evaluation, scopes alternating. CPU time leaves out the time the renderer waits while
+/// other processes run, the bulk of the wall-clock noise on a shared machine; the work of
+/// the evaluation itself is the same for every scope and cancels in the differences.
+async fn scope_cpu_costs(page: &Page, scopes: &[String]) -> Result<Vec<Vec<f64>>> {
+    page.call("Performance.enable", json!({"timeDomain": "threadTicks"})).await?;
+    let mut out = vec![Vec::new(); scopes.len()];
+    let batch = |scope: &str| {
+        format!(
+            "(() => {{ const d = frames['{scope}'].document; \
+             for (let i = 0; i < {CPU_BATCH}; i++) {{ const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; }} \
+             d.body.replaceChildren(); }})()"
+        )
+    };
+    for scope in scopes {
+        page.eval(&batch(scope)).await?; // warm-up
+    }
+    for r in 0..CPU_ROUNDS {
+        let order: Vec<usize> =
+            if r % 2 == 0 { (0..scopes.len()).collect() } else { (0..scopes.len()).rev().collect() };
+        for k in order {
+            let t0 = thread_ms(page).await?;
+            page.eval(&batch(&scopes[k])).await?;
+            out[k].push((thread_ms(page).await? - t0) / CPU_BATCH as f64);
+        }
+    }
+    page.call("Performance.disable", json!({})).await.map(drop).map(|()| out)
+}
+
+/// A Chromium trace (V8 compile and run, the timeline) of 200 frames made in each scope,
+/// written to `out` (for attributing the share to the scripts' compile and run).
+async fn trace(page: &Page, scopes: &[String], out: &std::ffi::OsStr) -> Result<()> {
+    let cdp = &page.cdp;
+    let mut events = cdp.events();
+    let cats = "devtools.timeline,v8,v8.execute,disabled-by-default-devtools.timeline,disabled-by-default-v8.compile,extensions,blink";
+    cdp.call(None, "Tracing.start", json!({"transferMode": "ReturnAsStream", "traceConfig": {"includedCategories": cats.split(',').collect::<Vec<_>>()}}))
+        .await?;
+    for scope in scopes {
+        for _ in 0..10 {
+            page.eval(&format!(
+                "(() => {{ const d = frames['{scope}'].document; for (let i = 0; i < 20; i++) {{ \
+                 const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; }} d.body.replaceChildren(); }})()"
+            ))
+            .await?;
+        }
+    }
+    cdp.call(None, "Tracing.end", json!({})).await?;
+    let stream = loop {
+        let e = tokio::time::timeout(std::time::Duration::from_secs(60), events.recv()).await??;
+        if e.method == "Tracing.tracingComplete" {
+            break e.params["stream"].as_str().context("trace without a stream")?.to_owned();
+        }
+    };
+    let mut data = String::new();
+    loop {
+        let r = cdp.call(None, "IO.read", json!({"handle": stream, "size": 1 << 20})).await?;
+        data += r["data"].as_str().unwrap_or_default();
+        if r["eof"] == true {
+            break;
+        }
+    }
+    std::fs::write(out, data)?;
+    Ok(())
 }
 
 fn paired(a: &[f64], b: &[f64]) -> Stats {
@@ -128,7 +208,7 @@ fn paired(a: &[f64], b: &[f64]) -> Stats {
 pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> Result<()> {
     println!(
         "\nStart-up cost per frame, one page ({} script-made frames each, alternating; page shows no dialog):",
-        PER_BATCH * ROUNDS_PER_CALL * CALLS
+        PER_BATCH * ROUNDS
     );
     let mut scopes = vec!["plain".to_string(), "floor".to_string(), "ours".to_string()];
     let servers: Vec<WebServer> =
@@ -183,6 +263,10 @@ pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> R
         let p = page.call("Profiler.stop", json!({})).await?;
         std::fs::write(out, serde_json::to_vec(&p["profile"])?)?;
     }
+    if let Some(out) = std::env::var_os("UNMODAL_BENCH_TRACE") {
+        trace(&page, &scopes, &out).await?;
+        return Ok(());
+    }
     let costs = scope_costs(&page, &scopes).await?;
     let (plain, floor, ours) = (&costs[0], &costs[1], &costs[2]);
     row("frame, no content script (baseline)", &stats(plain.clone()), "ms");
@@ -193,6 +277,19 @@ pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> R
     row("Unmodal in total: ours over baseline", &paired(ours, plain), "ms");
     for (v, c) in variants.iter().zip(&costs[3..]) {
         row(&format!("variant {}: over the floor", v.display()), &paired(c, floor), "ms");
+    }
+    println!(
+        "  the same in the renderer main thread's CPU time ({} frames each, {CPU_BATCH} per batch):",
+        CPU_BATCH * CPU_ROUNDS
+    );
+    let cpu = scope_cpu_costs(&page, &scopes).await?;
+    let (plain, floor, ours) = (&cpu[0], &cpu[1], &cpu[2]);
+    row("CPU: frame, no content script (baseline)", &stats(plain.clone()), "ms");
+    row("CPU: the floor over baseline", &paired(floor, plain), "ms");
+    row("CPU: Unmodal's own share over the floor", &paired(ours, floor), "ms");
+    row("CPU: Unmodal in total over baseline", &paired(ours, plain), "ms");
+    for (v, c) in variants.iter().zip(&cpu[3..]) {
+        row(&format!("CPU: variant {}: over the floor", v.display()), &paired(c, floor), "ms");
     }
     Ok(())
 }
