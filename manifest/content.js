@@ -1,28 +1,21 @@
-// Unmodal bridge: ISOLATED world, document_start, every frame; listed before inject.js so
-// it runs first. Carries config to the page hook and dialog reports to the service worker.
+// Unmodal bridge: ISOLATED world, document_start, every frame; listed after inject.js,
+// whose secret it takes over. Carries config to the page hook and dialog reports to the
+// service worker.
 (() => {
   'use strict';
-  // The channel's secret (64 random bits; a same-origin parent frame's, when there is one:
-  // its world is this one, which the page cannot see). Handed to the page hook at the head
-  // of window.status, which the hook takes back off before any page script runs.
-  let parent;
-  try {
-    parent = window !== window.parent ? window.parent.__unmodalBridge : undefined;
-  } catch {
-    parent = undefined; // cross-origin parent
-  }
-  const secret = parent && typeof parent.secret === 'string' ? parent.secret : newSecret();
-  window.status = 'unmodal:' + secret + '\n' + window.status;
-  function newSecret() {
-    const rnd = crypto.getRandomValues(new Uint32Array(2));
-    return 'u' + rnd[0].toString(36) + rnd[1].toString(36);
-  }
+  // The channel's secret: inject.js runs first (listed first) and leaves it at the head of
+  // window.status; it is taken back off here, before any page script runs. Without it (the
+  // page hook did not run) there is no one to talk to in the page.
+  const handedOver = window.status;
+  const end = handedOver.indexOf('\n');
+  const secret = handedOver.startsWith('unmodal:') && end > 8 ? handedOver.slice(8, end) : null;
+  if (secret !== null) window.status = handedOver.slice(end + 1);
   const MAX_REPORT_CHARS = 16 * 1024;
   // Until the tab's config arrives, all a frame knows is whether the pilot is on (pilot.js
   // runs only then): the engine answers by default and says the rules were not loaded.
   // Made by the engine's encoder (`fallback_configs`; a test checks the string).
   const PILOT_ON_STANDIN = 'U1E1S';
-  const toMain = secret + 'm';
+  const toMain = secret === null ? null : secret + 'm';
   // The page hook asks for the config on its first dialog; until then nothing is sent.
   let asked = false;
   let pilotOn = globalThis.__unmodalPilot === true; // set by pilot.js if it ran first
@@ -44,14 +37,14 @@
   };
 
   // What same-origin child frames read and call (this world only).
-  const bridge = { config: null, apply: null, secret };
+  const bridge = { config: null, apply: null };
   globalThis.__unmodalBridge = bridge;
 
   const current = () => config ?? (pilotOn ? PILOT_ON_STANDIN : null);
 
   const toPage = () => {
     const cfg = current();
-    if (asked && cfg !== null) dispatchEvent(new CustomEvent(toMain, { detail: cfg }));
+    if (asked && toMain !== null && cfg !== null) dispatchEvent(new CustomEvent(toMain, { detail: cfg }));
   };
 
   // Applies a config here, then hands it on to same-origin child frames.
@@ -127,8 +120,14 @@
 
   // On the window, not the document: this world's window exists already, its document
   // wrapper would have to be made (a cost every frame would pay).
-  addEventListener(secret + 'i', fromPage, true);
+  if (secret !== null) addEventListener(secret + 'i', fromPage, true);
 
+  let parent;
+  try {
+    parent = window !== window.parent ? window.parent.__unmodalBridge : undefined;
+  } catch {
+    parent = undefined; // cross-origin parent
+  }
   if (parent && typeof parent.apply === 'function') {
     // The parent pushes every later change; start from what it holds now.
     if (typeof parent.config === 'string') {

@@ -1,22 +1,16 @@
   // ---- Secret channel to content.js (ISOLATED world) ----
-  // 64 random bits, made by content.js, name the channel's events: the page cannot listen
-  // to or forge a name it cannot guess. content.js runs first and leaves the secret at the
-  // head of window.status (a plain string the window keeps for every world, read by no
-  // one else); it is taken back off here, before any page script can read it. No event
+  // 64 random bits name the channel's events: the page cannot listen to or forge a name it
+  // cannot guess. This script runs first (listed first) and leaves the secret at the head of
+  // window.status, a string the window keeps for every world and nothing else reads;
+  // content.js, right after, takes it back off, before any page script runs. No event
   // carries it: an event at start costs every frame more than the rest of the hand-over.
-  const SECRET_MARK = 'unmodal:';
-  let secret = null;
-  const statusDesc = getOwnPropertyDescriptor(win, 'status');
-  if (statusDesc !== undefined && statusDesc.get && statusDesc.set) {
-    const handedOver = apply(statusDesc.get, win, []);
-    const end = apply(indexOf, handedOver, ['\n']);
-    if (apply(indexOf, handedOver, [SECRET_MARK]) === 0 && end > SECRET_MARK.length) {
-      secret = apply(sliceString, handedOver, [SECRET_MARK.length, end]);
-      apply(statusDesc.set, win, [apply(sliceString, handedOver, [end + 1])]);
-    }
-  }
-  // Without content.js (it did not run) nothing is sent: there is no one to send to.
-  const toIsolated = secret === null ? null : secret + 'i';
+  // (The other way round, a frame where only content.js runs, one sandboxed without
+  // scripts, would keep the secret where a same-origin parent could read it.)
+  const rnd = new NewUint32Array(2);
+  apply(getRandomValues, cryptoObj, [rnd]);
+  const secret = 'u' + apply(numberToString, rnd[0], [36]) + apply(numberToString, rnd[1], [36]);
+  const toIsolated = secret + 'i';
+  win.status = 'unmodal:' + secret + '\n' + win.status;
 
   // Reports leave in batches after the current task, so a dialog call costs only the
   // decision. A native dialog's "open" goes at once (the call is about to block).
@@ -38,7 +32,7 @@
     const detail = { __proto__: null, reports: queue, folded };
     queue = newList();
     folded = 0;
-    if (toIsolated !== null) apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail })]);
+    apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail })]);
   };
   const admit = () => {
     const t = now();
@@ -77,7 +71,6 @@
   // leave prompt needs), read in a world the page cannot touch.
   let listening = false;
   const ask = (what) => {
-    if (toIsolated === null) return false;
     if (what === 'config' && !listening) {
       listening = true;
       apply(addEventListener, win, [secret + 'm', (event) => configure(apply(detailOf, event, []))]);

@@ -29,6 +29,9 @@ const BATCHES_PER_CALL: usize = 75;
 /// Main-thread CPU time: frames per batch (one batch per evaluation), rounds.
 const CPU_BATCH: usize = 8;
 const CPU_ROUNDS: usize = 100;
+/// The trace: frames per evaluation, rounds (one evaluation per scope each).
+const TRACE_BATCH: usize = 20;
+const TRACE_ROUNDS: usize = 20;
 /// Evaluations for the CPU profile.
 const CALLS: usize = 8;
 /// Runs of the frame-heavy pages.
@@ -54,7 +57,8 @@ fn scoped_copy(from: &Path, origin: &str, name: &str, empty: bool) -> Result<tem
     m.insert("name".into(), json!(format!("unmodal-bench-{name}")));
     let scripts = m.get_mut("content_scripts").and_then(Value::as_array_mut).context("no content_scripts")?;
     if !empty {
-        let mut pilot = scripts[0].clone();
+        let isolated = scripts.iter().find(|s| s["world"] == "ISOLATED").context("no ISOLATED content script")?;
+        let mut pilot = isolated.clone();
         pilot["js"] = json!(["pilot.js"]);
         scripts.push(pilot);
     }
@@ -163,19 +167,29 @@ async fn scope_cpu_costs(page: &Page, scopes: &[String]) -> Result<Vec<Vec<f64>>
     page.call("Performance.disable", json!({})).await.map(drop).map(|()| out)
 }
 
-/// A Chromium trace (V8 compile and run, the timeline) of 200 frames made in each scope,
-/// written to `out` (for attributing the share to the scripts' compile and run).
-async fn trace(page: &Page, scopes: &[String], out: &std::ffi::OsStr) -> Result<()> {
+/// Per frame, the renderer main thread's time (µs) in each scope's content scripts, from
+/// the browser's own trace (`EvaluateScript`: compiling and running one script), one value
+/// per frame; scopes alternate, `TRACE_BATCH` frames per evaluation. This leaves out frame
+/// creation itself, whose cost (and noise) every scope shares: what remains is what the
+/// scripts themselves cost. `save`: where to write the whole trace (`UNMODAL_BENCH_TRACE`).
+async fn script_times(page: &Page, scopes: &[String], save: Option<&std::ffi::OsStr>) -> Result<Vec<Vec<f64>>> {
     let cdp = &page.cdp;
     let mut events = cdp.events();
-    let cats = "devtools.timeline,v8,v8.execute,disabled-by-default-devtools.timeline,disabled-by-default-v8.compile,extensions,blink";
-    cdp.call(None, "Tracing.start", json!({"transferMode": "ReturnAsStream", "traceConfig": {"includedCategories": cats.split(',').collect::<Vec<_>>()}}))
-        .await?;
-    for scope in scopes {
-        for _ in 0..10 {
+    let cats = ["devtools.timeline", "v8"];
+    cdp.call(
+        None,
+        "Tracing.start",
+        json!({"transferMode": "ReturnAsStream", "traceConfig": {"includedCategories": cats}}),
+    )
+    .await?;
+    for r in 0..TRACE_ROUNDS {
+        let order: Vec<usize> =
+            if r % 2 == 0 { (0..scopes.len()).collect() } else { (0..scopes.len()).rev().collect() };
+        for k in order {
             page.eval(&format!(
-                "(() => {{ const d = frames['{scope}'].document; for (let i = 0; i < 20; i++) {{ \
-                 const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; }} d.body.replaceChildren(); }})()"
+                "(() => {{ const d = frames['{}'].document; for (let i = 0; i < {TRACE_BATCH}; i++) {{ \
+                 const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; }} d.body.replaceChildren(); }})()",
+                scopes[k]
             ))
             .await?;
         }
@@ -195,8 +209,40 @@ async fn trace(page: &Page, scopes: &[String], out: &std::ffi::OsStr) -> Result<
             break;
         }
     }
-    std::fs::write(out, data)?;
-    Ok(())
+    cdp.call(None, "IO.close", json!({"handle": stream})).await?;
+    if let Some(out) = save {
+        std::fs::write(out, &data)?;
+    }
+    // One event a line; only those naming an extension's script are read.
+    let ext_of =
+        |url: &str| url.strip_prefix("chrome-extension://").and_then(|u| u.split('/').next()).map(str::to_owned);
+    let mut scope_of = std::collections::HashMap::new(); // extension ID -> scope index
+    let mut per_frame = std::collections::HashMap::<(String, String), f64>::new(); // (extension, frame) -> µs
+    for line in data.lines().filter(|l| l.contains("chrome-extension://")) {
+        let Ok(e) = serde_json::from_str::<Value>(line.trim_end_matches(',')) else { continue };
+        let args = &e["args"];
+        let url = args["data"]["url"].as_str().or(args["fileName"].as_str()).unwrap_or_default();
+        let Some(ext) = ext_of(url) else { continue };
+        if let Some(world) = args["worldName"].as_str().and_then(|w| w.strip_prefix("unmodal-bench-")) {
+            if let Some(k) = scopes.iter().position(|s| s == world) {
+                scope_of.insert(ext.clone(), k);
+            }
+        }
+        if e["name"] == "EvaluateScript" {
+            let frame = args["data"]["frame"].as_str().unwrap_or_default().to_owned();
+            *per_frame.entry((ext, frame)).or_default() += e["tdur"].as_f64().unwrap_or(f64::NAN);
+        }
+    }
+    let mut out = vec![Vec::new(); scopes.len()];
+    for ((ext, _), us) in per_frame {
+        if let Some(&k) = scope_of.get(&ext) {
+            out[k].push(us);
+        }
+    }
+    if let Some(k) = (1..scopes.len()).find(|&k| out[k].is_empty()) {
+        bail!("the trace holds no script of the scope {}", scopes[k]);
+    }
+    Ok(out)
 }
 
 fn paired(a: &[f64], b: &[f64]) -> Stats {
@@ -263,10 +309,6 @@ pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> R
         let p = page.call("Profiler.stop", json!({})).await?;
         std::fs::write(out, serde_json::to_vec(&p["profile"])?)?;
     }
-    if let Some(out) = std::env::var_os("UNMODAL_BENCH_TRACE") {
-        trace(&page, &scopes, &out).await?;
-        return Ok(());
-    }
     let costs = scope_costs(&page, &scopes).await?;
     let (plain, floor, ours) = (&costs[0], &costs[1], &costs[2]);
     row("frame, no content script (baseline)", &stats(plain.clone()), "ms");
@@ -283,6 +325,8 @@ pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> R
         CPU_BATCH * CPU_ROUNDS
     );
     let cpu = scope_cpu_costs(&page, &scopes).await?;
+    let save = std::env::var_os("UNMODAL_BENCH_TRACE");
+    let traced = script_times(&page, &scopes, save.as_deref()).await?;
     let (plain, floor, ours) = (&cpu[0], &cpu[1], &cpu[2]);
     row("CPU: frame, no content script (baseline)", &stats(plain.clone()), "ms");
     row("CPU: the floor over baseline", &paired(floor, plain), "ms");
@@ -290,6 +334,19 @@ pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> R
     row("CPU: Unmodal in total over baseline", &paired(ours, plain), "ms");
     for (v, c) in variants.iter().zip(&cpu[3..]) {
         row(&format!("CPU: variant {}: over the floor", v.display()), &paired(c, floor), "ms");
+    }
+    println!(
+        "  the content scripts' own time per frame, from the browser's trace ({} frames each, main-thread time):",
+        TRACE_BATCH * TRACE_ROUNDS
+    );
+    let floor_us = stats(traced[1].clone());
+    row("trace: the floor's two empty scripts", &floor_us, "us");
+    let shares = std::iter::once(("Unmodal".to_string(), &traced[2]))
+        .chain(variants.iter().zip(&traced[3..]).map(|(v, t)| (format!("variant {}", v.display()), t)));
+    for (name, t) in shares {
+        let s = stats(t.clone());
+        row(&format!("trace: {name}'s scripts"), &s, "us");
+        println!("  trace: {name}'s own share (median over the floor's) {:>8.0} us", s.median - floor_us.median);
     }
     Ok(())
 }
