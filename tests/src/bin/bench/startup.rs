@@ -223,10 +223,9 @@ async fn script_times(page: &Page, scopes: &[String], save: Option<&std::ffi::Os
         let args = &e["args"];
         let url = args["data"]["url"].as_str().or(args["fileName"].as_str()).unwrap_or_default();
         let Some(ext) = ext_of(url) else { continue };
-        if let Some(world) = args["worldName"].as_str().and_then(|w| w.strip_prefix("unmodal-bench-")) {
-            if let Some(k) = scopes.iter().position(|s| s == world) {
-                scope_of.insert(ext.clone(), k);
-            }
+        let world = args["worldName"].as_str().and_then(|w| w.strip_prefix("unmodal-bench-"));
+        if let Some(k) = world.and_then(|w| scopes.iter().position(|s| s == w)) {
+            scope_of.insert(ext.clone(), k);
         }
         if e["name"] == "EvaluateScript" {
             let frame = args["data"]["frame"].as_str().unwrap_or_default().to_owned();
