@@ -109,6 +109,10 @@ async fn main() -> Result<()> {
             args.windows(2).filter(|w| w[0] == "--variant").map(|w| w[1].clone().into()).collect();
         let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title>").await?;
         startup::share(&s.browser.art.extension, &s.web, &variants).await?;
+        // `--no-heavy`: the share alone (for comparing variants quickly).
+        if args.iter().any(|a| a == "--no-heavy") {
+            return Ok(());
+        }
         return startup::heavy(&s).await;
     }
     let s = Session::start().await?;
