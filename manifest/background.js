@@ -3,6 +3,7 @@
 // encoded it, and (debugger.js) the debugger sessions the host asked for. Message shapes:
 // native-host/src/host/protocol.rs.
 import { createHolds } from './debugger.js';
+import { createTracker } from './tracking.js';
 
 const HOST = 'dev.unmodal.host';
 const PILOT_SCRIPT = 'unmodal-pilot';
@@ -108,6 +109,9 @@ function onHostMessage(msg) {
     applyTab(msg.tab_id).then((ack) => toHost({ type: 'config_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
   } else if (msg.type === 'answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.hold)) {
     holds.answer(msg);
+  } else if (msg.type === 'sync' && Number.isSafeInteger(msg.id)) {
+    // Debugger events that came before this are sent already (a held dialog above all).
+    toHost({ type: 'synced', id: msg.id });
   } else if (msg.type === 'resume' && Number.isSafeInteger(msg.upto)) {
     resume(msg.upto);
     // `resume` ends the host's answer to `hello`: every config it has is here.
@@ -128,9 +132,9 @@ async function applyTab(tabId) {
   return { delivered, debugger: await holds.sync(tabId) };
 }
 
-// ---- Tabs: the host needs the list and the tracked tab (active in the last focused window) ----
+// ---- Tabs: the host needs the list and the tracked tab (tracking.js says which) ----
 let tabsTimer = null;
-let trackedId = null;
+const tracker = createTracker(() => sendTabs());
 function sendTabs() {
   clearTimeout(tabsTimer);
   tabsTimer = setTimeout(async () => {
@@ -138,27 +142,39 @@ function sendTabs() {
       chrome.tabs.query({}),
       chrome.tabs.query({ active: true, lastFocusedWindow: true }),
     ]);
-    const own = chrome.runtime.getURL('');
-    // Our own pages (the popup opened as a tab) never take over: keep the previous tab.
-    const active = focused[0];
-    if (active && !(active.url || '').startsWith(own)) trackedId = active.id;
-    if (!tabs.some((t) => t.id === trackedId)) trackedId = null;
-    const tracked = trackedId === null ? null : { id: trackedId };
+    const tracked = tracker.pick(tabs, focused[0]);
     for (const id of hostConfigs.keys()) if (!tabs.some((t) => t.id === id)) hostConfigs.delete(id);
     toHost({
       type: 'tabs',
-      tracked: tracked ? tracked.id : null,
+      tracked,
       tabs: tabs.map((t) => ({ id: t.id, window_id: t.windowId, url: t.url ?? '', title: t.title ?? '', active: t.active })),
     });
   }, 20);
 }
 chrome.tabs.onCreated.addListener(sendTabs);
 chrome.tabs.onRemoved.addListener(sendTabs);
-chrome.tabs.onActivated.addListener(sendTabs);
 chrome.tabs.onUpdated.addListener((_id, change) => {
   if (change.url || change.title || change.status === 'complete') sendTabs();
 });
-chrome.windows.onFocusChanged.addListener(sendTabs);
+
+// ---- A tab opened by a tab starts with its opener's rules and policy (host/opener.rs) ----
+// The copy is made here at once, so that under a policy the debugger session (whose
+// new-document script carries the config) can be in place before the new tab's first
+// document; the host takes the same copy as the state of record and sends it back.
+const openers = new Map(); // tabId -> opener tabId, once told
+function opened(tabId, opener) {
+  if (!Number.isInteger(tabId) || !Number.isInteger(opener) || tabId === opener || openers.has(tabId)) return;
+  openers.set(tabId, opener);
+  const from = hostConfigs.get(opener);
+  if (from && !hostConfigs.has(tabId)) {
+    hostConfigs.set(tabId, { ...from });
+    applyTab(tabId);
+  }
+  toHost({ type: 'opened', tab_id: tabId, opener_tab_id: opener });
+}
+chrome.webNavigation.onCreatedNavigationTarget.addListener((d) => opened(d.tabId, d.sourceTabId));
+chrome.tabs.onCreated.addListener((t) => opened(t.id, t.openerTabId));
+chrome.tabs.onRemoved.addListener((tabId) => openers.delete(tabId));
 
 // ---- Pages ----
 // A frame whose page shows a native dialog cannot answer until the dialog closes; nothing
@@ -189,6 +205,10 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     return;
   }
   if (!sender.tab) return;
+  if (msg.type === 'input' && sender.frameId === 0) {
+    tracker.input(sender.tab);
+    return;
+  }
   if (msg.type === 'hello') {
     // Once this worker knows the pilot's state (it reads it as it starts).
     ready.then(() => reply({ type: 'config', config: configFor(sender.tab.id) }));

@@ -124,6 +124,19 @@
     }
   }
 
+  // The agent works in this tab when its top document takes trusted input (a driver's
+  // Input.dispatch* events are trusted too): the service worker tracks it (tracking.js).
+  if (window === window.top) {
+    let last = -Infinity;
+    const onInput = (e) => {
+      if (!e.isTrusted || e.timeStamp - last < 1000) return;
+      last = e.timeStamp;
+      runtime().sendMessage({ type: 'input' }).catch(() => {});
+    };
+    addEventListener('pointerdown', onInput, { capture: true, passive: true });
+    addEventListener('keydown', onInput, { capture: true, passive: true });
+  }
+
   let parent;
   try {
     parent = window !== window.parent ? window.parent.__unmodalBridge : undefined;

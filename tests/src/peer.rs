@@ -7,7 +7,7 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +112,90 @@ impl Peer {
         let text = std::fs::read_to_string(self.scratch.path().join("stderr.log")).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// The page the driver works in, for chrome-devtools-mcp's `pageId` (its tools need
+    /// one): the one whose URL starts with `url_prefix` (else the first web page).
+    async fn page_args(&self, url_prefix: Option<&str>) -> Result<serde_json::Map<String, Value>> {
+        let mut args = serde_json::Map::new();
+        if self.driver == Driver::ChromeDevtoolsMcp {
+            let pages = self.ok("list_pages", json!({})).await?;
+            // Lines like "1: drafts (http://127.0.0.1:4000/drafts) [selected]".
+            let id = pages
+                .lines()
+                .filter_map(|l| {
+                    let (id, rest) = l.split_once(": ")?;
+                    Some((id.trim().parse::<u64>().ok()?, rest))
+                })
+                .find(|(_, rest)| {
+                    url_prefix.is_none_or(|u| rest.contains(&format!("({u}"))) && !rest.contains("(chrome-extension:")
+                })
+                .map(|(id, _)| id)
+                .with_context(|| format!("no page {url_prefix:?} in {pages}"))?;
+            args.insert("pageId".into(), json!(id));
+        }
+        Ok(args)
+    }
+
+    /// Navigates the driver's page to `url`.
+    pub async fn navigate(&self, url: &str) -> Result<String> {
+        match self.driver {
+            Driver::PlaywrightMcp => self.ok("browser_navigate", json!({"url": url})).await,
+            Driver::ChromeDevtoolsMcp => {
+                let mut args = self.page_args(None).await?;
+                args.insert("type".into(), json!("url"));
+                args.insert("url".into(), json!(url));
+                self.ok("navigate_page", Value::Object(args)).await
+            }
+        }
+    }
+
+    /// Clicks the button labelled `name` in the page at `url` the way an agent does: a
+    /// snapshot for the element's reference, then the driver's click tool. Returns the
+    /// click's reply (a driver says there when a dialog opened).
+    pub async fn click_button(&self, url: &str, name: &str) -> Result<PeerReply> {
+        let label = format!("button \"{name}\"");
+        let (tool, mut args) = match self.driver {
+            Driver::PlaywrightMcp => ("browser_snapshot", serde_json::Map::new()),
+            Driver::ChromeDevtoolsMcp => ("take_snapshot", self.page_args(Some(url)).await?),
+        };
+        let snapshot = self.ok(tool, Value::Object(args.clone())).await?;
+        let line =
+            snapshot.lines().find(|l| l.contains(&label)).with_context(|| format!("no {label} in {snapshot}"))?;
+        let reference =
+            |key: &str, end: char| line.split(key).nth(1).and_then(|r| r.split(end).next()).map(str::to_owned);
+        match self.driver {
+            Driver::PlaywrightMcp => {
+                let r = reference("[ref=", ']').with_context(|| format!("no ref in {line}"))?;
+                self.call("browser_click", json!({"element": label, "target": r})).await
+            }
+            Driver::ChromeDevtoolsMcp => {
+                let r = reference("uid=", ' ').with_context(|| format!("no uid in {line}"))?;
+                args.insert("uid".into(), json!(r));
+                self.call("click", Value::Object(args)).await
+            }
+        }
+    }
+
+    /// Answers the open dialog with the driver's own tool.
+    pub async fn answer_dialog(&self, accept: bool, text: Option<&str>) -> Result<PeerReply> {
+        match self.driver {
+            Driver::PlaywrightMcp => {
+                let mut args = json!({"accept": accept});
+                if let Some(t) = text {
+                    args["promptText"] = json!(t);
+                }
+                self.call("browser_handle_dialog", args).await
+            }
+            Driver::ChromeDevtoolsMcp => {
+                let mut args = self.page_args(None).await?;
+                args.insert("action".into(), json!(if accept { "accept" } else { "dismiss" }));
+                if let Some(t) = text {
+                    args.insert("promptText".into(), json!(t));
+                }
+                self.call("handle_dialog", Value::Object(args)).await
+            }
+        }
     }
 
     pub async fn close(self) -> Result<()> {

@@ -64,6 +64,11 @@ pub enum FromBrowser {
         #[serde(default)]
         reason: String,
     },
+    /// A tab opened another (`window.open`, `target=_blank`, a popup): it starts with the
+    /// opener's rules and policy (`opener.rs`).
+    Opened { tab_id: i64, opener_tab_id: i64 },
+    /// The answer to `Sync`: every debugger event the worker had before it is sent.
+    Synced { id: u64 },
 }
 
 impl FromBrowser {
@@ -240,6 +245,8 @@ pub enum ToBrowser {
         #[serde(skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
+    /// A barrier (`barrier.rs`): the worker answers `Synced` after what it had before.
+    Sync { id: u64 },
 }
 
 impl ToBrowser {
@@ -305,6 +312,11 @@ impl State {
                 Ok(Vec::new())
             }
             FromBrowser::DebuggerDetached { tab_id, reason } => Ok(self.on_detached(tab_id, &reason)),
+            FromBrowser::Opened { tab_id, opener_tab_id } => Ok(self.on_opened(tab_id, opener_tab_id)),
+            FromBrowser::Synced { id } => {
+                self.on_synced(id);
+                Ok(Vec::new())
+            }
         }
     }
 }
@@ -329,6 +341,8 @@ mod tests {
             json!({"type":"held_closed","tab_id":1,"hold":2,"accepted":true,"text":""}),
             json!({"type":"answer_result","tab_id":1,"hold":2,"ok":true}),
             json!({"type":"debugger_detached","tab_id":1,"reason":"canceled_by_user"}),
+            json!({"type":"opened","tab_id":2,"opener_tab_id":1}),
+            json!({"type":"synced","id":3}),
         ]
     }
 
@@ -349,12 +363,14 @@ mod tests {
                 Ok(FromBrowser::HeldClosed(_)) => "held_closed",
                 Ok(FromBrowser::AnswerResult(_)) => "answer_result",
                 Ok(FromBrowser::DebuggerDetached { .. }) => "debugger_detached",
+                Ok(FromBrowser::Opened { .. }) => "opened",
+                Ok(FromBrowser::Synced { .. }) => "synced",
                 Err(e) => panic!("{m}: {e}"),
             };
             assert_eq!(m["type"], kind);
             seen.insert(kind);
         }
-        assert_eq!(seen.len(), 10, "one sample of each kind");
+        assert_eq!(seen.len(), 12, "one sample of each kind");
     }
 
     #[test]
@@ -370,6 +386,7 @@ mod tests {
             ToBrowser::Config { tab_id: 1, rev: 1, config: String::new(), debugger: false },
             ToBrowser::Answer { tab_id: 1, hold: 1, accept: true, text: None },
             ToBrowser::Resume { upto: 0 },
+            ToBrowser::Sync { id: 1 },
         ];
         for m in sent {
             let v = serde_json::to_value(&m).unwrap();

@@ -8,6 +8,7 @@ use unmodal_e2e::browser::Options;
 use unmodal_e2e::page::Page;
 use unmodal_e2e::{Session, eventually};
 
+mod peers;
 mod startup;
 
 const RUNS: usize = 15;
@@ -88,7 +89,8 @@ async fn held_dialogs(s: &Session) -> Result<()> {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    // `cargo xtask bench -- --soak-seconds N` (default 120; 0 skips the soak), `--only-soak`.
+    // `cargo xtask bench -- --soak-seconds N` (default 120; 0 skips the soak), `--only-soak`,
+    // `--only-peers`.
     let args: Vec<String> = std::env::args().collect();
     let soak_secs = args
         .iter()
@@ -97,6 +99,9 @@ async fn main() -> Result<()> {
         .map_or(Ok(120), |v| v.parse::<u64>())?;
     if args.iter().any(|a| a == "--only-soak") {
         return soak(soak_secs).await;
+    }
+    if args.iter().any(|a| a == "--only-peers") {
+        return peers::run().await;
     }
     if args.iter().any(|a| a == "--only-startup") {
         // `--variant DIR` (repeatable): another build of the extension, measured beside ours.
@@ -232,6 +237,7 @@ async fn main() -> Result<()> {
     println!("  the same under must_respond: top document {top} of {RUNS}, frame from another site {frame} of {RUNS}");
     held_dialogs(&s).await?;
     s.policy("auto", 10).await?;
+    peers::run().await?;
 
     startup::share(&s.browser.art.extension, &s.web, &[]).await?;
     startup::heavy(&s).await?;
