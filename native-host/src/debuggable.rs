@@ -25,7 +25,9 @@ pub fn parse(pid: u32, args: &[String]) -> Option<Debuggable> {
     if !(exe.contains("chrom") || exe.contains("chrome")) || args.iter().any(|a| a.starts_with("--type=")) {
         return None;
     }
-    let value = |flag: &str| args.iter().find_map(|a| a.strip_prefix(flag)?.strip_prefix('='));
+    // Chromium takes a switch's last value (Debian's wrapper puts an empty
+    // `--load-extension=` before the user's).
+    let value = |flag: &str| args.iter().rev().find_map(|a| a.strip_prefix(flag)?.strip_prefix('='));
     let asked: u16 = value("--remote-debugging-port")?.parse().ok()?;
     let user_data_dir = value("--user-data-dir").map(PathBuf::from);
     let port = if asked != 0 {
@@ -81,6 +83,7 @@ mod tests {
             7,
             &args(&[
                 "/usr/lib/chromium/chromium",
+                "--load-extension=",
                 "--remote-debugging-port=9222",
                 "--user-data-dir=/tmp/p",
                 "--load-extension=/a,/b",
