@@ -172,8 +172,9 @@ function opened(tabId, opener) {
   }
   toHost({ type: 'opened', tab_id: tabId, opener_tab_id: opener });
 }
+// Only this event: `tabs.onCreated`'s `openerTabId` also names the active tab for tabs a
+// driver creates over CDP, which were opened by nobody.
 chrome.webNavigation.onCreatedNavigationTarget.addListener((d) => opened(d.tabId, d.sourceTabId));
-chrome.tabs.onCreated.addListener((t) => opened(t.id, t.openerTabId));
 chrome.tabs.onRemoved.addListener((tabId) => openers.delete(tabId));
 
 // ---- Pages ----
