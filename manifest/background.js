@@ -4,6 +4,7 @@
 // native-host/src/host/protocol.rs.
 import { createHolds } from './debugger.js';
 import { createPilot } from './pilot_tools.js';
+import { createTracker } from './tracking.js';
 
 const HOST = 'dev.unmodal.host';
 const PILOT_SCRIPT = 'unmodal-pilot';
@@ -112,6 +113,9 @@ function onHostMessage(msg) {
     holds.answer(msg);
   } else if (msg.type === 'pilot_call' && Number.isSafeInteger(msg.id) && Number.isInteger(msg.tab_id) && msg.call && typeof msg.call === 'object') {
     runPilotCall(msg);
+  } else if (msg.type === 'sync' && Number.isSafeInteger(msg.id)) {
+    // Debugger events that came before this are sent already (a held dialog above all).
+    toHost({ type: 'synced', id: msg.id });
   } else if (msg.type === 'resume' && Number.isSafeInteger(msg.upto)) {
     resume(msg.upto);
     // `resume` ends the host's answer to `hello`: every config it has is here.
@@ -142,9 +146,9 @@ async function applyTab(tabId) {
   return { delivered, debugger: await holds.sync(tabId) };
 }
 
-// ---- Tabs: the host needs the list and the tracked tab (active in the last focused window) ----
+// ---- Tabs: the host needs the list and the tracked tab (tracking.js says which) ----
 let tabsTimer = null;
-let trackedId = null;
+const tracker = createTracker(() => sendTabs());
 function sendTabs() {
   clearTimeout(tabsTimer);
   tabsTimer = setTimeout(async () => {
@@ -152,27 +156,40 @@ function sendTabs() {
       chrome.tabs.query({}),
       chrome.tabs.query({ active: true, lastFocusedWindow: true }),
     ]);
-    const own = chrome.runtime.getURL('');
-    // Our own pages (the popup opened as a tab) never take over: keep the previous tab.
-    const active = focused[0];
-    if (active && !(active.url || '').startsWith(own)) trackedId = active.id;
-    if (!tabs.some((t) => t.id === trackedId)) trackedId = null;
-    const tracked = trackedId === null ? null : { id: trackedId };
+    const tracked = tracker.pick(tabs, focused[0]);
     for (const id of hostConfigs.keys()) if (!tabs.some((t) => t.id === id)) hostConfigs.delete(id);
     toHost({
       type: 'tabs',
-      tracked: tracked ? tracked.id : null,
+      tracked,
       tabs: tabs.map((t) => ({ id: t.id, window_id: t.windowId, url: t.url ?? '', title: t.title ?? '', active: t.active })),
     });
   }, 20);
 }
 chrome.tabs.onCreated.addListener(sendTabs);
 chrome.tabs.onRemoved.addListener(sendTabs);
-chrome.tabs.onActivated.addListener(sendTabs);
 chrome.tabs.onUpdated.addListener((_id, change) => {
   if (change.url || change.title || change.status === 'complete') sendTabs();
 });
-chrome.windows.onFocusChanged.addListener(sendTabs);
+
+// ---- A tab opened by a tab starts with its opener's rules and policy (host/opener.rs) ----
+// The copy is made here at once, so that under a policy the debugger session (whose
+// new-document script carries the config) can be in place before the new tab's first
+// document; the host takes the same copy as the state of record and sends it back.
+const openers = new Map(); // tabId -> opener tabId, once told
+function opened(tabId, opener) {
+  if (!Number.isInteger(tabId) || !Number.isInteger(opener) || tabId === opener || openers.has(tabId)) return;
+  openers.set(tabId, opener);
+  const from = hostConfigs.get(opener);
+  if (from && !hostConfigs.has(tabId)) {
+    hostConfigs.set(tabId, { ...from });
+    applyTab(tabId);
+  }
+  toHost({ type: 'opened', tab_id: tabId, opener_tab_id: opener });
+}
+// Only this event: `tabs.onCreated`'s `openerTabId` also names the active tab for tabs a
+// driver creates over CDP, which were opened by nobody.
+chrome.webNavigation.onCreatedNavigationTarget.addListener((d) => opened(d.tabId, d.sourceTabId));
+chrome.tabs.onRemoved.addListener((tabId) => openers.delete(tabId));
 
 // ---- Pages ----
 // A frame whose page shows a native dialog cannot answer until the dialog closes; nothing
@@ -203,6 +220,10 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     return;
   }
   if (!sender.tab) return;
+  if (msg.type === 'input' && sender.frameId === 0) {
+    tracker.input(sender.tab);
+    return;
+  }
   if (msg.type === 'hello') {
     // Once this worker knows the pilot's state (it reads it as it starts).
     ready.then(() => reply({ type: 'config', config: configFor(sender.tab.id) }));

@@ -121,6 +121,18 @@
   // On the window, not the document: this world's window exists already, its document
   // wrapper would have to be made (a cost every frame would pay).
   if (secret !== null) addEventListener(secret + 'i', fromPage, true);
+  // The agent works in this tab when its top document takes trusted input (a driver's
+  // Input.dispatch* events are trusted too): the service worker tracks it (tracking.js).
+  if (window === window.top) {
+    let last = -Infinity;
+    const onInput = (e) => {
+      if (!e.isTrusted || e.timeStamp - last < 1000) return;
+      last = e.timeStamp;
+      runtime().sendMessage({ type: 'input' }).catch(() => {});
+    };
+    addEventListener('pointerdown', onInput, { capture: true, passive: true });
+    addEventListener('keydown', onInput, { capture: true, passive: true });
+  }
 
   let parent;
   try {

@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod cli;
+pub mod debuggable;
 pub mod doctor;
 pub mod frame;
 pub mod host;

@@ -17,6 +17,7 @@ const STATIC_FILES: &[&str] = &[
     "debugger.js",
     "pilot_tools.js",
     "state_tools.js",
+    "tracking.js",
     "popup.html",
     "popup.css",
     "popup.js",

@@ -66,6 +66,11 @@ pub enum FromBrowser {
     },
     /// What became of a `PilotCall` (see `host/pilot.rs`).
     PilotResult(PilotResult),
+    /// A tab opened another (`window.open`, `target=_blank`, a popup): it starts with the
+    /// opener's rules and policy (`opener.rs`).
+    Opened { tab_id: i64, opener_tab_id: i64 },
+    /// The answer to `Sync`: every debugger event the worker had before it is sent.
+    Synced { id: u64 },
 }
 
 impl FromBrowser {
@@ -264,6 +269,8 @@ pub enum ToBrowser {
     /// An AI Web Pilot tool call for a tab; the extension answers with `PilotResult` `id`.
     /// It checks the human's switch itself: the host's word is not enough.
     PilotCall { id: u64, tab_id: i64, call: crate::pilot_api::PilotCall },
+    /// A barrier (`barrier.rs`): the worker answers `Synced` after what it had before.
+    Sync { id: u64 },
 }
 
 impl ToBrowser {
@@ -331,6 +338,11 @@ impl State {
             FromBrowser::DebuggerDetached { tab_id, reason } => Ok(self.on_detached(tab_id, &reason)),
             // Goes to the call waiting for it (`host/mod.rs`), not to the state.
             FromBrowser::PilotResult(_) => Ok(Vec::new()),
+            FromBrowser::Opened { tab_id, opener_tab_id } => Ok(self.on_opened(tab_id, opener_tab_id)),
+            FromBrowser::Synced { id } => {
+                self.on_synced(id);
+                Ok(Vec::new())
+            }
         }
     }
 }
@@ -356,6 +368,8 @@ mod tests {
             json!({"type":"answer_result","tab_id":1,"hold":2,"ok":true}),
             json!({"type":"debugger_detached","tab_id":1,"reason":"canceled_by_user"}),
             json!({"type":"pilot_result","id":3,"error":{"code":"ai_web_pilot_disabled","message":"off"}}),
+            json!({"type":"opened","tab_id":2,"opener_tab_id":1}),
+            json!({"type":"synced","id":3}),
         ]
     }
 
@@ -377,12 +391,15 @@ mod tests {
                 Ok(FromBrowser::AnswerResult(_)) => "answer_result",
                 Ok(FromBrowser::DebuggerDetached { .. }) => "debugger_detached",
                 Ok(FromBrowser::PilotResult(_)) => "pilot_result",
+                Ok(FromBrowser::Opened { .. }) => "opened",
+                Ok(FromBrowser::Synced { .. }) => "synced",
                 Err(e) => panic!("{m}: {e}"),
             };
             assert_eq!(m["type"], kind);
             seen.insert(kind);
         }
-        assert_eq!(seen.len(), 11, "one sample of each kind");
+
+        assert_eq!(seen.len(), 13, "one sample of each kind");
     }
 
     #[test]
@@ -407,6 +424,7 @@ mod tests {
                     frame_url_contains: None,
                 },
             },
+            ToBrowser::Sync { id: 1 },
         ];
         for m in sent {
             let v = serde_json::to_value(&m).unwrap();

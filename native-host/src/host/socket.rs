@@ -106,11 +106,13 @@ async fn run(shared: &Shared, req: Request) -> Result<Value, ToolError> {
         }
         Tool::Observe => {
             let args: ObserveArgs = api::parse(req.args)?;
+            super::barrier::barrier(shared).await;
             shared.state().observe(&args)
         }
         Tool::Interact => {
             let args: InteractArgs = api::parse(req.args)?;
             let call = args.validate()?;
+            super::barrier::barrier(shared).await;
             let (done, rules) = {
                 let mut state = shared.state();
                 let mut done = state.interact(call)?;

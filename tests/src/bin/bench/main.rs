@@ -8,6 +8,7 @@ use unmodal_e2e::browser::Options;
 use unmodal_e2e::page::Page;
 use unmodal_e2e::{Session, eventually};
 
+mod peers;
 mod pilot;
 mod startup;
 
@@ -89,7 +90,8 @@ async fn held_dialogs(s: &Session) -> Result<()> {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    // `cargo xtask bench -- --soak-seconds N` (default 120; 0 skips the soak), `--only-soak`.
+    // `cargo xtask bench -- --soak-seconds N` (default 120; 0 skips the soak), `--only-soak`,
+    // `--only-peers`.
     let args: Vec<String> = std::env::args().collect();
     let soak_secs = args
         .iter()
@@ -102,6 +104,9 @@ async fn main() -> Result<()> {
     if args.iter().any(|a| a == "--only-pilot") {
         let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title><body></body>").await?;
         return pilot::rows(&s).await;
+    }
+    if args.iter().any(|a| a == "--only-peers") {
+        return peers::run().await;
     }
     if args.iter().any(|a| a == "--only-startup") {
         // `--variant DIR` (repeatable): another build of the extension, measured beside ours.
@@ -242,6 +247,7 @@ async fn main() -> Result<()> {
     held_dialogs(&s).await?;
     s.policy("auto", 10).await?;
     pilot::rows(&s).await?;
+    peers::run().await?;
 
     startup::share(&s.browser.art.extension, &s.web, &[]).await?;
     startup::heavy(&s).await?;
