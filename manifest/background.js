@@ -114,8 +114,9 @@ function onHostMessage(msg) {
   } else if (msg.type === 'pilot_call' && Number.isSafeInteger(msg.id) && Number.isInteger(msg.tab_id) && msg.call && typeof msg.call === 'object') {
     runPilotCall(msg);
   } else if (msg.type === 'sync' && Number.isSafeInteger(msg.id)) {
-    // Debugger events that came before this are sent already (a held dialog above all).
-    toHost({ type: 'synced', id: msg.id });
+    // Answered after the debugger events that came before it (a held dialog above all),
+    // which leave once the worker's own record of them is written.
+    holds.sent().then(() => toHost({ type: 'synced', id: msg.id }));
   } else if (msg.type === 'resume' && Number.isSafeInteger(msg.upto)) {
     resume(msg.upto);
     // `resume` ends the host's answer to `hello`: every config it has is here.

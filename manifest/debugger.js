@@ -303,6 +303,8 @@ export function createHolds(toHost, wanted, configFor) {
 
   return {
     sync, answer, releaseAll, adoptStale, settle, open, lease, unlease, children,
+    // Resolves once every held-dialog message queued so far has gone to the host.
+    sent: () => written,
     attached: (tabId) => sessions.has(tabId),
     holding: (tabId) => sessions.get(tabId)?.open != null,
   };
