@@ -86,9 +86,21 @@ async fn forward<T: serde::Serialize>(tool: Tool, args: &T) -> CallToolResult {
     }
 }
 
-/// A validated pilot call to the host, waiting as long as the call may take.
-async fn forward_pilot<T: serde::Serialize>(tool: Tool, args: &T, call: &PilotCall) -> CallToolResult {
-    let raw = match serde_json::to_value(args) {
+/// How each pilot tool checks its arguments and says what it asks of the browser.
+type PilotCheck<T> = fn(&T) -> Result<(Option<i64>, PilotCall), ParamError>;
+
+/// Checks a pilot call's arguments, then hands it to the host, waiting as long as the call
+/// may take.
+async fn forward_pilot<T: serde::Serialize>(
+    tool: Tool,
+    args: Result<T, ParamError>,
+    check: PilotCheck<T>,
+) -> CallToolResult {
+    let (args, call) = match args.and_then(|a| check(&a).map(|(_, c)| (a, c))) {
+        Ok(v) => v,
+        Err(e) => return invalid(e).await,
+    };
+    let raw = match serde_json::to_value(&args) {
         Ok(v) => v,
         Err(e) => return failure(ToolError::new(ErrorCode::Internal, e.to_string())),
     };
@@ -213,10 +225,7 @@ Needs the human to have switched AI Web Pilot on in the Unmodal popup (else ai_w
         &self,
         Parameters(Checked(args)): Parameters<Checked<HighlightArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        match args.and_then(|a| a.validate().map(|(_, c)| (a, c))) {
-            Ok((a, c)) => Ok(forward_pilot(Tool::HighlightElement, &a, &c).await),
-            Err(e) => Ok(invalid(e).await),
-        }
+        Ok(forward_pilot(Tool::HighlightElement, args, HighlightArgs::validate).await)
     }
 
     #[tool(
@@ -231,10 +240,7 @@ browser's extension storage, and answers carry names, counts and sizes only, nev
         &self,
         Parameters(Checked(args)): Parameters<Checked<ManageStateArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        match args.and_then(|a| a.validate().map(|(_, c)| (a, c))) {
-            Ok((a, c)) => Ok(forward_pilot(Tool::ManageState, &a, &c).await),
-            Err(e) => Ok(invalid(e).await),
-        }
+        Ok(forward_pilot(Tool::ManageState, args, ManageStateArgs::validate).await)
     }
 
     #[tool(
@@ -250,10 +256,7 @@ Needs AI Web Pilot on."
         &self,
         Parameters(Checked(args)): Parameters<Checked<ExecuteArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        match args.and_then(|a| a.validate().map(|(_, c)| (a, c))) {
-            Ok((a, c)) => Ok(forward_pilot(Tool::ExecuteJavascript, &a, &c).await),
-            Err(e) => Ok(invalid(e).await),
-        }
+        Ok(forward_pilot(Tool::ExecuteJavascript, args, ExecuteArgs::validate).await)
     }
 }
 
