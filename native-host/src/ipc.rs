@@ -106,8 +106,9 @@ async fn ask(socket: &Path, line: &[u8], limit: Duration) -> Option<Result<Value
     match tokio::time::timeout(limit, call_one(socket, line)).await {
         Ok(Ok(reply)) => Some(reply),
         Ok(Err(e)) => {
-            if e.kind() == io::ErrorKind::ConnectionRefused {
-                // A host that died without cleaning up.
+            if e.kind() == io::ErrorKind::ConnectionRefused && paths::socket_owner_gone(socket) {
+                // A host that died without cleaning up (a live one may be starting: its
+                // socket is only renamed into place once it listens, but never remove it).
                 tracing::debug!(socket = %socket.display(), "removing stale host socket");
                 let _ = std::fs::remove_file(socket);
             } else {
@@ -198,11 +199,17 @@ mod tests {
     #[tokio::test]
     async fn no_host_means_extension_not_connected() {
         let dir = tempfile::tempdir().unwrap();
-        // A stale socket file (nobody listening) is skipped and cleaned up.
-        let stale = paths::socket_path(dir.path(), 1);
+        // A stale socket file (nobody listening, its process gone) is skipped and cleaned up.
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        gone.wait().unwrap();
+        let stale = paths::socket_path(dir.path(), gone.id());
         drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+        // One whose process lives (a host that is starting) is skipped and kept.
+        let starting = paths::socket_path(dir.path(), std::process::id());
+        drop(std::os::unix::net::UnixListener::bind(&starting).unwrap());
         let err = call_in(dir.path(), Tool::Info, Value::Null).await.unwrap_err();
         assert!(!stale.exists());
+        assert!(starting.exists(), "a live process's socket is not removed");
         assert_eq!(err.code, ErrorCode::ExtensionNotConnected);
         assert!(err.message.contains("unmodal install"));
     }

@@ -48,6 +48,28 @@ pub fn socket_path(dir: &Path, pid: u32) -> PathBuf {
     dir.join(format!("host-{pid}.sock"))
 }
 
+/// Where a host binds its socket before renaming it to `socket_path` (clients never look here).
+pub fn socket_being_bound(socket: &Path) -> PathBuf {
+    socket.with_extension("sock.binding")
+}
+
+/// The process a host socket is named after is gone: its socket is stale.
+pub fn socket_owner_gone(socket: &Path) -> bool {
+    let pid = socket
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("host-")?.strip_suffix(".sock"))
+        .and_then(|p| p.parse::<i32>().ok());
+    match pid {
+        Some(pid) if pid > 0 => {
+            // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+            let refused = unsafe { libc::kill(pid, 0) } != 0;
+            refused && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        }
+        _ => false,
+    }
+}
+
 /// Host sockets in `dir`, newest first.
 pub fn host_sockets(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {

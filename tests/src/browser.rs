@@ -102,6 +102,8 @@ impl Browser {
             "--disable-features=Translate,MediaRouter,OptimizationHints",
             "--remote-debugging-port=0",
             "--window-size=1024,768",
+            "--enable-logging=stderr",
+            "--v=0",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(&opts.args);
@@ -173,11 +175,12 @@ impl Browser {
         text.lines().next().and_then(|l| l.trim().parse().ok()).context("DevToolsActivePort without a port")
     }
 
-    /// The last lines Chromium (and the host, whose stderr it inherits) logged.
+    /// The last lines Chromium (and the host, whose stderr it inherits) logged; the
+    /// extension's console output is among them (`INFO:CONSOLE`), the D-Bus noise is not.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty() && !l.contains("dbus")).collect();
+        lines[lines.len().saturating_sub(80)..].join("\n")
     }
 }
 

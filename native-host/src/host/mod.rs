@@ -158,6 +158,21 @@ impl Drop for SocketFile {
     }
 }
 
+/// The socket appears under its name only once it listens and is private: a client that
+/// connected between `bind` and `listen` would be refused and take it for a dead host's.
+fn listen(path: &std::path::Path) -> Result<UnixListener> {
+    let hidden = paths::socket_being_bound(path);
+    let _ = std::fs::remove_file(&hidden);
+    let listener = UnixListener::bind(&hidden).with_context(|| format!("binding {}", hidden.display()))?;
+    let placed = std::fs::set_permissions(&hidden, std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| std::fs::rename(&hidden, path));
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&hidden);
+        return Err(e).with_context(|| format!("placing the socket at {}", path.display()));
+    }
+    Ok(listener)
+}
+
 pub fn run(origin: &str) -> Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -171,10 +186,8 @@ async fn serve(origin: &str) -> Result<()> {
     let dir = paths::runtime_dir();
     paths::ensure_private_dir(&dir).with_context(|| format!("preparing {}", dir.display()))?;
     let path = paths::socket_path(&dir, std::process::id());
-    let _ = std::fs::remove_file(&path);
-    let listener = UnixListener::bind(&path).with_context(|| format!("binding {}", path.display()))?;
+    let listener = listen(&path)?;
     let _socket = SocketFile(path.clone());
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     tracing::info!(%origin, socket = %path.display(), "host started");
 
     let mut state = State::new();
@@ -321,4 +334,23 @@ async fn watchdog(shared: Arc<Shared>, id: u64, after: std::time::Duration) {
     }
     shared.send(&state, msgs);
     shared.changed.notify_one();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+
+    #[tokio::test]
+    async fn the_socket_is_under_its_name_only_once_it_listens_and_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = paths::socket_path(dir.path(), 7);
+        let listener = listen(&path).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert!(meta.file_type().is_socket());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert!(!paths::socket_being_bound(&path).exists());
+        let (client, accepted) = tokio::join!(tokio::net::UnixStream::connect(&path), listener.accept());
+        assert!(client.is_ok() && accepted.is_ok(), "the renamed socket takes connections");
+    }
 }
