@@ -102,11 +102,15 @@ impl Browser {
             "--disable-features=Translate,MediaRouter,OptimizationHints",
             "--remote-debugging-port=0",
             "--window-size=1024,768",
-            "--enable-logging=stderr",
-            "--v=0",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(&opts.args);
+        // `UNMODAL_TEST_CONSOLE=1`: the extension's console in the log (`INFO:CONSOLE`), for
+        // tracing a failure. Off by default: it changes the browser's timing enough to hide
+        // the start-up stall `stalled.js` exists for.
+        if std::env::var_os("UNMODAL_TEST_CONSOLE").is_some_and(|v| v == "1") {
+            cmd.args(["--enable-logging=stderr", "--v=0"]);
+        }
         if opts.extension {
             cmd.arg(format!("--load-extension={}", art.extension.display()))
                 .arg(format!("--disable-extensions-except={}", art.extension.display()));
@@ -175,8 +179,8 @@ impl Browser {
         text.lines().next().and_then(|l| l.trim().parse().ok()).context("DevToolsActivePort without a port")
     }
 
-    /// The last lines Chromium (and the host, whose stderr it inherits) logged; the
-    /// extension's console output is among them (`INFO:CONSOLE`), the D-Bus noise is not.
+    /// The last lines Chromium (and the host, whose stderr it inherits) logged, without the
+    /// D-Bus noise; with `UNMODAL_TEST_CONSOLE=1` the extension's console is among them.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty() && !l.contains("dbus")).collect();
