@@ -298,15 +298,23 @@ export function createHolds(toHost, wanted, configFor) {
   // For `hello`: the dialogs held open now.
   const open = () => [...sessions].filter(([, s]) => s.open !== null).map(([tabId, s]) => ({ tab_id: tabId, hold: s.open.hold }));
 
-  // A pilot call's hold on the tab's debugger; `unlease` when done.
-  const lease = (tabId) => serial(tabId, async () => {
+  // A pilot call's hold on the tab's debugger; `unlease` when done. `sent()` is called once
+  // commands may follow: at once when attached, else as soon as the attach is on its way
+  // (the browser runs this worker's calls in order, so a command sent next finds the
+  // session; saves a round trip). The returned promise says whether the attach worked.
+  const lease = (tabId, sent = () => {}) => serial(tabId, async () => {
     const l = leases.get(tabId);
     if (l) {
       l.count += 1;
+      sent();
       return;
     }
     const owned = !sessions.has(tabId);
-    if (owned) await chrome.debugger.attach({ tabId }, VERSION);
+    if (owned) {
+      const attaching = chrome.debugger.attach({ tabId }, VERSION);
+      sent();
+      await attaching;
+    } else sent();
     leases.set(tabId, { count: 1, owned });
   });
   const unlease = (tabId) => serial(tabId, async () => {

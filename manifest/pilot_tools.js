@@ -79,9 +79,10 @@ export function createPilot(holds) {
   };
 
   // Borrows the tab's debugger for a call (debugger.js): `holds.unlease` when done.
-  const lease = async (tabId) => {
+  // `sent()`: commands may follow from now on (see `execute`).
+  const lease = async (tabId, sent) => {
     try {
-      await holds.lease(tabId);
+      await holds.lease(tabId, sent);
     } catch (err) {
       throw new PilotError('pilot_failed', `The extension's debugger could not attach to tab ${tabId}: ${describe(err)}. Close DevTools or another debugging extension on that tab, or use a tab showing a web page.`);
     }
@@ -171,15 +172,35 @@ export function createPilot(holds) {
     return { outcome: 'threw', error, stack };
   };
 
-  // The answer goes back before the session is tidied up (Debugger.disable, detach): the
-  // browser keeps a session's commands in order, so the next call still finds it clean.
+  // The call's commands leave right behind the attach, not after its answer (a round trip
+  // less); the attach's outcome is checked before anything is answered. The answer goes
+  // back before the session is tidied up (Debugger.disable, detach): the browser keeps a
+  // session's commands in order, so the next call still finds it clean.
   const execute = async (tabId, { script, timeout_ms: timeoutMs, frame_url_contains: filter }) => {
-    await lease(tabId);
+    let sent;
+    const sending = new Promise((resolve) => { sent = resolve; });
+    const leased = lease(tabId, sent).then(() => null, (err) => err);
+    const refused = await Promise.race([sending.then(() => null), leased]);
+    if (refused) throw refused;
     let t = null;
-    try {
+    const attempt = async () => {
       const where = await locate({ tabId }, filter);
       t = where.target;
-      return await evaluate(where, script, timeoutMs);
+      return evaluate(where, script, timeoutMs);
+    };
+    let work = attempt();
+    const failed = await leased;
+    if (failed) {
+      work.catch(() => {});
+      throw failed;
+    }
+    try {
+      // Should the browser ever take a command before the attach it followed, nothing ran:
+      // once more, now that the session is there.
+      work = await work.then((v) => ({ v }), (err) => (/not attached/i.test(describe(err)) ? null : { err }));
+      if (work === null) work = await attempt().then((v) => ({ v }), (err) => ({ err }));
+      if (work.err) throw work.err;
+      return work.v;
     } finally {
       const done = t === null ? Promise.resolve() : cmd(t, 'Debugger.disable').catch(() => {});
       done.then(() => holds.unlease(tabId));
