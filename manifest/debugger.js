@@ -114,6 +114,7 @@ export function createHolds(toHost, wanted, configFor) {
     if (!wanted(tabId)) {
       if (s) {
         sessions.delete(tabId);
+        hear();
         remember();
         // A dialog it holds would stay open with nobody to catch it.
         if (s.open !== null) await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
@@ -130,6 +131,7 @@ export function createHolds(toHost, wanted, configFor) {
         else await chrome.debugger.attach({ tabId }, VERSION);
         s = { script: null, mainFrame: null, open: null, children: new Map() };
         sessions.set(tabId, s);
+        hear();
         await send(tabId, 'Page.enable');
         const { frameTree } = await send(tabId, 'Page.getFrameTree');
         s.mainFrame = frameTree.frame.id;
@@ -141,6 +143,7 @@ export function createHolds(toHost, wanted, configFor) {
     } catch (err) {
       if (sessions.get(tabId) === s && s) {
         sessions.delete(tabId);
+        hear();
         await chrome.debugger.detach({ tabId }).catch(() => {});
       }
       return { attached: false, error: String(err?.message ?? err) };
@@ -195,7 +198,19 @@ export function createHolds(toHost, wanted, configFor) {
       remember();
     }
   };
+  // Registered only while it has something to do (sessions to serve, or events to keep
+  // until they are taken over): while any listener is registered, every event of every
+  // attached tab crosses into this worker, and a pilot call's Debugger.enable reports each
+  // script of the page (pilot_tools.js listens only while it waits on an event too).
+  let heard = true;
   chrome.debugger.onEvent.addListener(onEvent);
+  function hear() {
+    const want = early !== null || sessions.size > 0;
+    if (want === heard) return;
+    heard = want;
+    if (want) chrome.debugger.onEvent.addListener(onEvent);
+    else chrome.debugger.onEvent.removeListener(onEvent);
+  }
 
   // The browser ended the session: a human cancelled the debugging bar, the tab went to a
   // page extensions may not debug, or it closed. The host falls the tab back to auto.
@@ -204,6 +219,7 @@ export function createHolds(toHost, wanted, configFor) {
     const s = sessions.get(source.tabId);
     if (!s) return;
     sessions.delete(source.tabId);
+    hear();
     const detached = { type: 'debugger_detached', tab_id: source.tabId, reason: String(reason) };
     if (s.open === null) toHostWhenSaved(detached);
     else toHostWhenSaved({ type: 'held_closed', tab_id: source.tabId, hold: s.open.hold, accepted: false, text: '', gone: true }, detached);
@@ -271,6 +287,7 @@ export function createHolds(toHost, wanted, configFor) {
     const missed = early;
     early = null;
     for (const [source, method, params] of missed) onEvent(source, method, params);
+    hear();
     return released;
   };
 
@@ -281,15 +298,23 @@ export function createHolds(toHost, wanted, configFor) {
   // For `hello`: the dialogs held open now.
   const open = () => [...sessions].filter(([, s]) => s.open !== null).map(([tabId, s]) => ({ tab_id: tabId, hold: s.open.hold }));
 
-  // A pilot call's hold on the tab's debugger; `unlease` when done.
-  const lease = (tabId) => serial(tabId, async () => {
+  // A pilot call's hold on the tab's debugger; `unlease` when done. `sent()` is called once
+  // commands may follow: at once when attached, else as soon as the attach is on its way
+  // (the browser runs this worker's calls in order, so a command sent next finds the
+  // session; saves a round trip). The returned promise says whether the attach worked.
+  const lease = (tabId, sent = () => {}) => serial(tabId, async () => {
     const l = leases.get(tabId);
     if (l) {
       l.count += 1;
+      sent();
       return;
     }
     const owned = !sessions.has(tabId);
-    if (owned) await chrome.debugger.attach({ tabId }, VERSION);
+    if (owned) {
+      const attaching = chrome.debugger.attach({ tabId }, VERSION);
+      sent();
+      await attaching;
+    } else sent();
     leases.set(tabId, { count: 1, owned });
   });
   const unlease = (tabId) => serial(tabId, async () => {

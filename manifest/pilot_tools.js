@@ -31,37 +31,58 @@ export function createPilot(holds) {
   const cmd = (target, method, params = {}) => chrome.debugger.sendCommand(target, method, params);
   const sameTarget = (source, t) => source.tabId === t.tabId && (source.sessionId ?? null) === (t.sessionId ?? null);
 
-  // One listener for the browser's debugger events; calls wait on what they need.
+  // The browser's debugger events reach this worker only while a call waits on one. While
+  // any onEvent listener is registered, every event of every attached tab crosses into the
+  // worker, and the arming Debugger.enable reports each script of the page (one event per
+  // script, measured ~0.13 ms each on its way here; the script's answer comes after them).
   const listeners = new Set();
-  chrome.debugger.onEvent.addListener((source, method, params) => {
+  const dispatch = (source, method, params) => {
     for (const l of [...listeners]) l(source, method, params ?? {});
-  });
+  };
+  const add = (l) => {
+    listeners.add(l);
+    if (listeners.size === 1) chrome.debugger.onEvent.addListener(dispatch);
+  };
+  const remove = (l) => {
+    if (listeners.delete(l) && listeners.size === 0) chrome.debugger.onEvent.removeListener(dispatch);
+  };
+  // A listener is registered by a message of its own, not queued with the commands: one
+  // round trip after it (getTargets, answered by the browser itself, even while the page
+  // is stuck in a loop) has it in place before the command whose events the caller needs.
+  const settled = () => chrome.debugger.getTargets().then(() => {}, () => {});
   const collect = (pick) => {
     const seen = [];
     const l = (source, method, params) => {
       if (pick(source, method, params)) seen.push({ source, method, params });
     };
-    listeners.add(l);
-    return { seen, stop: () => listeners.delete(l) };
+    add(l);
+    return { seen, stop: () => remove(l), ready: settled() };
   };
-  const nextEvent = (pick, ms) => new Promise((resolve) => {
-    const l = (source, method, params) => {
-      if (!pick(source, method, params)) return;
-      listeners.delete(l);
-      clearTimeout(timer);
-      resolve(params);
-    };
-    const timer = setTimeout(() => {
-      listeners.delete(l);
-      resolve(null);
-    }, ms);
-    listeners.add(l);
-  });
+  // `got`: the event's params, or null after `ms`; `ready`: resolves once listening.
+  const nextEvent = (pick, ms) => {
+    let timer;
+    let l;
+    const got = new Promise((resolve) => {
+      l = (source, method, params) => {
+        if (!pick(source, method, params)) return;
+        remove(l);
+        clearTimeout(timer);
+        resolve(params);
+      };
+      timer = setTimeout(() => {
+        remove(l);
+        resolve(null);
+      }, ms);
+    });
+    add(l);
+    return { got, ready: settled() };
+  };
 
   // Borrows the tab's debugger for a call (debugger.js): `holds.unlease` when done.
-  const lease = async (tabId) => {
+  // `sent()`: commands may follow from now on (see `execute`).
+  const lease = async (tabId, sent) => {
     try {
-      await holds.lease(tabId);
+      await holds.lease(tabId, sent);
     } catch (err) {
       throw new PilotError('pilot_failed', `The extension's debugger could not attach to tab ${tabId}: ${describe(err)}. Close DevTools or another debugging extension on that tab, or use a tab showing a web page.`);
     }
@@ -87,6 +108,7 @@ export function createPilot(holds) {
       const contexts = collect((s, m, p) => sameTarget(s, root) && m === 'Runtime.executionContextCreated'
         && p.context?.auxData?.frameId === frame.id && p.context.auxData.isDefault);
       try {
+        await contexts.ready;
         await cmd(root, 'Runtime.enable');
       } finally {
         contexts.stop();
@@ -100,8 +122,12 @@ export function createPilot(holds) {
     let sessions = holds.attached(root.tabId) ? holds.children(root.tabId) : null;
     if (sessions === null) {
       const attached = collect((s, m) => sameTarget(s, root) && m === 'Target.attachedToTarget');
-      await cmd(root, 'Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: true, filter: [{ type: 'iframe' }] });
-      attached.stop();
+      try {
+        await attached.ready;
+        await cmd(root, 'Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: true, filter: [{ type: 'iframe' }] });
+      } finally {
+        attached.stop();
+      }
       sessions = attached.seen.map((e) => e.params.sessionId);
     }
     for (const sessionId of sessions) {
@@ -119,8 +145,9 @@ export function createPilot(holds) {
   // run (Debugger.enable, breakpoints off), so this works in a loop that never yields.
   const stop = async (t) => {
     const paused = nextEvent((s, m) => sameTarget(s, t) && m === 'Debugger.paused', PAUSE_WAIT_MS);
+    await paused.ready;
     await cmd(t, 'Debugger.pause').catch(() => {});
-    const at = await paused;
+    const at = await paused.got;
     if (at === null) return false; // nothing ran: a promise that never settles
     // Code from a page file is the page's own (a timer that fired meanwhile): let it go on.
     const own = String(at.callFrames?.[0]?.url ?? '') === '';
@@ -145,15 +172,35 @@ export function createPilot(holds) {
     return { outcome: 'threw', error, stack };
   };
 
-  // The answer goes back before the session is tidied up (Debugger.disable, detach): the
-  // browser keeps a session's commands in order, so the next call still finds it clean.
+  // The call's commands leave right behind the attach, not after its answer (a round trip
+  // less); the attach's outcome is checked before anything is answered. The answer goes
+  // back before the session is tidied up (Debugger.disable, detach): the browser keeps a
+  // session's commands in order, so the next call still finds it clean.
   const execute = async (tabId, { script, timeout_ms: timeoutMs, frame_url_contains: filter }) => {
-    await lease(tabId);
+    let sent;
+    const sending = new Promise((resolve) => { sent = resolve; });
+    const leased = lease(tabId, sent).then(() => null, (err) => err);
+    const refused = await Promise.race([sending.then(() => null), leased]);
+    if (refused) throw refused;
     let t = null;
-    try {
+    const attempt = async () => {
       const where = await locate({ tabId }, filter);
       t = where.target;
-      return await evaluate(where, script, timeoutMs);
+      return evaluate(where, script, timeoutMs);
+    };
+    let work = attempt();
+    const failed = await leased;
+    if (failed) {
+      work.catch(() => {});
+      throw failed;
+    }
+    try {
+      // Should the browser ever take a command before the attach it followed, nothing ran:
+      // once more, now that the session is there.
+      work = await work.then((v) => ({ v }), (err) => (/not attached/i.test(describe(err)) ? null : { err }));
+      if (work === null) work = await attempt().then((v) => ({ v }), (err) => ({ err }));
+      if (work.err) throw work.err;
+      return work.v;
     } finally {
       const done = t === null ? Promise.resolve() : cmd(t, 'Debugger.disable').catch(() => {});
       done.then(() => holds.unlease(tabId));

@@ -121,7 +121,13 @@ async fn values_json_cannot_carry_are_described_and_big_ones_cut() -> anyhow::Re
 async fn runaway_scripts_are_stopped_and_the_page_keeps_working() -> anyhow::Result<()> {
     let (s, _) = Session::with_pilot("/loop", PAGE).await?;
     s.page.eval("window.ticks = 0; setInterval(() => { ticks += 1; }, 10); 0").await?;
-    for script in ["while (true) {}", "(async () => { await null; while (true) {} })()", "new Promise(() => {})"] {
+    for script in [
+        "while (true) {}",
+        "(async () => { await null; while (true) {} })()",
+        // The loop starts in a later task of the page's, while the call waits.
+        "(async () => { await new Promise((r) => setTimeout(r, 50)); while (true) {} })()",
+        "new Promise(() => {})",
+    ] {
         let start = Instant::now();
         let e = failed(s.agent.call("execute_javascript", json!({"script": script, "timeout_ms": 500})).await?);
         let took = start.elapsed();
@@ -251,5 +257,22 @@ async fn a_held_dialog_refuses_pilot_calls_at_once_with_the_dialog() -> anyhow::
     s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;
     let v = s.agent.ok("execute_javascript", json!({"script": "window.got"})).await?;
     assert_eq!(v["result"], true);
+    Ok(())
+}
+
+// The call's commands follow the attach without waiting for it: when the attach is refused
+// the answer says so, and the tab is usable once it shows a web page again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tab_the_debugger_cannot_attach_to_is_a_clear_error() -> anyhow::Result<()> {
+    let (s, url) = Session::with_pilot("/attach", PAGE).await?;
+    s.page.goto("chrome://version/").await?;
+    let tab = s.agent.wait_for_tab_listed("chrome://version/").await?;
+    let e = failed(s.agent.call("execute_javascript", json!({"script": "1 + 1", "tab_id": tab})).await?);
+    assert_eq!(e["code"], "pilot_failed", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("could not attach"), "{e}");
+    s.page.goto(&url).await?;
+    s.agent.wait_for_tab(&url).await?;
+    let v = s.agent.ok("execute_javascript", json!({"script": "document.title", "tab_id": tab})).await?;
+    assert_eq!(v["result"], "pilot page", "{v}");
     Ok(())
 }
