@@ -3,6 +3,7 @@
 // encoded it, and (debugger.js) the debugger sessions the host asked for. Message shapes:
 // native-host/src/host/protocol.rs.
 import { createHolds } from './debugger.js';
+import { createAuth } from './auth.js';
 
 const HOST = 'dev.unmodal.host';
 const PILOT_SCRIPT = 'unmodal-pilot';
@@ -27,6 +28,8 @@ const PILOT_ON = 'U1E1';
 const configFor = (tabId) => (pilot ? hostConfigs.get(tabId)?.config ?? PILOT_ON : PILOT_OFF);
 const wantsSession = (tabId) => pilot && hostConfigs.get(tabId)?.debugger === true;
 const holds = createHolds(toHost, wantsSession, configFor);
+// HTTP auth challenges: held for the host's answer while the pilot is on (auth.js).
+const auth = createAuth(toHost, () => pilot, () => port !== null);
 const recent = []; // last few dialogs, for the popup
 
 // ---- Native host ----
@@ -49,6 +52,7 @@ function connect() {
     const needHost = [...hostConfigs].filter(([, c]) => c.debugger).map(([tabId]) => tabId);
     for (const tabId of needHost) hostConfigs.delete(tabId);
     holds.releaseAll(Promise.allSettled(needHost.map((tabId) => pushConfig(tabId))));
+    auth.releaseAll();
     retry();
   });
   hostState = { connected: true, error: null, since: Date.now() };
@@ -108,6 +112,10 @@ function onHostMessage(msg) {
     applyTab(msg.tab_id).then((ack) => toHost({ type: 'config_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
   } else if (msg.type === 'answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.hold)) {
     holds.answer(msg);
+  } else if (msg.type === 'auth_answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.challenge)) {
+    auth.answer(msg);
+  } else if (msg.type === 'auth_hold' && Number.isInteger(msg.challenge)) {
+    auth.hold(msg);
   } else if (msg.type === 'resume' && Number.isSafeInteger(msg.upto)) {
     resume(msg.upto);
     // `resume` ends the host's answer to `hello`: every config it has is here.
