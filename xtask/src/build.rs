@@ -9,8 +9,17 @@ use std::process::Command;
 
 const MARKER: &str = "/*@ENGINE@*/";
 /// Files of manifest/ shipped as they are.
-const STATIC_FILES: &[&str] =
-    &["manifest.json", "content.js", "pilot.js", "background.js", "debugger.js", "popup.html", "popup.css", "popup.js"];
+const STATIC_FILES: &[&str] = &[
+    "manifest.json",
+    "content.js",
+    "pilot.js",
+    "background.js",
+    "debugger.js",
+    "auth.js",
+    "popup.html",
+    "popup.css",
+    "popup.js",
+];
 /// wasm features rustc emits by default that binaryen must accept; bulk memory is then
 /// lowered to plain loops, which wasm2js supports.
 const FEATURES: &[&str] =
