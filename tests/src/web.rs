@@ -16,6 +16,9 @@ struct Route {
     auth: Option<(String, String)>,
 }
 
+/// Per protected path: requests (with the right credentials, with wrong ones, with none).
+type AuthHits = Arc<Mutex<HashMap<String, (usize, usize, usize)>>>;
+
 /// A 1x1 GIF, for image requests.
 pub const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
 /// What a protected route answers without the right credentials.
@@ -27,7 +30,7 @@ pub struct WebServer {
     /// Every path requested, in order (CSP reports arrive here as POSTs).
     hits: Arc<Mutex<Vec<String>>>,
     /// Per protected path: (requests with the right credentials, with wrong ones, with none).
-    auth_hits: Arc<Mutex<HashMap<String, (usize, usize, usize)>>>,
+    auth_hits: AuthHits,
     thread: Option<JoinHandle<()>>,
     pub origin: String,
 }
@@ -47,7 +50,7 @@ impl WebServer {
         let port = server.server_addr().to_ip().map(|a| a.port()).unwrap_or_default();
         let routes: Arc<Mutex<HashMap<String, Route>>> = Arc::default();
         let hits: Arc<Mutex<Vec<String>>> = Arc::default();
-        let auth_hits: Arc<Mutex<HashMap<String, (usize, usize, usize)>>> = Arc::default();
+        let auth_hits: AuthHits = Arc::default();
         let (s, r, h, a) = (server.clone(), routes.clone(), hits.clone(), auth_hits.clone());
         let thread = std::thread::spawn(move || {
             for req in s.incoming_requests() {
