@@ -79,9 +79,12 @@ export function createAuth(toHost, pilotOn, connected) {
     // Not a tab's request (the browser's own, another extension's): not ours to answer.
     if (!(details.tabId >= 0)) return callback({});
     const known = requests.get(details.requestId);
+    // A request whose challenges cannot be counted could be answered with the same refused
+    // credentials forever: cancel it (pilot off: the browser's own behaviour).
+    if (!known && requests.size >= MAX_TRACKED) return callback(pilotOn() ? { cancel: true } : {});
     const r = known ?? { tabId: details.tabId, attempts: 0 };
     r.attempts += 1;
-    if (!known && requests.size < MAX_TRACKED) requests.set(details.requestId, r);
+    requests.set(details.requestId, r);
     listen(true);
     const challenge = ++seq;
     const msg = {
