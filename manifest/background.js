@@ -4,6 +4,8 @@
 // native-host/src/host/protocol.rs.
 import { createHolds } from './debugger.js';
 import { createAuth } from './auth.js';
+import { createPilot } from './pilot_tools.js';
+import { createTracker } from './tracking.js';
 
 const HOST = 'dev.unmodal.host';
 const PILOT_SCRIPT = 'unmodal-pilot';
@@ -30,6 +32,7 @@ const wantsSession = (tabId) => pilot && hostConfigs.get(tabId)?.debugger === tr
 const holds = createHolds(toHost, wantsSession, configFor);
 // HTTP auth challenges: held for the host's answer while the pilot is on (auth.js).
 const auth = createAuth(toHost, () => pilot, () => port !== null);
+const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
 
 // ---- Native host ----
@@ -116,11 +119,27 @@ function onHostMessage(msg) {
     auth.answer(msg);
   } else if (msg.type === 'auth_hold' && Number.isInteger(msg.challenge)) {
     auth.hold(msg);
+  } else if (msg.type === 'pilot_call' && Number.isSafeInteger(msg.id) && Number.isInteger(msg.tab_id) && msg.call && typeof msg.call === 'object') {
+    runPilotCall(msg);
+  } else if (msg.type === 'sync' && Number.isSafeInteger(msg.id)) {
+    // Answered after the debugger events that came before it (a held dialog above all),
+    // which leave once the worker's own record of them is written.
+    holds.sent().then(() => toHost({ type: 'synced', id: msg.id }));
   } else if (msg.type === 'resume' && Number.isSafeInteger(msg.upto)) {
     resume(msg.upto);
     // `resume` ends the host's answer to `hello`: every config it has is here.
     holds.settle();
   }
+}
+
+// An AI Web Pilot tool call (highlight, state, JavaScript). The switch is checked here as
+// this worker knows it, from storage only the popup can write: the host's word that it is
+// on is not enough, and nothing the agent calls can turn it on.
+async function runPilotCall(msg) {
+  const reply = pilot
+    ? await pilotTools.run(msg.tab_id, msg.call)
+    : { error: { code: 'ai_web_pilot_disabled', message: "Enable 'AI Web Pilot' in the Unmodal popup." } };
+  toHost({ type: 'pilot_result', id: msg.id, ...reply });
 }
 
 // Brings a tab in line with its rules and policy. A page may leave a dialog to the browser
@@ -136,9 +155,9 @@ async function applyTab(tabId) {
   return { delivered, debugger: await holds.sync(tabId) };
 }
 
-// ---- Tabs: the host needs the list and the tracked tab (active in the last focused window) ----
+// ---- Tabs: the host needs the list and the tracked tab (tracking.js says which) ----
 let tabsTimer = null;
-let trackedId = null;
+const tracker = createTracker(() => sendTabs());
 function sendTabs() {
   clearTimeout(tabsTimer);
   tabsTimer = setTimeout(async () => {
@@ -146,27 +165,40 @@ function sendTabs() {
       chrome.tabs.query({}),
       chrome.tabs.query({ active: true, lastFocusedWindow: true }),
     ]);
-    const own = chrome.runtime.getURL('');
-    // Our own pages (the popup opened as a tab) never take over: keep the previous tab.
-    const active = focused[0];
-    if (active && !(active.url || '').startsWith(own)) trackedId = active.id;
-    if (!tabs.some((t) => t.id === trackedId)) trackedId = null;
-    const tracked = trackedId === null ? null : { id: trackedId };
+    const tracked = tracker.pick(tabs, focused[0]);
     for (const id of hostConfigs.keys()) if (!tabs.some((t) => t.id === id)) hostConfigs.delete(id);
     toHost({
       type: 'tabs',
-      tracked: tracked ? tracked.id : null,
+      tracked,
       tabs: tabs.map((t) => ({ id: t.id, window_id: t.windowId, url: t.url ?? '', title: t.title ?? '', active: t.active })),
     });
   }, 20);
 }
 chrome.tabs.onCreated.addListener(sendTabs);
 chrome.tabs.onRemoved.addListener(sendTabs);
-chrome.tabs.onActivated.addListener(sendTabs);
 chrome.tabs.onUpdated.addListener((_id, change) => {
   if (change.url || change.title || change.status === 'complete') sendTabs();
 });
-chrome.windows.onFocusChanged.addListener(sendTabs);
+
+// ---- A tab opened by a tab starts with its opener's rules and policy (host/opener.rs) ----
+// The copy is made here at once, so that under a policy the debugger session (whose
+// new-document script carries the config) can be in place before the new tab's first
+// document; the host takes the same copy as the state of record and sends it back.
+const openers = new Map(); // tabId -> opener tabId, once told
+function opened(tabId, opener) {
+  if (!Number.isInteger(tabId) || !Number.isInteger(opener) || tabId === opener || openers.has(tabId)) return;
+  openers.set(tabId, opener);
+  const from = hostConfigs.get(opener);
+  if (from && !hostConfigs.has(tabId)) {
+    hostConfigs.set(tabId, { ...from });
+    applyTab(tabId);
+  }
+  toHost({ type: 'opened', tab_id: tabId, opener_tab_id: opener });
+}
+// Only this event: `tabs.onCreated`'s `openerTabId` also names the active tab for tabs a
+// driver creates over CDP, which were opened by nobody.
+chrome.webNavigation.onCreatedNavigationTarget.addListener((d) => opened(d.tabId, d.sourceTabId));
+chrome.tabs.onRemoved.addListener((tabId) => openers.delete(tabId));
 
 // ---- Pages ----
 // A frame whose page shows a native dialog cannot answer until the dialog closes; nothing
@@ -197,6 +229,10 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     return;
   }
   if (!sender.tab) return;
+  if (msg.type === 'input' && sender.frameId === 0) {
+    tracker.input(sender.tab);
+    return;
+  }
   if (msg.type === 'hello') {
     // Once this worker knows the pilot's state (it reads it as it starts).
     ready.then(() => reply({ type: 'config', config: configFor(sender.tab.id) }));

@@ -1,14 +1,21 @@
-// Unmodal bridge: ISOLATED world, document_start, every frame; listed before inject.js so
-// it runs first. Carries config to the page hook and dialog reports to the service worker.
+// Unmodal bridge: ISOLATED world, document_start, every frame; listed after inject.js,
+// whose secret it takes over. Carries config to the page hook and dialog reports to the
+// service worker.
 (() => {
   'use strict';
-  const HELLO = 'unmodal:hello';
+  // The channel's secret: inject.js runs first (listed first) and leaves it at the head of
+  // window.status; it is taken back off here, before any page script runs. Without it (the
+  // page hook did not run) there is no one to talk to in the page.
+  const handedOver = window.status;
+  const end = handedOver.indexOf('\n');
+  const secret = handedOver.startsWith('unmodal:') && end > 8 ? handedOver.slice(8, end) : null;
+  if (secret !== null) window.status = handedOver.slice(end + 1);
   const MAX_REPORT_CHARS = 16 * 1024;
   // Until the tab's config arrives, all a frame knows is whether the pilot is on (pilot.js
   // runs only then): the engine answers by default and says the rules were not loaded.
   // Made by the engine's encoder (`fallback_configs`; a test checks the string).
   const PILOT_ON_STANDIN = 'U1E1S';
-  let toMain = null;
+  const toMain = secret === null ? null : secret + 'm';
   // The page hook asks for the config on its first dialog; until then nothing is sent.
   let asked = false;
   let pilotOn = globalThis.__unmodalPilot === true; // set by pilot.js if it ran first
@@ -57,19 +64,6 @@
   bridge.apply = (next) => {
     if (typeof next === 'string') apply(next);
   };
-
-  // inject.js hands over its secret once, before any page script exists; afterwards the
-  // well-known name is dead, so the page can neither re-key nor read the channel.
-  const onHello = (event) => {
-    removeEventListener(HELLO, onHello, true);
-    const secret = event.detail;
-    if (typeof secret !== 'string' || !/^u[0-9a-z]{2,60}$/.test(secret)) return;
-    toMain = secret + 'm';
-    addEventListener(secret + 'i', fromPage, true);
-  };
-  // On the window, not the document: this world's window exists already, its document
-  // wrapper would have to be made (a cost every frame would pay).
-  addEventListener(HELLO, onHello, true);
 
   // pilot.js is registered by the service worker only while the human has the pilot on;
   // whichever of the two scripts runs second tells the page hook, before page scripts run.
@@ -122,6 +116,22 @@
       fromWorker(msg);
       reply(true);
     }
+  }
+
+  // On the window, not the document: this world's window exists already, its document
+  // wrapper would have to be made (a cost every frame would pay).
+  if (secret !== null) addEventListener(secret + 'i', fromPage, true);
+  // The agent works in this tab when its top document takes trusted input (a driver's
+  // Input.dispatch* events are trusted too): the service worker tracks it (tracking.js).
+  if (window === window.top) {
+    let last = -Infinity;
+    const onInput = (e) => {
+      if (!e.isTrusted || e.timeStamp - last < 1000) return;
+      last = e.timeStamp;
+      runtime().sendMessage({ type: 'input' }).catch(() => {});
+    };
+    addEventListener('pointerdown', onInput, { capture: true, passive: true });
+    addEventListener('keydown', onInput, { capture: true, passive: true });
   }
 
   let parent;

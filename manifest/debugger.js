@@ -24,6 +24,10 @@ const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
 // ends in the newest wanted state.
 export function createHolds(toHost, wanted, configFor) {
   const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null, children }
+  // AI Web Pilot calls borrow the tab's debugger for a call (pilot_tools.js): the policy's
+  // session when there is one, else a session of their own (`owned`), detached when the
+  // last borrower is done. Either side may take the other's session over meanwhile.
+  const leases = new Map(); // tabId -> { count, owned }
   const queues = new Map(); // tabId -> promise chain: attach/detach/script steps in order
   let holdSeq = 0;
   let orphaned = false; // no host: whatever opens is dismissed at once
@@ -44,6 +48,16 @@ export function createHolds(toHost, wanted, configFor) {
         [tabId, { script: s.script, mainFrame: s.mainFrame, open: s.open, children: [...s.children] }])),
     },
   }).catch(() => {});
+
+  // What the host hears of held dialogs leaves only once the worker's own record of them is
+  // written: the agent acts on what the host shows (it may stop this worker the next
+  // moment), and a write the browser had not yet taken is lost with a stopped worker. One
+  // queue, so these messages keep their order.
+  let written = Promise.resolve();
+  const toHostWhenSaved = (...msgs) => {
+    const saving = remember();
+    written = Promise.all([written, saving]).then(() => msgs.forEach(toHost));
+  };
 
   // `target`: { tabId } for the tab's session, { tabId, sessionId } for a child session.
   const command = (target, method, params = {}) => chrome.debugger.sendCommand(target, method, params);
@@ -103,13 +117,17 @@ export function createHolds(toHost, wanted, configFor) {
         remember();
         // A dialog it holds would stay open with nobody to catch it.
         if (s.open !== null) await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
-        await chrome.debugger.detach({ tabId }).catch(() => {});
+        const lease = leases.get(tabId);
+        if (lease) lease.owned = true; // the borrower detaches when done
+        else await chrome.debugger.detach({ tabId }).catch(() => {});
       }
       return { attached: false };
     }
     try {
       if (!s) {
-        await chrome.debugger.attach({ tabId }, VERSION);
+        const lease = leases.get(tabId);
+        if (lease?.owned) lease.owned = false; // a pilot call's session becomes the policy's
+        else await chrome.debugger.attach({ tabId }, VERSION);
         s = { script: null, mainFrame: null, open: null, children: new Map() };
         sessions.set(tabId, s);
         await send(tabId, 'Page.enable');
@@ -157,8 +175,7 @@ export function createHolds(toHost, wanted, configFor) {
       // The browser shows one dialog per tab at a time; the next waits for this one. Kept
       // before the host hears of it: a worker stopped from then on must know it is open.
       s.open = { hold: ++holdSeq };
-      remember();
-      toHost({
+      toHostWhenSaved({
         type: 'held',
         tab_id: tabId,
         hold: s.open.hold,
@@ -170,9 +187,9 @@ export function createHolds(toHost, wanted, configFor) {
       });
     } else if (method === 'Page.javascriptDialogClosed') {
       if (s.open === null) return;
-      toHost({ type: 'held_closed', tab_id: tabId, hold: s.open.hold, accepted: params.result === true, text: clip(params.userInput) });
+      const closed = { type: 'held_closed', tab_id: tabId, hold: s.open.hold, accepted: params.result === true, text: clip(params.userInput) };
       s.open = null;
-      remember();
+      toHostWhenSaved(closed);
     } else if (method === 'Page.frameNavigated' && params.frame && !params.frame.parentId) {
       s.mainFrame = params.frame.id;
       remember();
@@ -183,12 +200,13 @@ export function createHolds(toHost, wanted, configFor) {
   // The browser ended the session: a human cancelled the debugging bar, the tab went to a
   // page extensions may not debug, or it closed. The host falls the tab back to auto.
   chrome.debugger.onDetach.addListener((source, reason) => {
+    leases.delete(source.tabId);
     const s = sessions.get(source.tabId);
     if (!s) return;
     sessions.delete(source.tabId);
-    remember();
-    if (s.open !== null) toHost({ type: 'held_closed', tab_id: source.tabId, hold: s.open.hold, accepted: false, text: '', gone: true });
-    toHost({ type: 'debugger_detached', tab_id: source.tabId, reason: String(reason) });
+    const detached = { type: 'debugger_detached', tab_id: source.tabId, reason: String(reason) };
+    if (s.open === null) toHostWhenSaved(detached);
+    else toHostWhenSaved({ type: 'held_closed', tab_id: source.tabId, hold: s.open.hold, accepted: false, text: '', gone: true }, detached);
   });
 
   // The host's answer to a held dialog.
@@ -263,5 +281,31 @@ export function createHolds(toHost, wanted, configFor) {
   // For `hello`: the dialogs held open now.
   const open = () => [...sessions].filter(([, s]) => s.open !== null).map(([tabId, s]) => ({ tab_id: tabId, hold: s.open.hold }));
 
-  return { sync, answer, releaseAll, adoptStale, settle, open, attached: (tabId) => sessions.has(tabId) };
+  // A pilot call's hold on the tab's debugger; `unlease` when done.
+  const lease = (tabId) => serial(tabId, async () => {
+    const l = leases.get(tabId);
+    if (l) {
+      l.count += 1;
+      return;
+    }
+    const owned = !sessions.has(tabId);
+    if (owned) await chrome.debugger.attach({ tabId }, VERSION);
+    leases.set(tabId, { count: 1, owned });
+  });
+  const unlease = (tabId) => serial(tabId, async () => {
+    const l = leases.get(tabId);
+    if (!l || --l.count > 0) return;
+    leases.delete(tabId);
+    if (l.owned && !sessions.has(tabId)) await chrome.debugger.detach({ tabId }).catch(() => {});
+  });
+  // The out-of-process frames a policy's session is attached to (child session ids).
+  const children = (tabId) => [...(sessions.get(tabId)?.children.keys() ?? [])];
+
+  return {
+    sync, answer, releaseAll, adoptStale, settle, open, lease, unlease, children,
+    // Resolves once every held-dialog message queued so far has gone to the host.
+    sent: () => written,
+    attached: (tabId) => sessions.has(tabId),
+    holding: (tabId) => sessions.get(tabId)?.open != null,
+  };
 }

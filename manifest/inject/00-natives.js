@@ -26,9 +26,10 @@
   const NewUint16Array = Uint16Array;
   const eventProto = Event.prototype;
   const nativePreventDefault = eventProto.preventDefault;
+  const eventType = getOwnPropertyDescriptor(eventProto, 'type').get;
+  const eventPhase = getOwnPropertyDescriptor(eventProto, 'eventPhase').get;
   const unloadProto = BeforeUnloadEvent.prototype;
   const returnValueDesc = getOwnPropertyDescriptor(unloadProto, 'returnValue');
-  const setTimeoutNative = win.setTimeout;
   const NewMap = Map;
   const mapGet = Map.prototype.get;
   const mapSet = Map.prototype.set;

@@ -1,10 +1,16 @@
   // ---- Secret channel to content.js (ISOLATED world) ----
   // 64 random bits name the channel's events: the page cannot listen to or forge a name it
-  // cannot guess.
+  // cannot guess. This script runs first (listed first) and leaves the secret at the head of
+  // window.status, a string the window keeps for every world and nothing else reads;
+  // content.js, right after, takes it back off, before any page script runs. No event
+  // carries it: an event at start costs every frame more than the rest of the hand-over.
+  // (The other way round, a frame where only content.js runs, one sandboxed without
+  // scripts, would keep the secret where a same-origin parent could read it.)
   const rnd = new NewUint32Array(2);
   apply(getRandomValues, cryptoObj, [rnd]);
   const secret = 'u' + apply(numberToString, rnd[0], [36]) + apply(numberToString, rnd[1], [36]);
   const toIsolated = secret + 'i';
+  win.status = 'unmodal:' + secret + '\n' + win.status;
 
   // Reports leave in batches after the current task, so a dialog call costs only the
   // decision. A native dialog's "open" goes at once (the call is about to block).
@@ -59,12 +65,18 @@
     config = cfg;
     if (engine !== null) load(cfg);
   };
-  apply(addEventListener, win, [secret + 'm', (event) => configure(apply(detailOf, event, []))]);
   // A question to content.js, answered before dispatchEvent returns: yes is the event
-  // cancelled. 'config': send the config now and every later one; 'active': has the frame
-  // had a user activation (what a leave prompt needs), read in a world the page cannot touch.
-  const ask = (what) =>
-    !apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail: what, cancelable: true })]);
+  // cancelled. 'config': send the config now and every later one (listened for only from
+  // then on: most frames never ask); 'active': has the frame had a user activation (what a
+  // leave prompt needs), read in a world the page cannot touch.
+  let listening = false;
+  const ask = (what) => {
+    if (what === 'config' && !listening) {
+      listening = true;
+      apply(addEventListener, win, [secret + 'm', (event) => configure(apply(detailOf, event, []))]);
+    }
+    return !apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail: what, cancelable: true })]);
+  };
   // A tab under a dialog policy also gets its config from the debugger session's
   // new-document script, which runs before this file: no page script has run, none sees it.
   const handed = getOwnPropertyDescriptor(win, HANDOFF);
@@ -72,5 +84,3 @@
     deleteProperty(win, HANDOFF);
     configure(handed.value);
   }
-  // content.js listens for this one event only, before any page script can exist.
-  apply(dispatchEvent, win, [new NewCustomEvent('unmodal:hello', { __proto__: null, detail: secret })]);

@@ -1,24 +1,32 @@
   // ---- beforeunload (the leave-page prompt) ----
-  // A capturing listener registered before any page script marks the event being
-  // dispatched. The page's handlers still run (their side effects, such as saving a
-  // draft, happen), but when one asks for the leave prompt (preventDefault, a non-empty
-  // returnValue, or a string returned from onbeforeunload) the engine decides: a rule that
-  // accepts swallows the ask, so navigation proceeds; otherwise the browser's own prompt
-  // stands. The first ask of each dispatch is reported, with whether the browser would
-  // show the prompt (it needs a user activation on the page).
-  let unloading = null;
+  // The page's handlers still run (their side effects, such as saving a draft, happen),
+  // but when one asks for the leave prompt (preventDefault, a non-empty returnValue, or a
+  // string returned from onbeforeunload) during the browser's own beforeunload dispatch,
+  // the engine decides: a rule that accepts swallows the ask, so navigation proceeds;
+  // otherwise the browser's own prompt stands. The first ask of each dispatch is reported,
+  // with whether the browser would show the prompt (it needs a user activation on the page).
+  // The dispatch is recognised from the event itself (trusted, of type beforeunload, being
+  // dispatched), not by a listener of ours: a beforeunload listener costs every frame
+  // (the browser is told of it) and makes every navigation of the frame wait for it.
+  const dispatchingUnload = (event) => {
+    try {
+      if (apply(eventType, event, []) !== 'beforeunload' || apply(eventPhase, event, []) === 0) return false;
+    } catch {
+      return false; // not an event: the native call reports that
+    }
+    // isTrusted is an own, unforgeable member of every event: its getter is the browser's.
+    const trusted = getOwnPropertyDescriptor(event, 'isTrusted');
+    return trusted !== undefined && typeof trusted.get === 'function' && apply(trusted.get, event, []) === true;
+  };
+  let unloadEvent = null;
   let unloadSuppress = null;
-  apply(addEventListener, win, ['beforeunload', (event) => {
-    unloading = event;
-    unloadSuppress = null;
-    apply(setTimeoutNative, win, [() => { unloading = null; }, 0]);
-  }, true]);
 
   // Whether to swallow this ask; decided (and reported) once per dispatch.
-  const unloadAsk = () => {
-    if (unloadSuppress !== null) return unloadSuppress;
+  const unloadAsk = (event) => {
+    if (event === unloadEvent) return unloadSuppress;
     if (engine === null) boot();
     const packed = engine.decide(3, 0, 0);
+    unloadEvent = event;
     unloadSuppress = (packed & 3) === 1;
     const wouldShow = !unloadSuppress && ask('active');
     // Under a policy the debugger session answers the browser's prompt and reports it.
@@ -32,7 +40,7 @@
 
   const unloadHooks = {
     preventDefault() {
-      if (this === unloading && unloading !== null && unloadAsk()) return undefined;
+      if (dispatchingUnload(this) && unloadAsk(this)) return undefined;
       try {
         return apply(nativePreventDefault, this, []);
       } catch (err) {
@@ -41,7 +49,7 @@
       }
     },
     set returnValue(value) {
-      if (this === unloading && unloading !== null && `${value}` !== '' && unloadAsk()) return;
+      if (dispatchingUnload(this) && `${value}` !== '' && unloadAsk(this)) return;
       try {
         apply(returnValueDesc.set, this, [value]);
       } catch (err) {
@@ -71,7 +79,7 @@
         } catch (err) {
           throw withoutOwnFrames(err);
         }
-        if (event === unloading && unloading !== null && r !== undefined && r !== null && unloadAsk()) return undefined;
+        if (r !== undefined && r !== null && dispatchingUnload(event) && unloadAsk(event)) return undefined;
         return r;
       };
       apply(mapSet, wrappers, [fn, w]);

@@ -47,12 +47,10 @@
   install(eventProto, 'preventDefault', unloadHooks.preventDefault);
 
   // Accessors: replace only the parts we hook, keep the rest (and the flags) as they were.
-  const installAccessor = (owner, name, desc, hooks, parts) => {
+  const installAccessor = (owner, name, desc, get, set) => {
     if (!owner || !desc) return;
-    const mine = getOwnPropertyDescriptor(hooks, name);
-    const next = { get: desc.get, set: desc.set, enumerable: desc.enumerable, configurable: desc.configurable };
-    for (const part of parts) next[part] = mine[part];
-    defineProperty(owner, name, next);
+    defineProperty(owner, name, { __proto__: null, get, set, enumerable: desc.enumerable, configurable: desc.configurable });
   };
-  installAccessor(unloadProto, 'returnValue', returnValueDesc, unloadHooks, ['set']);
-  installAccessor(handlerOwner, 'onbeforeunload', handlerDesc, handlerHooks, ['get', 'set']);
+  installAccessor(unloadProto, 'returnValue', returnValueDesc, returnValueDesc && returnValueDesc.get, returnValueSetter);
+  const hookedHandler = getOwnPropertyDescriptor(handlerHooks, 'onbeforeunload');
+  installAccessor(handlerOwner, 'onbeforeunload', handlerDesc, hookedHandler.get, hookedHandler.set);

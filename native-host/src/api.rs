@@ -259,7 +259,7 @@ pub struct ParamError {
     pub message: String,
 }
 
-fn bad(param: &str, message: impl Into<String>) -> ParamError {
+pub fn bad(param: &str, message: impl Into<String>) -> ParamError {
     ParamError { param: param.to_owned(), message: message.into() }
 }
 
@@ -283,7 +283,7 @@ fn between_backticks(s: &str) -> Option<&str> {
     Some(&s[start..start + len])
 }
 
-fn check_tab(tab: Option<i64>) -> Result<(), ParamError> {
+pub fn check_tab(tab: Option<i64>) -> Result<(), ParamError> {
     match tab {
         Some(id) if id < 0 => Err(bad("tab_id", format!("{id} is not a tab id; tab ids are positive"))),
         _ => Ok(()),

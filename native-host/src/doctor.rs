@@ -47,7 +47,15 @@ async fn connection() -> Vec<Check> {
                 Check { ok: true, what: format!("browser connected (host pid {}, extension {version})", info["pid"]), fix: None },
                 Check {
                     ok: pilot,
-                    what: "AI Web Pilot switched on".into(),
+                    what: if pilot {
+                        "AI Web Pilot switched on (dialogs answered for the agent; highlight_element, manage_state and \
+execute_javascript allowed)"
+                            .into()
+                    } else {
+                        "AI Web Pilot switched on (it is off: dialogs are only reported, the pilot tools answer \
+ai_web_pilot_disabled)"
+                            .into()
+                    },
                     fix: (!pilot).then(|| {
                         "open the Unmodal popup in the browser toolbar and switch AI Web Pilot on (only a human can)".into()
                     }),
@@ -55,6 +63,61 @@ async fn connection() -> Vec<Check> {
             ]
         }
     }
+}
+
+/// Browsers started for a CDP driver (`debuggable.rs`), each with what Unmodal needs there.
+/// Reported, not counted in the exit status: other browsers on the machine are not
+/// necessarily the user's concern.
+fn beside_drivers(exe: &Path) -> Vec<Check> {
+    let mut out = Vec::new();
+    for b in crate::debuggable::running() {
+        let endpoint = b.port.map_or_else(|| "port unknown".to_owned(), |p| format!("http://127.0.0.1:{p}"));
+        let profile =
+            b.user_data_dir.as_ref().map_or_else(|| "its default profile".to_owned(), |d| d.display().to_string());
+        out.push(Check {
+            ok: b.port.is_some(),
+            what: format!("browser pid {} open to CDP drivers at {endpoint} (profile {profile})", b.pid),
+            fix: b.port.is_none().then(|| "give it a fixed --remote-debugging-port, or a --user-data-dir (its DevToolsActivePort names the port)".into()),
+        });
+        let loaded = b.extensions.iter().any(|d| crate::debuggable::is_unmodal(d));
+        out.push(Check {
+            ok: loaded,
+            what: format!("  Unmodal loaded in it{}", if loaded { " (--load-extension)" } else { "" }),
+            fix: (!loaded).then(|| {
+                "start it with --load-extension=<unmodal>/target/extension (branded Chrome 137+ ignores the flag: use Chromium or Chrome for Testing); ignore this if you installed Unmodal another way".into()
+            }),
+        });
+        let reg = match &b.user_data_dir {
+            Some(dir) => {
+                let file = dir.join("NativeMessagingHosts").join(install::manifest_file_name());
+                let fix = match std::fs::read_to_string(&file).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                {
+                    None => Some(format!("run `unmodal install --user-data-dir {}`", dir.display())),
+                    Some(m) if m["name"] != HOST_NAME || !Path::new(m["path"].as_str().unwrap_or("")).is_file() => {
+                        Some(format!(
+                            "{} is not usable; run `unmodal install --user-data-dir {}`",
+                            file.display(),
+                            dir.display()
+                        ))
+                    }
+                    Some(m) if Path::new(m["path"].as_str().unwrap_or("")) != exe => Some(format!(
+                        "it names {}, not this binary; run `unmodal install --user-data-dir {}` if you moved it",
+                        m["path"].as_str().unwrap_or(""),
+                        dir.display()
+                    )),
+                    Some(_) => None,
+                };
+                Check {
+                    ok: fix.is_none(),
+                    what: format!("  host registered for that profile ({})", file.display()),
+                    fix,
+                }
+            }
+            None => Check { ok: true, what: "  host registration: the browser's own (see above)".into(), fix: None },
+        };
+        out.push(reg);
+    }
+    out
 }
 
 pub fn run() -> ExitCode {
@@ -83,6 +146,16 @@ pub fn run() -> ExitCode {
         Err(e) => checks.push(Check { ok: false, what: "async runtime".into(), fix: Some(e.to_string()) }),
     }
     for c in &checks {
+        println!("{} {}", if c.ok { "ok  " } else { "MISS" }, c.what);
+        if let Some(fix) = &c.fix {
+            println!("       {fix}");
+        }
+    }
+    let drivers = beside_drivers(&exe);
+    if !drivers.is_empty() {
+        println!("Browsers open to CDP drivers (Playwright MCP, chrome-devtools-mcp, connectOverCDP):");
+    }
+    for c in &drivers {
         println!("{} {}", if c.ok { "ok  " } else { "MISS" }, c.what);
         if let Some(fix) = &c.fix {
             println!("       {fix}");

@@ -39,6 +39,28 @@ pub async fn read<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<Vec<u8>>, Fr
     Ok(Some(buf))
 }
 
+/// As `read`, blocking: the host reads the browser on a thread of its own, so a frame is
+/// handled the moment it arrives, with no hand-over between threads on the way.
+pub fn read_blocking<R: std::io::Read>(r: &mut R) -> Result<Option<Vec<u8>>, FrameError> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let len = u32::from_ne_bytes(len);
+    if len > MAX_INCOMING {
+        let skipped = std::io::copy(&mut std::io::Read::take(&mut *r, u64::from(len)), &mut std::io::sink())?;
+        if skipped < u64::from(len) {
+            return Ok(None);
+        }
+        return Err(FrameError::TooLarge(len));
+    }
+    let mut buf = vec![0u8; len as usize];
+    r.read_exact(&mut buf)?;
+    Ok(Some(buf))
+}
+
 /// Frames `payload`, refusing what Chrome would refuse.
 pub fn encode(payload: &[u8]) -> Result<Vec<u8>, FrameError> {
     if payload.len() > MAX_OUTGOING {
@@ -97,6 +119,18 @@ mod tests {
         }
         assert_eq!(read(&mut rx).await.unwrap().unwrap(), b"{\"after\":true}");
         writer.await.unwrap();
+    }
+
+    #[test]
+    fn blocking_reads_agree() {
+        let mut input = frame(br#"{"a":1}"#);
+        input.extend((MAX_INCOMING + 1).to_ne_bytes());
+        let mut r = input.as_slice();
+        assert_eq!(read_blocking(&mut r).unwrap().unwrap(), br#"{"a":1}"#);
+        assert!(read_blocking(&mut r).unwrap().is_none(), "an oversize frame cut short is the end");
+        let mut cut = 10u32.to_ne_bytes().to_vec();
+        cut.extend_from_slice(b"abc");
+        assert!(matches!(read_blocking(&mut cut.as_slice()), Err(FrameError::Io(_))));
     }
 
     #[tokio::test]

@@ -23,6 +23,9 @@ pub enum Tool {
     Observe,
     Configure,
     Info,
+    HighlightElement,
+    ManageState,
+    ExecuteJavascript,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -85,6 +88,12 @@ pub async fn call(tool: Tool, args: Value) -> Result<Value, ToolError> {
     call_in(&paths::runtime_dir(), tool, args).await
 }
 
+/// As `call`, for a call the host may legitimately take longer over (a script's own
+/// `timeout_ms`): waits `limit` for each host.
+pub async fn call_within(tool: Tool, args: Value, limit: Duration) -> Result<Value, ToolError> {
+    call_in_within(&paths::runtime_dir(), tool, args, limit).await
+}
+
 fn request_line(tool: Tool, args: Value) -> Result<Vec<u8>, ToolError> {
     let mut line = serde_json::to_vec(&Request { tool, args })
         .map_err(|e| ToolError::new(ErrorCode::Internal, format!("cannot encode the request: {e}")))?;
@@ -93,8 +102,8 @@ fn request_line(tool: Tool, args: Value) -> Result<Vec<u8>, ToolError> {
 }
 
 /// One host's answer; `None` when nobody listens there (a stale socket is removed).
-async fn ask(socket: &Path, line: &[u8]) -> Option<Result<Value, ToolError>> {
-    match tokio::time::timeout(CALL_TIMEOUT, call_one(socket, line)).await {
+async fn ask(socket: &Path, line: &[u8], limit: Duration) -> Option<Result<Value, ToolError>> {
+    match tokio::time::timeout(limit, call_one(socket, line)).await {
         Ok(Ok(reply)) => Some(reply),
         Ok(Err(e)) => {
             if e.kind() == io::ErrorKind::ConnectionRefused {
@@ -110,17 +119,21 @@ async fn ask(socket: &Path, line: &[u8]) -> Option<Result<Value, ToolError>> {
             ErrorCode::HostTimeout,
             format!(
                 "The Unmodal host did not answer within {} s; the browser may be hung. Check the browser, then retry.",
-                CALL_TIMEOUT.as_secs()
+                limit.as_secs()
             ),
         ))),
     }
 }
 
 pub async fn call_in(dir: &Path, tool: Tool, args: Value) -> Result<Value, ToolError> {
+    call_in_within(dir, tool, args, CALL_TIMEOUT).await
+}
+
+async fn call_in_within(dir: &Path, tool: Tool, args: Value, limit: Duration) -> Result<Value, ToolError> {
     let line = request_line(tool, args)?;
     let mut last = None;
     for socket in paths::host_sockets(dir) {
-        match ask(&socket, &line).await {
+        match ask(&socket, &line, limit).await {
             // Tabs and dialogs belong to one browser; another host may hold them.
             Some(Err(e))
                 if matches!(e.code, ErrorCode::TabNotFound | ErrorCode::DialogNotFound | ErrorCode::HostTimeout) =>
@@ -141,7 +154,7 @@ pub async fn call_all(tool: Tool, args: Value) -> Result<Vec<Value>, ToolError> 
     let mut answers = Vec::new();
     let mut last = None;
     for socket in paths::host_sockets(&dir) {
-        match ask(&socket, &line).await {
+        match ask(&socket, &line, CALL_TIMEOUT).await {
             Some(Ok(v)) => answers.push(v),
             Some(Err(e)) => last = Some(e),
             None => {}

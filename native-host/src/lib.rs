@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod cli;
+pub mod debuggable;
 pub mod doctor;
 pub mod frame;
 pub mod host;
@@ -11,5 +12,6 @@ pub mod ipc;
 pub mod kind;
 pub mod mcp;
 pub mod paths;
+pub mod pilot_api;
 pub mod redact;
 pub mod reply;

@@ -31,6 +31,20 @@ pub enum ErrorCode {
     /// A host answered something `unmodal mcp` cannot read.
     HostProtocol,
     Internal,
+    /// AI Web Pilot is off: only a human can switch it on, in the popup.
+    AiWebPilotDisabled,
+    /// A dialog holds the tab open; the call was refused rather than left hanging.
+    DialogBlocking,
+    ElementNotFound,
+    InvalidSelector,
+    /// `frame_url_contains` matched no frame of the tab.
+    FrameNotFound,
+    /// The script ran past `timeout_ms` and was stopped.
+    ScriptTimeout,
+    SnapshotNotFound,
+    SnapshotTooLarge,
+    /// The browser could not do what a pilot tool asked (the message says why).
+    PilotFailed,
 }
 
 /// An error a host (or `unmodal mcp`, when no host answers) reports to the agent.
@@ -45,11 +59,14 @@ pub struct ToolError {
     /// Dialogs held open in that browser: errors say so too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialogs_blocking: Option<BlockingNote>,
+    /// For `dialog_blocking`: the dialog in the way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog: Option<Box<BlockingDialog>>,
 }
 
 impl ToolError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), param: None, dialogs_blocking: None }
+        Self { code, message: message.into(), param: None, dialogs_blocking: None, dialog: None }
     }
 
     pub fn not_connected() -> Self {

@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use unmodal::api::{self, ConfigureArgs, InteractArgs, ObserveArgs};
 use unmodal::host::protocol::FromBrowser;
 use unmodal::host::state::{HISTORY, MAX_PENDING, State};
+use unmodal::pilot_api::{ExecuteArgs, HighlightArgs, ManageStateArgs};
 use unmodal::{frame, ipc};
 
 /// Words of the protocols, so random messages often get past the first check.
@@ -133,6 +134,7 @@ fn browser_message() -> impl Strategy<Value = Value> {
         "held_closed",
         "answer_result",
         "debugger_detached",
+        "pilot_result",
     ]);
     (types, proptest::collection::vec((word(), json_value()), 0..10)).prop_map(|(t, fields)| {
         let mut m = Map::from_iter(fields);
@@ -194,8 +196,17 @@ proptest! {
             Ok(_) => {}
             Err(e) => prop_assert!(!e.param.is_empty() && !e.message.is_empty()),
         }
-        if let Err(e) = api::parse::<ObserveArgs>(args) {
+        if let Err(e) = api::parse::<ObserveArgs>(args.clone()) {
             prop_assert!(!e.param.is_empty());
+        }
+        for r in [
+            api::parse::<HighlightArgs>(args.clone()).and_then(|a| a.validate()),
+            api::parse::<ExecuteArgs>(args.clone()).and_then(|a| a.validate()),
+            api::parse::<ManageStateArgs>(args).and_then(|a| a.validate()),
+        ] {
+            if let Err(e) = r {
+                prop_assert!(!e.param.is_empty() && !e.message.is_empty());
+            }
         }
     }
 

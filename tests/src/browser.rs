@@ -166,6 +166,13 @@ impl Browser {
         self.cdp.call(None, "Target.closeTarget", json!({"targetId": page.target_id})).await.map(drop)
     }
 
+    /// The port of the browser's DevTools endpoint (`--remote-debugging-port=0` picked it;
+    /// `DevToolsActivePort` in the profile names it), where other drivers attach.
+    pub fn debugging_port(&self) -> Result<u16> {
+        let text = std::fs::read_to_string(self.profile.path().join("DevToolsActivePort"))?;
+        text.lines().next().and_then(|l| l.trim().parse().ok()).context("DevToolsActivePort without a port")
+    }
+
     /// The last lines Chromium (and the host, whose stderr it inherits) logged.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();

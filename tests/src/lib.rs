@@ -6,12 +6,14 @@ pub mod artifacts;
 pub mod browser;
 pub mod cdp;
 pub mod page;
+pub mod peer;
 pub mod session;
 pub mod wait;
 pub mod web;
 
 pub use agent::{Agent, Reply};
 pub use browser::{Browser, Options};
+pub use peer::{Driver, Peer, PeerReply};
 pub use session::{PageCall, Session};
 pub use wait::eventually;
 pub use web::WebServer;

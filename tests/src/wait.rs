@@ -18,15 +18,25 @@ where
     let start = Instant::now();
     let mut last_error = None;
     loop {
-        match check().await {
+        // The last check's outcome is what the error must lead with: "not yet" after an
+        // earlier failure is not that failure.
+        let not_yet = match check().await {
             Ok(Some(v)) => return Ok(v),
-            Ok(None) => {}
-            Err(e) => last_error = Some(e),
-        }
+            Ok(None) => true,
+            Err(e) => {
+                last_error = Some(e);
+                false
+            }
+        };
         if start.elapsed() > limit {
-            match last_error {
-                Some(e) => bail!("{what} did not happen within {limit:?}; last error: {e:#}"),
-                None => bail!("{what} did not happen within {limit:?}"),
+            match (last_error, not_yet) {
+                (Some(e), false) => bail!("{what} did not happen within {limit:?}; last error: {e:#}"),
+                (Some(e), true) => {
+                    bail!(
+                        "{what} did not happen within {limit:?}; the last checks said not yet, an earlier one failed: {e:#}"
+                    )
+                }
+                (None, _) => bail!("{what} did not happen within {limit:?}"),
             }
         }
         tokio::time::sleep(POLL).await;

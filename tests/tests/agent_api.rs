@@ -12,13 +12,16 @@ async fn without_a_browser_every_tool_says_extension_not_connected() -> anyhow::
     let agent = Agent::start(&art.host, empty.path()).await?;
     let mut names = agent.tool_names().await?;
     names.sort();
-    assert_eq!(names, ["configure", "interact", "observe"]);
+    assert_eq!(names, ["configure", "execute_javascript", "highlight_element", "interact", "manage_state", "observe"]);
     for (tool, args) in [
         ("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm"})),
         ("interact", json!({"action": "handle_dialog", "status": true})),
         ("observe", json!({"what": "dialogs"})),
         ("observe", json!({"what": "tabs"})),
         ("configure", json!({"action": "dialog_policy", "policy": "must_respond"})),
+        ("execute_javascript", json!({"script": "1 + 1"})),
+        ("highlight_element", json!({"selector": "#a"})),
+        ("manage_state", json!({"action": "list"})),
     ] {
         match agent.call(tool, args).await? {
             Reply::Failed(v) => {

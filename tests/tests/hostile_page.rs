@@ -166,3 +166,40 @@ async fn globals_replaced_after_start_are_never_called_by_the_hook() -> anyhow::
     assert_eq!(s.page_value("spied").await?, json!(""), "the hook called page-replaced globals");
     Ok(())
 }
+
+// The secret crosses between the worlds at the head of window.status: the page's first
+// script, a script-made frame and a same-origin frame sandboxed without scripts (where
+// only the isolated world could run) must all find the page's own value there.
+const STATUS: &str = r#"<!doctype html><title>status</title>
+<script>
+  window.firstStatus = window.status;
+  window.status = 'page-set';
+</script>
+<iframe id="nosc" sandbox="allow-same-origin" srcdoc="<p>no scripts here</p>"></iframe>
+<script>
+  const f = document.createElement('iframe');
+  document.body.append(f);
+  window.madeStatus = f.contentWindow.status;
+</script>"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn window_status_keeps_no_trace_of_the_hand_over() -> anyhow::Result<()> {
+    let (s, _) = Session::with_pilot("/status", STATUS).await?;
+    let seen = unmodal_e2e::eventually(std::time::Duration::from_secs(10), "the sandboxed frame loaded", || async {
+        let v = s
+            .page_value(
+                "(() => { const d = document.getElementById('nosc').contentDocument; \
+                 return d && d.readyState === 'complete' && d.body && d.body.textContent === 'no scripts here' \
+                 ? [firstStatus, madeStatus, status, document.getElementById('nosc').contentWindow.status] : null; })()",
+            )
+            .await?;
+        Ok((!v.is_null()).then_some(v))
+    })
+    .await?;
+    assert_eq!(seen, json!(["", "", "page-set", ""]));
+    // The channel works all the same.
+    assert_eq!(s.page_value("confirm('after')").await?, json!(false));
+    let d = s.last_dialog(1).await?;
+    assert_eq!(d["message"].as_str(), Some("after"));
+    Ok(())
+}

@@ -111,7 +111,13 @@ async fn a_dialog_held_for_the_agent_survives_a_stopped_service_worker() -> anyh
     })
     .await;
     eprintln!("service worker stopped with a dialog held -> listed by the new host: {:?}", start.elapsed());
-    let held = back?;
+    let held = match back {
+        Ok(held) => held,
+        Err(e) => {
+            let now = s.agent.call("observe", json!({"what": "dialogs"})).await;
+            return Err(e.context(format!("observe now: {now:?}\nbrowser and host log:\n{}", s.browser.log_tail())));
+        }
+    };
     let left = held["watchdog_in_s"].as_f64().unwrap_or_default();
     assert!(left > 30.0 && left <= 60.0, "the watchdog goes on where it was: {held}");
     let v = s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;

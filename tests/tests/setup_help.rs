@@ -39,10 +39,12 @@ async fn doctor_says_what_is_missing_until_nothing_is() -> anyhow::Result<()> {
     assert!(text.contains("ok   Chromium host registration"), "{text}");
     assert!(text.contains("ok   browser connected"), "{text}");
     assert!(text.contains("MISS AI Web Pilot switched on") && text.contains("popup"), "{text}");
+    assert!(text.contains("ai_web_pilot_disabled"), "what off means for the pilot tools: {text}");
 
     s.enable_pilot().await?;
     let (ok, text) = doctor(home.path(), &s.browser.runtime)?;
     assert!(ok, "{text}");
+    assert!(text.contains("ok   AI Web Pilot switched on") && text.contains("execute_javascript allowed"), "{text}");
     Ok(())
 }
 
@@ -59,10 +61,46 @@ async fn popup_shows_host_and_recent_dialogs() -> anyhow::Result<()> {
     })
     .await?;
     assert_eq!(popup.eval("document.getElementById('host').textContent").await?, json!("host connected"));
+    // The switch says in plain words what it allows.
+    let says = popup.eval("document.querySelector('.switch-row small').textContent").await?;
+    let says = says.as_str().unwrap_or_default();
+    for word in ["dialogs", "highlight", "cookies and storage", "JavaScript", "Only you"] {
+        assert!(says.contains(word), "{word}: {says}");
+    }
     let items = popup.eval("[...document.querySelectorAll('#recent li')].map((li) => li.textContent)").await?;
     let items: Vec<String> = serde_json::from_value(items)?;
     assert_eq!(items.len(), 2, "{items:?}");
     assert!(items[0].contains("alert") && items[0].contains("default policy"), "{items:?}");
     assert!(items[1].contains("Delete the draft?") && items[1].contains("accepted by rule"), "{items:?}");
+    Ok(())
+}
+
+/// The three lines `unmodal doctor` prints about the browser whose profile is `profile`.
+fn about_browser(text: &str, port: u16, profile: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let head = format!("open to CDP drivers at http://127.0.0.1:{port} (profile {})", profile.display());
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("       ")).collect();
+    let at = lines.iter().position(|l| l.contains(&head)).ok_or_else(|| anyhow::anyhow!("no `{head}` in:\n{text}"))?;
+    Ok(lines[at..(at + 3).min(lines.len())].iter().map(|l| (*l).to_owned()).collect())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_recognises_a_browser_started_for_a_cdp_driver() -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    // Started as the README says: --remote-debugging-port, --user-data-dir, --load-extension,
+    // and `unmodal install --user-data-dir`.
+    let s = Session::start().await?;
+    let (_, text) = doctor(home.path(), &s.browser.runtime)?;
+    let ours = about_browser(&text, s.browser.debugging_port()?, s.browser.profile.path())?;
+    assert!(ours[0].starts_with("ok   browser pid"), "{ours:?}");
+    assert!(ours[1].starts_with("ok") && ours[1].contains("Unmodal loaded in it"), "{ours:?}");
+    assert!(ours[2].starts_with("ok") && ours[2].contains("host registered for that profile"), "{ours:?}");
+
+    // Without the extension and the registration, it says so.
+    let bare = unmodal_e2e::Browser::launch(unmodal_e2e::Options { extension: false, ..Default::default() }).await?;
+    let (_, text) = doctor(home.path(), &s.browser.runtime)?;
+    let theirs = about_browser(&text, bare.debugging_port()?, bare.profile.path())?;
+    assert!(theirs[1].starts_with("MISS") && theirs[1].contains("Unmodal loaded"), "{theirs:?}");
+    assert!(theirs[2].starts_with("MISS") && theirs[2].contains("host registered"), "{theirs:?}");
+    assert!(text.contains(&format!("unmodal install --user-data-dir {}", bare.profile.path().display())), "{text}");
     Ok(())
 }

@@ -35,8 +35,14 @@ async fn a_persistent_rule_survives_reload_navigation_and_frame_documents() -> a
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
         .await?;
-    // The click's handler sets the title to the dialog's answer.
+    // The click's handler sets the title to the dialog's answer. Under `auto` a new
+    // document gets the rules by message, after it started: a dialog before they arrive is
+    // answered by default (and says so), so the click waits until the document holds them.
     let click_answer = async || -> anyhow::Result<serde_json::Value> {
+        eventually(std::time::Duration::from_secs(10), "the new document holding the rule", || async {
+            Ok((s.page.eval("confirm('Rules here yet?')").await? == json!(true)).then_some(()))
+        })
+        .await?;
         s.page.eval("document.title = ''").await?;
         s.page.click("#b").await?;
         eventually(std::time::Duration::from_secs(10), "the click's answer", || async {

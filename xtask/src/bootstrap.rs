@@ -26,6 +26,34 @@ pub fn node_tools() -> Result<()> {
     sh::run(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(tools))
 }
 
+/// The browser drivers the tests run beside Unmodal (`tests/peers/`, versions pinned by its
+/// lockfile). `npm ci` again only when the lockfile changed since the last install: a copy
+/// of it is left in `node_modules/` as the stamp. Neither package downloads a browser.
+pub fn test_peers() -> Result<()> {
+    let dir = sh::root().join("tests/peers");
+    let lock = std::fs::read(dir.join("package-lock.json"))?;
+    let stamp = dir.join("node_modules/.unmodal-installed-lock.json");
+    let bins = ["playwright-mcp", "chrome-devtools-mcp"];
+    if std::fs::read(&stamp).is_ok_and(|s| s == lock)
+        && bins.iter().all(|b| dir.join("node_modules/.bin").join(b).exists())
+    {
+        return Ok(());
+    }
+    if !sh::have("npm") {
+        bail!("npm is needed for the test peers (Playwright MCP, chrome-devtools-mcp): install Node.js 20.19+");
+    }
+    eprintln!("xtask: installing the pinned test peers (npm ci in tests/peers/)");
+    sh::run(
+        Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+            .env("PUPPETEER_SKIP_DOWNLOAD", "1")
+            .current_dir(&dir),
+    )?;
+    std::fs::write(&stamp, lock)?;
+    Ok(())
+}
+
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 
 pub fn chromium() -> Result<()> {

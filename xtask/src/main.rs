@@ -34,6 +34,7 @@ fn main() -> Result<()> {
 fn test(rest: &[String]) -> Result<()> {
     build::all()?;
     bootstrap::chromium()?;
+    bootstrap::test_peers()?;
     let mut cmd = sh::cargo();
     cmd.args(["test", "--workspace", "--all-features", "--no-fail-fast"]).args(rest);
     sh::run(&mut cmd)
@@ -43,6 +44,7 @@ fn test(rest: &[String]) -> Result<()> {
 fn harness_bin(name: &str, rest: &[String]) -> Result<()> {
     build::all()?;
     bootstrap::chromium()?;
+    bootstrap::test_peers()?;
     let mut cmd = sh::cargo();
     cmd.args(["run", "--quiet", "--release", "-p", "unmodal-e2e", "--bin", name, "--"]).args(rest);
     sh::run(&mut cmd)

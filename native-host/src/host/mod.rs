@@ -4,10 +4,14 @@
 
 pub mod agent_calls;
 pub mod auth;
+mod barrier;
 mod explain;
 mod held;
 pub mod logs;
+mod opener;
 pub mod persist;
+mod pilot;
+mod pilot_value;
 pub mod policy;
 pub mod protocol;
 pub mod record;
@@ -39,6 +43,11 @@ pub struct Shared {
     session: Mutex<Option<(String, std::fs::File)>>,
     /// Woken when the state changed: the saver writes a snapshot soon after.
     changed: Notify,
+    /// AI Web Pilot calls waiting for the browser's result.
+    pilot: pilot::PilotCalls,
+    /// How many snapshots were taken, and the newest one on disk.
+    snapshots: std::sync::atomic::AtomicU64,
+    written: Mutex<u64>,
 }
 
 impl Shared {
@@ -83,22 +92,45 @@ impl Shared {
 
     /// Writes the state to disk now (when a session is named).
     fn save(&self) {
-        self.save_locked(&self.state());
-    }
-
-    /// As `save`, for a caller that holds the state's lock.
-    fn save_locked(&self, state: &State) {
-        let Some(session) = self.session.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|s| s.0.clone()) else {
-            return;
-        };
-        let bytes = match serde_json::to_vec(&state.snapshot()) {
-            Ok(b) => b,
-            Err(e) => return tracing::error!(error = %e, "state not encodable"),
-        };
-        if let Err(e) = persist::save(&self.dir, &session, &bytes) {
-            tracing::error!(error = %e, "state not saved");
+        let snapshot = self.snapshot_locked(&self.state());
+        if let Some(s) = snapshot {
+            self.write(s);
         }
     }
+
+    /// The state as it will be written, taken by a caller that holds the state's lock; the
+    /// writing (`write`) happens after the lock is released, so nobody waits on the disk.
+    fn snapshot_locked(&self, state: &State) -> Option<Snapshot> {
+        let session = self.session.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|s| s.0.clone())?;
+        let seq = self.snapshots.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        match serde_json::to_vec(&state.snapshot()) {
+            Ok(bytes) => Some(Snapshot { session, seq, bytes }),
+            Err(e) => {
+                tracing::error!(error = %e, "state not encodable");
+                None
+            }
+        }
+    }
+
+    /// Writes a snapshot unless a newer one is already on disk (writers may finish out of
+    /// the order their snapshots were taken in).
+    fn write(&self, s: Snapshot) {
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        if *written >= s.seq {
+            return;
+        }
+        match persist::save(&self.dir, &s.session, &s.bytes) {
+            Ok(()) => *written = s.seq,
+            Err(e) => tracing::error!(error = %e, "state not saved"),
+        }
+    }
+}
+
+/// The state of one moment, encoded, with its place in the order snapshots were taken.
+struct Snapshot {
+    session: String,
+    seq: u64,
+    bytes: Vec<u8>,
 }
 
 /// How long changes gather before the saver writes them. Dialog reports need no quicker
@@ -160,12 +192,23 @@ async fn serve(origin: &str) -> Result<()> {
         dir,
         session: Mutex::new(None),
         changed: Notify::new(),
+        pilot: pilot::PilotCalls::default(),
+        snapshots: 0.into(),
+        written: Mutex::new(0),
     });
     tokio::spawn(write_to_browser(rx));
     tokio::spawn(socket::accept(listener, shared.clone()));
     tokio::spawn(saver(shared.clone()));
+    let (done, reader_end) = tokio::sync::oneshot::channel();
+    let (s, rt) = (shared.clone(), tokio::runtime::Handle::current());
+    std::thread::Builder::new()
+        .name("from-browser".into())
+        .spawn(move || {
+            let _ = done.send(read_from_browser(&s, &rt));
+        })
+        .context("cannot start the browser reader")?;
     let end = tokio::select! {
-        r = read_from_browser(shared.clone()) => r,
+        r = reader_end => r.unwrap_or(Ok(())),
         _ = terminated() => Ok(()),
     };
     // The next host of this browser session starts from here.
@@ -206,11 +249,14 @@ async fn write_to_browser(mut rx: mpsc::UnboundedReceiver<ToBrowser>) {
     }
 }
 
-/// Until the browser closes the port. Bad frames are logged and skipped, never fatal.
-async fn read_from_browser(shared: Arc<Shared>) -> Result<()> {
-    let mut input = tokio::io::stdin();
+/// Until the browser closes the port. Bad frames are logged and skipped, never fatal. Runs
+/// on a thread of its own: a held dialog goes from the pipe into the state with no
+/// hand-over between threads (an agent beside a CDP driver asks for it as soon as the
+/// driver saw it).
+fn read_from_browser(shared: &Arc<Shared>, rt: &tokio::runtime::Handle) -> Result<()> {
+    let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
     loop {
-        let bytes = match frame::read(&mut input).await {
+        let bytes = match frame::read_blocking(&mut input) {
             Ok(Some(b)) => b,
             Ok(None) => {
                 tracing::info!("browser closed the port");
@@ -229,29 +275,41 @@ async fn read_from_browser(shared: Arc<Shared>) -> Result<()> {
                 continue;
             }
         };
-        // What the agent acts on must be on disk before it can see it: a held dialog, a
-        // policy's fall-back. Reports, which can come in floods, are saved right after.
-        let urgent = msg.must_be_saved_first();
-        let armed = {
-            let mut state = shared.state();
-            if let FromBrowser::Hello { session: Some(session), .. } = &msg {
-                shared.adopt(session, &mut state);
-            }
-            match state.on_browser(msg) {
-                Ok(msgs) => shared.send(&state, msgs),
-                Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
-            }
-            if urgent {
-                shared.save_locked(&state);
-            }
-            std::mem::take(&mut state.armed)
-        };
-        for (id, after) in armed {
-            tokio::spawn(watchdog(shared.clone(), id, after));
+        if let FromBrowser::PilotResult(r) = msg {
+            shared.pilot.finish(r);
+            continue;
         }
-        shared.browser_spoke.notify_waiters();
-        shared.changed.notify_one();
+        on_browser_message(shared, rt, msg);
     }
+}
+
+fn on_browser_message(shared: &Arc<Shared>, rt: &tokio::runtime::Handle, msg: FromBrowser) {
+    // What the agent acts on (a held dialog, a policy's fall-back) is written at once,
+    // the moment the state lock is released: an agent may see it a few milliseconds
+    // before it is on disk, but never waits for the disk (beside a CDP driver, the agent
+    // asks as soon as its driver saw the dialog). Reports, which can come in floods, are
+    // saved by the saver.
+    let urgent = msg.must_be_saved_first();
+    let (armed, snapshot) = {
+        let mut state = shared.state();
+        if let FromBrowser::Hello { session: Some(session), .. } = &msg {
+            shared.adopt(session, &mut state);
+        }
+        match state.on_browser(msg) {
+            Ok(msgs) => shared.send(&state, msgs),
+            Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
+        }
+        let snapshot = if urgent { shared.snapshot_locked(&state) } else { None };
+        (std::mem::take(&mut state.armed), snapshot)
+    };
+    shared.browser_spoke.notify_waiters();
+    if let Some(s) = snapshot {
+        shared.write(s);
+    }
+    for (id, after) in armed {
+        rt.spawn(watchdog(shared.clone(), id, after));
+    }
+    shared.changed.notify_one();
 }
 
 /// Dismisses held dialog `id` after `after`, unless someone answered it first.

@@ -71,6 +71,13 @@ pub enum FromBrowser {
     AuthResult(AuthResult),
     /// The request of a challenge ended.
     AuthDone(AuthDone),
+    /// What became of a `PilotCall` (see `host/pilot.rs`).
+    PilotResult(PilotResult),
+    /// A tab opened another (`window.open`, `target=_blank`, a popup): it starts with the
+    /// opener's rules and policy (`opener.rs`).
+    Opened { tab_id: i64, opener_tab_id: i64 },
+    /// The answer to `Sync`: every debugger event the worker had before it is sent.
+    Synced { id: u64 },
 }
 
 impl FromBrowser {
@@ -284,6 +291,25 @@ pub struct AuthDone {
     pub error: Option<String>,
 }
 
+/// The answer to `ToBrowser::PilotCall` `id`: a result (its shape is the tool's, read by
+/// `host/pilot.rs`) or why the browser could not do it.
+#[derive(Debug, Deserialize)]
+pub struct PilotResult {
+    pub id: u64,
+    #[serde(default)]
+    pub result: Option<serde_json::Value>,
+    #[serde(default)]
+    pub error: Option<PilotFailure>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PilotFailure {
+    /// One of `reply::ErrorCode`'s names; anything else reads as `pilot_failed`.
+    pub code: String,
+    #[serde(default)]
+    pub message: String,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToBrowser {
@@ -327,6 +353,11 @@ pub enum ToBrowser {
     /// The challenge waits for the agent: the extension holds it this long before it
     /// cancels on its own (the watchdog comes first).
     AuthHold { tab_id: i64, challenge: u64, wait_ms: u64 },
+    /// An AI Web Pilot tool call for a tab; the extension answers with `PilotResult` `id`.
+    /// It checks the human's switch itself: the host's word is not enough.
+    PilotCall { id: u64, tab_id: i64, call: crate::pilot_api::PilotCall },
+    /// A barrier (`barrier.rs`): the worker answers `Synced` after what it had before.
+    Sync { id: u64 },
 }
 
 impl ToBrowser {
@@ -401,6 +432,13 @@ impl State {
                 self.on_auth_done(&m);
                 Ok(Vec::new())
             }
+            // Goes to the call waiting for it (`host/mod.rs`), not to the state.
+            FromBrowser::PilotResult(_) => Ok(Vec::new()),
+            FromBrowser::Opened { tab_id, opener_tab_id } => Ok(self.on_opened(tab_id, opener_tab_id)),
+            FromBrowser::Synced { id } => {
+                self.on_synced(id);
+                Ok(Vec::new())
+            }
         }
     }
 }
@@ -430,6 +468,9 @@ mod tests {
                    "challenger":{"host":"a","port":80},"attempt":1,"native":false}),
             json!({"type":"auth_result","tab_id":1,"challenge":3,"ok":true,"credentials":true}),
             json!({"type":"auth_done","tab_id":1,"request_id":"77","status_code":200}),
+            json!({"type":"pilot_result","id":3,"error":{"code":"ai_web_pilot_disabled","message":"off"}}),
+            json!({"type":"opened","tab_id":2,"opener_tab_id":1}),
+            json!({"type":"synced","id":3}),
         ]
     }
 
@@ -453,12 +494,16 @@ mod tests {
                 Ok(FromBrowser::AuthRequired(_)) => "auth_required",
                 Ok(FromBrowser::AuthResult(_)) => "auth_result",
                 Ok(FromBrowser::AuthDone(_)) => "auth_done",
+                Ok(FromBrowser::PilotResult(_)) => "pilot_result",
+                Ok(FromBrowser::Opened { .. }) => "opened",
+                Ok(FromBrowser::Synced { .. }) => "synced",
                 Err(e) => panic!("{m}: {e}"),
             };
             assert_eq!(m["type"], kind);
             seen.insert(kind);
         }
-        assert_eq!(seen.len(), 13, "one sample of each kind");
+
+        assert_eq!(seen.len(), 16, "one sample of each kind");
     }
 
     #[test]
@@ -477,6 +522,16 @@ mod tests {
             ToBrowser::Resume { upto: 0 },
             ToBrowser::AuthAnswer { tab_id: 1, challenge: 1, credentials: None },
             ToBrowser::AuthHold { tab_id: 1, challenge: 1, wait_ms: 1 },
+            ToBrowser::PilotCall {
+                id: 1,
+                tab_id: 1,
+                call: crate::pilot_api::PilotCall::Highlight {
+                    selector: "a".into(),
+                    duration_ms: 1,
+                    frame_url_contains: None,
+                },
+            },
+            ToBrowser::Sync { id: 1 },
         ];
         for m in sent {
             let v = serde_json::to_value(&m).unwrap();

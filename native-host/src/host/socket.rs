@@ -3,10 +3,10 @@
 
 use super::Shared;
 use super::protocol::ToBrowser;
-use super::state::Delivery;
 use crate::api::{self, ConfigureArgs, InteractArgs, ObserveArgs};
 use crate::ipc::{self, Request, Tool};
 use crate::paths;
+use crate::pilot_api::{ExecuteArgs, HighlightArgs, ManageStateArgs};
 use crate::reply::{ErrorCode, ToolError};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -92,13 +92,27 @@ fn config_rev(msgs: &[ToBrowser]) -> Option<(i64, u64)> {
 async fn run(shared: &Shared, req: Request) -> Result<Value, ToolError> {
     match req.tool {
         Tool::Info => Ok(shared.state().info()),
+        Tool::HighlightElement => {
+            let (tab, call) = api::parse::<HighlightArgs>(req.args)?.validate()?;
+            super::pilot::run(shared, tab, call).await
+        }
+        Tool::ExecuteJavascript => {
+            let (tab, call) = api::parse::<ExecuteArgs>(req.args)?.validate()?;
+            super::pilot::run(shared, tab, call).await
+        }
+        Tool::ManageState => {
+            let (tab, call) = api::parse::<ManageStateArgs>(req.args)?.validate()?;
+            super::pilot::run(shared, tab, call).await
+        }
         Tool::Observe => {
             let args: ObserveArgs = api::parse(req.args)?;
+            super::barrier::barrier(shared).await;
             shared.state().observe(&args)
         }
         Tool::Interact => {
             let args: InteractArgs = api::parse(req.args)?;
             let call = args.validate()?;
+            super::barrier::barrier(shared).await;
             let (done, rules) = {
                 let mut state = shared.state();
                 let mut done = state.interact(call)?;
@@ -112,8 +126,8 @@ async fn run(shared: &Shared, req: Request) -> Result<Value, ToolError> {
             }
             let mut value = done.value;
             if let Some((tab, rev)) = rules {
-                let ack = wait_for_delivery(shared, tab, rev).await;
-                let delivered = ack.as_ref().is_some_and(|a| a.delivered);
+                wait_for_delivery(shared, tab, rev).await;
+                let delivered = shared.state().delivery(tab, rev).is_some_and(|a| a.delivered);
                 value["rules_in_force"] = json!(delivered);
                 if !delivered {
                     value["rules_note"] = json!(
@@ -135,7 +149,13 @@ scripts, or still loading). Documents that load from now on get them."
                 (value, rules)
             };
             let Some((tab, rev)) = rules else { return Ok(value) };
-            let ack = wait_for_delivery(shared, tab, rev).await;
+            wait_for_delivery(shared, tab, rev).await;
+            // The ack and the policy it left, read together: an ack that came as the wait
+            // ran out still decides the answer, and the two cannot disagree.
+            let (ack, view) = {
+                let state = shared.state();
+                (state.delivery(tab, rev).cloned(), state.policy_view(tab).map(serde_json::to_value))
+            };
             if let Some(err) = ack.as_ref().and_then(|a| a.debugger_error.clone()) {
                 return Err(ToolError::new(
                     ErrorCode::DebuggerUnavailable,
@@ -153,25 +173,27 @@ tab stays on auto. Close DevTools or other debugging extensions on the tab, or u
             });
             value["policy_in_force"] = json!(in_force);
             // The answer shows the state after the ack (a fallback, for one).
-            if let Some(p) = shared.state().policy_view(tab) {
-                value["dialog_policy"] = serde_json::to_value(p).unwrap_or_default();
+            if let Some(p) = view {
+                value["dialog_policy"] = p.unwrap_or_default();
             }
             Ok(value)
         }
     }
 }
 
-async fn wait_for_delivery(shared: &Shared, tab: i64, rev: u64) -> Option<Delivery> {
+/// Waits (at most `RULES_WAIT`) until the tab acknowledged config `rev`; the caller reads
+/// the ack from the state afterwards, so one that came as time ran out still counts.
+async fn wait_for_delivery(shared: &Shared, tab: i64, rev: u64) {
     let wait = async {
         loop {
             let spoke = shared.browser_spoke.notified();
-            if let Some(a) = shared.state().delivery(tab, rev) {
-                return a.clone();
+            if shared.state().delivery(tab, rev).is_some() {
+                return;
             }
             spoke.await;
         }
     };
-    tokio::time::timeout(RULES_WAIT, wait).await.ok()
+    let _ = tokio::time::timeout(RULES_WAIT, wait).await;
 }
 
 async fn wait_for_answer(shared: &Shared, id: u64) {

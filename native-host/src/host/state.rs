@@ -127,6 +127,9 @@ pub struct State {
     /// The service worker on the other end of the port (from its `hello`).
     pub worker: Option<String>,
     pub reports_seen: ReportsSeen,
+    /// Barriers sent to the worker, and the newest it answered (`barrier.rs`).
+    pub(super) sync_sent: u64,
+    pub(super) sync_seen: u64,
 }
 
 impl Default for State {
@@ -160,6 +163,8 @@ impl State {
             redactor: Redactor::default(),
             worker: None,
             reports_seen: ReportsSeen::default(),
+            sync_sent: 0,
+            sync_seen: 0,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use serde_json::{Value, json};
-use unmodal_e2e::{PageCall, Session, eventually};
+use unmodal_e2e::{PageCall, Reply, Session, eventually};
 
 const PAGE: &str = r#"<!doctype html><title>Projects</title>
 <style>body{font:16px sans-serif;margin:2em} button{margin:.3em;padding:.5em 1em}</style>
@@ -69,6 +69,11 @@ async fn main() -> Result<()> {
     let d = s.last_dialog_where(1, |d| d["state"] == "closed").await?;
     println!("   observe: {}", describe(&d));
 
+    let r = s.agent.call("execute_javascript", json!({"script": "document.title"})).await?;
+    if let Reply::Failed(e) = r {
+        println!("   agent: execute_javascript -> {}: {}", e["error"]["code"], e["error"]["message"]);
+    }
+
     step(2, "A human opens the Unmodal popup and clicks the AI Web Pilot switch");
     s.enable_pilot().await?;
     println!("   pilot on");
@@ -121,6 +126,29 @@ async fn main() -> Result<()> {
     let r = s.agent.ok("interact", json!({"action": "handle_dialog", "status": true})).await?;
     show("pending_dialogs", &json!(r["pending_dialogs"].as_array().map_or(0, Vec::len)));
     show("auto_responses", &r["auto_responses"]);
+
+    step(9, "AI Web Pilot tools: point at a button, read page state, save and restore the site's state");
+    let r = s.agent.ok("highlight_element", json!({"selector": "#delete", "duration_ms": 2000})).await?;
+    show("highlight_element #delete", &json!({"bounds": r["bounds"], "matched": r["matched"]}));
+    let r = s
+        .agent
+        .ok("execute_javascript", json!({"script": "({out: document.getElementById('out').textContent, buttons: document.querySelectorAll('button').length})"}))
+        .await?;
+    show("execute_javascript", &r["result"]);
+    let r = s.agent.call("execute_javascript", json!({"script": "while (true) {}", "timeout_ms": 300})).await?;
+    if let Reply::Failed(e) = r {
+        show("execute_javascript while(true){} (timeout_ms 300)", &e["error"]["code"]);
+    }
+    s.page.eval("localStorage.setItem('draft', 'alpha v2'); document.cookie = 'session=abc; path=/'; 0").await?;
+    let r = s.agent.ok("manage_state", json!({"action": "save", "snapshot_name": "projects"})).await?;
+    show(
+        "manage_state save (counts and size only, never a value)",
+        &json!({"saved": r["saved"], "size_bytes": r["size_bytes"]}),
+    );
+    s.page.eval("localStorage.clear(); document.cookie = 'session=; max-age=0; path=/'; 0").await?;
+    let r = s.agent.ok("manage_state", json!({"action": "load", "snapshot_name": "projects"})).await?;
+    show("manage_state load", &json!({"restored": r["restored"], "navigated": r["navigated"]}));
+    show("the page's storage again", &s.page.eval("[localStorage.getItem('draft'), document.cookie]").await?);
 
     println!("\nAfter the pilot went on, no dialog blocked the tab except the one the agent chose to hold. Done.");
     Ok(())

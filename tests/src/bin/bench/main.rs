@@ -9,6 +9,8 @@ use unmodal_e2e::page::Page;
 use unmodal_e2e::{Session, eventually};
 
 mod auth;
+mod peers;
+mod pilot;
 mod startup;
 
 const RUNS: usize = 15;
@@ -89,7 +91,8 @@ async fn held_dialogs(s: &Session) -> Result<()> {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    // `cargo xtask bench -- --soak-seconds N` (default 120; 0 skips the soak), `--only-soak`.
+    // `cargo xtask bench -- --soak-seconds N` (default 120; 0 skips the soak), `--only-soak`,
+    // `--only-peers`.
     let args: Vec<String> = std::env::args().collect();
     let soak_secs = args
         .iter()
@@ -103,12 +106,23 @@ async fn main() -> Result<()> {
         let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title>").await?;
         return auth::rows(&s).await;
     }
+    if args.iter().any(|a| a == "--only-pilot") {
+        let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title><body></body>").await?;
+        return pilot::rows(&s).await;
+    }
+    if args.iter().any(|a| a == "--only-peers") {
+        return peers::run().await;
+    }
     if args.iter().any(|a| a == "--only-startup") {
         // `--variant DIR` (repeatable): another build of the extension, measured beside ours.
         let variants: Vec<std::path::PathBuf> =
             args.windows(2).filter(|w| w[0] == "--variant").map(|w| w[1].clone().into()).collect();
         let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title>").await?;
         startup::share(&s.browser.art.extension, &s.web, &variants).await?;
+        // `--no-heavy`: the share alone (for comparing variants quickly).
+        if args.iter().any(|a| a == "--no-heavy") {
+            return Ok(());
+        }
         return startup::heavy(&s).await;
     }
     let s = Session::start().await?;
@@ -238,6 +252,8 @@ async fn main() -> Result<()> {
     held_dialogs(&s).await?;
     s.policy("auto", 10).await?;
     auth::rows(&s).await?;
+    pilot::rows(&s).await?;
+    peers::run().await?;
 
     startup::share(&s.browser.art.extension, &s.web, &[]).await?;
     startup::heavy(&s).await?;

@@ -20,9 +20,19 @@ use unmodal_e2e::page::Page;
 use unmodal_e2e::web::WebServer;
 use unmodal_e2e::{Session, eventually};
 
-/// Frames per timed batch, batches per evaluation, evaluations.
+/// Frames per timed batch, rounds in all (each round times one batch per scope), and
+/// at most this many batches per evaluation (one evaluation must end well within the
+/// harness's 20 s, also with variants beside ours on a loaded machine).
 const PER_BATCH: usize = 4;
-const ROUNDS_PER_CALL: usize = 25;
+const ROUNDS: usize = 200;
+const BATCHES_PER_CALL: usize = 75;
+/// Main-thread CPU time: frames per batch (one batch per evaluation), rounds.
+const CPU_BATCH: usize = 8;
+const CPU_ROUNDS: usize = 100;
+/// The trace: frames per evaluation, rounds (one evaluation per scope each).
+const TRACE_BATCH: usize = 20;
+const TRACE_ROUNDS: usize = 20;
+/// Evaluations for the CPU profile.
 const CALLS: usize = 8;
 /// Runs of the frame-heavy pages.
 const HEAVY_RUNS: usize = 9;
@@ -47,7 +57,8 @@ fn scoped_copy(from: &Path, origin: &str, name: &str, empty: bool) -> Result<tem
     m.insert("name".into(), json!(format!("unmodal-bench-{name}")));
     let scripts = m.get_mut("content_scripts").and_then(Value::as_array_mut).context("no content_scripts")?;
     if !empty {
-        let mut pilot = scripts[0].clone();
+        let isolated = scripts.iter().find(|s| s["world"] == "ISOLATED").context("no ISOLATED content script")?;
+        let mut pilot = isolated.clone();
         pilot["js"] = json!(["pilot.js"]);
         scripts.push(pilot);
     }
@@ -98,10 +109,11 @@ async fn check_scopes(page: &Page, scopes: &[String]) -> Result<()> {
 /// Per-frame cost (ms) of each scope, one value per round; scopes alternate in every round.
 async fn scope_costs(page: &Page, scopes: &[String]) -> Result<Vec<Vec<f64>>> {
     let names = serde_json::to_string(scopes)?;
+    let per_call = (BATCHES_PER_CALL / scopes.len()).max(2);
     let probe = format!(
         "(() => {{ const kids = {names}.map((n) => frames[n].document); \
          const out = kids.map(() => []); const idx = kids.map((_, i) => i); \
-         for (let r = 0; r < {ROUNDS_PER_CALL}; r++) {{ \
+         for (let r = 0; r < {per_call}; r++) {{ \
            for (const k of (r % 2 ? [...idx].reverse() : idx)) {{ \
              const d = kids[k]; const t0 = performance.now(); \
              for (let i = 0; i < {PER_BATCH}; i++) {{ const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; }} \
@@ -110,11 +122,124 @@ async fn scope_costs(page: &Page, scopes: &[String]) -> Result<Vec<Vec<f64>>> {
     );
     page.eval(&probe).await?; // warm-up
     let mut out = vec![Vec::new(); scopes.len()];
-    for _ in 0..CALLS {
+    for _ in 0..ROUNDS.div_ceil(per_call) {
         let v = page.eval(&probe).await?;
         for (k, costs) in out.iter_mut().enumerate() {
             costs.extend(v[k].as_array().into_iter().flatten().map(|x| x.as_f64().unwrap_or(f64::NAN)));
         }
+    }
+    Ok(out)
+}
+
+/// The renderer main thread's CPU time (ms) so far, from DevTools' Performance metrics.
+async fn thread_ms(page: &Page) -> Result<f64> {
+    let m = page.call("Performance.getMetrics", json!({})).await?;
+    let found = m["metrics"].as_array().into_iter().flatten().find(|x| x["name"] == "ThreadTime");
+    found.and_then(|x| x["value"].as_f64()).map(|s| s * 1000.0).context("no ThreadTime metric")
+}
+
+/// Per-frame main-thread CPU time (ms) of each scope, one value per round: one batch per
+/// evaluation, scopes alternating. CPU time leaves out the time the renderer waits while
+/// other processes run, the bulk of the wall-clock noise on a shared machine; the work of
+/// the evaluation itself is the same for every scope and cancels in the differences.
+async fn scope_cpu_costs(page: &Page, scopes: &[String]) -> Result<Vec<Vec<f64>>> {
+    page.call("Performance.enable", json!({"timeDomain": "threadTicks"})).await?;
+    let mut out = vec![Vec::new(); scopes.len()];
+    let batch = |scope: &str| {
+        format!(
+            "(() => {{ const d = frames['{scope}'].document; \
+             for (let i = 0; i < {CPU_BATCH}; i++) {{ const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; }} \
+             d.body.replaceChildren(); }})()"
+        )
+    };
+    for scope in scopes {
+        page.eval(&batch(scope)).await?; // warm-up
+    }
+    for r in 0..CPU_ROUNDS {
+        let order: Vec<usize> =
+            if r % 2 == 0 { (0..scopes.len()).collect() } else { (0..scopes.len()).rev().collect() };
+        for k in order {
+            let t0 = thread_ms(page).await?;
+            page.eval(&batch(&scopes[k])).await?;
+            out[k].push((thread_ms(page).await? - t0) / CPU_BATCH as f64);
+        }
+    }
+    page.call("Performance.disable", json!({})).await.map(drop).map(|()| out)
+}
+
+/// Per frame, the renderer main thread's time (µs) in each scope's content scripts, from
+/// the browser's own trace (`EvaluateScript`: compiling and running one script), one value
+/// per frame; scopes alternate, `TRACE_BATCH` frames per evaluation. This leaves out frame
+/// creation itself, whose cost (and noise) every scope shares: what remains is what the
+/// scripts themselves cost. `save`: where to write the whole trace (`UNMODAL_BENCH_TRACE`).
+async fn script_times(page: &Page, scopes: &[String], save: Option<&std::ffi::OsStr>) -> Result<Vec<Vec<f64>>> {
+    let cdp = &page.cdp;
+    let mut events = cdp.events();
+    let cats = ["devtools.timeline", "v8"];
+    cdp.call(
+        None,
+        "Tracing.start",
+        json!({"transferMode": "ReturnAsStream", "traceConfig": {"includedCategories": cats}}),
+    )
+    .await?;
+    for r in 0..TRACE_ROUNDS {
+        let order: Vec<usize> =
+            if r % 2 == 0 { (0..scopes.len()).collect() } else { (0..scopes.len()).rev().collect() };
+        for k in order {
+            page.eval(&format!(
+                "(() => {{ const d = frames['{}'].document; for (let i = 0; i < {TRACE_BATCH}; i++) {{ \
+                 const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; }} d.body.replaceChildren(); }})()",
+                scopes[k]
+            ))
+            .await?;
+        }
+    }
+    cdp.call(None, "Tracing.end", json!({})).await?;
+    let stream = loop {
+        let e = tokio::time::timeout(std::time::Duration::from_secs(60), events.recv()).await??;
+        if e.method == "Tracing.tracingComplete" {
+            break e.params["stream"].as_str().context("trace without a stream")?.to_owned();
+        }
+    };
+    let mut data = String::new();
+    loop {
+        let r = cdp.call(None, "IO.read", json!({"handle": stream, "size": 1 << 20})).await?;
+        data += r["data"].as_str().unwrap_or_default();
+        if r["eof"] == true {
+            break;
+        }
+    }
+    cdp.call(None, "IO.close", json!({"handle": stream})).await?;
+    if let Some(out) = save {
+        std::fs::write(out, &data)?;
+    }
+    // One event a line; only those naming an extension's script are read.
+    let ext_of =
+        |url: &str| url.strip_prefix("chrome-extension://").and_then(|u| u.split('/').next()).map(str::to_owned);
+    let mut scope_of = std::collections::HashMap::new(); // extension ID -> scope index
+    let mut per_frame = std::collections::HashMap::<(String, String), f64>::new(); // (extension, frame) -> µs
+    for line in data.lines().filter(|l| l.contains("chrome-extension://")) {
+        let Ok(e) = serde_json::from_str::<Value>(line.trim_end_matches(',')) else { continue };
+        let args = &e["args"];
+        let url = args["data"]["url"].as_str().or(args["fileName"].as_str()).unwrap_or_default();
+        let Some(ext) = ext_of(url) else { continue };
+        let world = args["worldName"].as_str().and_then(|w| w.strip_prefix("unmodal-bench-"));
+        if let Some(k) = world.and_then(|w| scopes.iter().position(|s| s == w)) {
+            scope_of.insert(ext.clone(), k);
+        }
+        if e["name"] == "EvaluateScript" {
+            let frame = args["data"]["frame"].as_str().unwrap_or_default().to_owned();
+            *per_frame.entry((ext, frame)).or_default() += e["tdur"].as_f64().unwrap_or(f64::NAN);
+        }
+    }
+    let mut out = vec![Vec::new(); scopes.len()];
+    for ((ext, _), us) in per_frame {
+        if let Some(&k) = scope_of.get(&ext) {
+            out[k].push(us);
+        }
+    }
+    if let Some(k) = (1..scopes.len()).find(|&k| out[k].is_empty()) {
+        bail!("the trace holds no script of the scope {}", scopes[k]);
     }
     Ok(out)
 }
@@ -128,7 +253,7 @@ fn paired(a: &[f64], b: &[f64]) -> Stats {
 pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> Result<()> {
     println!(
         "\nStart-up cost per frame, one page ({} script-made frames each, alternating; page shows no dialog):",
-        PER_BATCH * ROUNDS_PER_CALL * CALLS
+        PER_BATCH * ROUNDS
     );
     let mut scopes = vec!["plain".to_string(), "floor".to_string(), "ours".to_string()];
     let servers: Vec<WebServer> =
@@ -193,6 +318,34 @@ pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> R
     row("Unmodal in total: ours over baseline", &paired(ours, plain), "ms");
     for (v, c) in variants.iter().zip(&costs[3..]) {
         row(&format!("variant {}: over the floor", v.display()), &paired(c, floor), "ms");
+    }
+    println!(
+        "  the same in the renderer main thread's CPU time ({} frames each, {CPU_BATCH} per batch):",
+        CPU_BATCH * CPU_ROUNDS
+    );
+    let cpu = scope_cpu_costs(&page, &scopes).await?;
+    let save = std::env::var_os("UNMODAL_BENCH_TRACE");
+    let traced = script_times(&page, &scopes, save.as_deref()).await?;
+    let (plain, floor, ours) = (&cpu[0], &cpu[1], &cpu[2]);
+    row("CPU: frame, no content script (baseline)", &stats(plain.clone()), "ms");
+    row("CPU: the floor over baseline", &paired(floor, plain), "ms");
+    row("CPU: Unmodal's own share over the floor", &paired(ours, floor), "ms");
+    row("CPU: Unmodal in total over baseline", &paired(ours, plain), "ms");
+    for (v, c) in variants.iter().zip(&cpu[3..]) {
+        row(&format!("CPU: variant {}: over the floor", v.display()), &paired(c, floor), "ms");
+    }
+    println!(
+        "  the content scripts' own time per frame, from the browser's trace ({} frames each, main-thread time):",
+        TRACE_BATCH * TRACE_ROUNDS
+    );
+    let floor_us = stats(traced[1].clone());
+    row("trace: the floor's two empty scripts", &floor_us, "us");
+    let shares = std::iter::once(("Unmodal".to_string(), &traced[2]))
+        .chain(variants.iter().zip(&traced[3..]).map(|(v, t)| (format!("variant {}", v.display()), t)));
+    for (name, t) in shares {
+        let s = stats(t.clone());
+        row(&format!("trace: {name}'s scripts"), &s, "us");
+        println!("  trace: {name}'s own share (median over the floor's) {:>8.0} us", s.median - floor_us.median);
     }
     Ok(())
 }

@@ -1,0 +1,83 @@
+//! A tab opened by another tab (`window.open`, `target=_blank`, an OAuth popup) starts with
+//! its opener's rules and policy: the agent set them up for the flow that opened it. The
+//! service worker already gave the new tab a copy of the opener's config (so its first
+//! document may find it in place); here the host, the state of record, takes the copy.
+
+use super::protocol::ToBrowser;
+use super::state::{State, Tab};
+
+impl State {
+    /// Copies `opener`'s rules (same ids: the copy the worker made carries them) and policy
+    /// to `tab`, unless `tab` has its own already. Returns the new tab's config message.
+    pub(super) fn on_opened(&mut self, tab: i64, opener: i64) -> Vec<ToBrowser> {
+        if tab == opener || self.rules.contains_key(&tab) || self.policies.contains_key(&tab) {
+            return Vec::new();
+        }
+        let rules = self.rules_of(opener).to_vec();
+        let policy = self.policies.get(&opener).filter(|p| p.fallback.is_none()).cloned();
+        if rules.is_empty() && policy.is_none() {
+            return Vec::new();
+        }
+        if !rules.is_empty() {
+            self.rules.insert(tab, rules);
+        }
+        if let Some(p) = policy {
+            self.policies.insert(tab, p);
+        }
+        // Listed at once: the tab list that names it may come later.
+        if self.tab(tab).is_none() {
+            let window_id = self.tab(opener).map_or(0, |t| t.window_id);
+            self.tabs.push(Tab { id: tab, window_id, url: String::new(), title: String::new(), active: false });
+        }
+        tracing::info!(tab, opener, "a tab opened by another took over its rules and policy");
+        vec![self.config_message(tab)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::tests::{feed, to_json};
+    use super::*;
+    use crate::api::{MatchArg, PolicyCall};
+    use serde_json::json;
+    use unmodal_engine::{DialogKind, Policy, RuleTarget};
+
+    fn state() -> State {
+        let mut s = State::new();
+        s.pilot = true;
+        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"},{"id":5,"url":"http://c/"}]}))
+            .unwrap();
+        s
+    }
+
+    #[test]
+    fn an_opened_tab_starts_with_its_openers_rules_and_policy() {
+        let mut s = state();
+        let rule = s.add_rule(3, RuleTarget::One(DialogKind::Confirm), true, false, None, MatchArg::default()).unwrap();
+        s.configure(PolicyCall { tab: Some(3), policy: Policy::MustRespond, timeout_s: 9 }).unwrap();
+        let out = to_json(&feed(&mut s, json!({"type":"opened","tab_id":4,"opener_tab_id":3})).unwrap());
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            (out[0]["type"].as_str(), out[0]["tab_id"].as_i64(), out[0]["debugger"].as_bool()),
+            (Some("config"), Some(4), Some(true))
+        );
+        assert_eq!(s.rules_of(4), &[rule]);
+        assert_eq!((s.policy_of(4).policy, s.policy_of(4).timeout_s), (Policy::MustRespond, 9));
+        assert!(s.tab(4).is_some(), "listed before the next tab list");
+        // The copy is the new tab's own: clearing the opener's leaves it.
+        s.clear_rules(3, RuleTarget::All);
+        assert_eq!(s.rules_of(4).len(), 1);
+    }
+
+    #[test]
+    fn a_tab_with_its_own_setup_or_an_opener_without_one_changes_nothing() {
+        let mut s = state();
+        assert!(feed(&mut s, json!({"type":"opened","tab_id":4,"opener_tab_id":3})).unwrap().is_empty());
+        s.add_rule(3, RuleTarget::All, false, false, None, MatchArg::default()).unwrap();
+        s.add_rule(5, RuleTarget::One(DialogKind::Alert), true, false, None, MatchArg::default()).unwrap();
+        assert!(feed(&mut s, json!({"type":"opened","tab_id":5,"opener_tab_id":3})).unwrap().is_empty());
+        assert_eq!(s.rules_of(5)[0].target, RuleTarget::One(DialogKind::Alert));
+        assert!(feed(&mut s, json!({"type":"opened","tab_id":3,"opener_tab_id":3})).unwrap().is_empty());
+        assert!(feed(&mut s, json!({"type":"opened","tab_id":"x","opener_tab_id":3})).is_err());
+    }
+}
