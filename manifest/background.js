@@ -6,6 +6,7 @@ import { createHolds } from './debugger.js';
 import { createAuth } from './auth.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
+import { createStalled } from './stalled.js';
 
 const HOST = 'dev.unmodal.host';
 const PILOT_SCRIPT = 'unmodal-pilot';
@@ -283,6 +284,12 @@ async function applyPilot(on) {
 
 // Its only job is to wake this worker (see WAKE in debugger.js); starting is the work.
 chrome.alarms.onAlarm.addListener(() => {});
+// Listened to so that the browser starts this worker as it starts (the host is reached
+// before the first page needs it); starting is the work here too.
+chrome.runtime.onStartup.addListener(() => {});
+
+// The browser may drop a navigation begun while it loaded this extension (stalled.js).
+const stalledTabs = createStalled();
 
 chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local' && changes.pilot) applyPilot(changes.pilot.newValue === true);
@@ -296,6 +303,9 @@ chrome.storage.onChanged.addListener((changes, area) => {
   const saved = await chrome.storage.session.get('session').catch(() => ({}));
   session = typeof saved.session === 'string' ? saved.session : null;
   if (session === null) {
+    // The extension was just loaded (the browser started, or it was installed, enabled or
+    // updated): a navigation under way then may have been dropped.
+    stalledTabs.sweep();
     session = crypto.randomUUID().replaceAll('-', '');
     await chrome.storage.session.set({ session }).catch(() => {});
   }

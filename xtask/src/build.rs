@@ -19,6 +19,7 @@ const STATIC_FILES: &[&str] = &[
     "pilot_tools.js",
     "state_tools.js",
     "tracking.js",
+    "stalled.js",
     "popup.html",
     "popup.css",
     "popup.js",
