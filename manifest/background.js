@@ -3,8 +3,10 @@
 // encoded it, and (debugger.js) the debugger sessions the host asked for. Message shapes:
 // native-host/src/host/protocol.rs.
 import { createHolds } from './debugger.js';
+import { createAuth } from './auth.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
+import { createStalled } from './stalled.js';
 
 const HOST = 'dev.unmodal.host';
 const PILOT_SCRIPT = 'unmodal-pilot';
@@ -29,6 +31,8 @@ const PILOT_ON = 'U1E1';
 const configFor = (tabId) => (pilot ? hostConfigs.get(tabId)?.config ?? PILOT_ON : PILOT_OFF);
 const wantsSession = (tabId) => pilot && hostConfigs.get(tabId)?.debugger === true;
 const holds = createHolds(toHost, wantsSession, configFor);
+// HTTP auth challenges: held for the host's answer while the pilot is on (auth.js).
+const auth = createAuth(toHost, () => pilot, () => port !== null);
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
 
@@ -52,6 +56,7 @@ function connect() {
     const needHost = [...hostConfigs].filter(([, c]) => c.debugger).map(([tabId]) => tabId);
     for (const tabId of needHost) hostConfigs.delete(tabId);
     holds.releaseAll(Promise.allSettled(needHost.map((tabId) => pushConfig(tabId))));
+    auth.releaseAll();
     retry();
   });
   hostState = { connected: true, error: null, since: Date.now() };
@@ -111,6 +116,10 @@ function onHostMessage(msg) {
     applyTab(msg.tab_id).then((ack) => toHost({ type: 'config_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
   } else if (msg.type === 'answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.hold)) {
     holds.answer(msg);
+  } else if (msg.type === 'auth_answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.challenge)) {
+    auth.answer(msg);
+  } else if (msg.type === 'auth_hold' && Number.isInteger(msg.challenge)) {
+    auth.hold(msg);
   } else if (msg.type === 'pilot_call' && Number.isSafeInteger(msg.id) && Number.isInteger(msg.tab_id) && msg.call && typeof msg.call === 'object') {
     runPilotCall(msg);
   } else if (msg.type === 'sync' && Number.isSafeInteger(msg.id)) {
@@ -275,6 +284,12 @@ async function applyPilot(on) {
 
 // Its only job is to wake this worker (see WAKE in debugger.js); starting is the work.
 chrome.alarms.onAlarm.addListener(() => {});
+// Listened to so that the browser starts this worker as it starts (the host is reached
+// before the first page needs it); starting is the work here too.
+chrome.runtime.onStartup.addListener(() => {});
+
+// The browser may drop a navigation begun while it loaded this extension (stalled.js).
+const stalledTabs = createStalled();
 
 chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local' && changes.pilot) applyPilot(changes.pilot.newValue === true);
@@ -288,6 +303,9 @@ chrome.storage.onChanged.addListener((changes, area) => {
   const saved = await chrome.storage.session.get('session').catch(() => ({}));
   session = typeof saved.session === 'string' ? saved.session : null;
   if (session === null) {
+    // The extension was just loaded (the browser started, or it was installed, enabled or
+    // updated): a navigation under way then may have been dropped.
+    stalledTabs.sweep();
     session = crypto.randomUUID().replaceAll('-', '');
     await chrome.storage.session.set({ session }).catch(() => {});
   }

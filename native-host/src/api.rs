@@ -3,14 +3,20 @@
 //! (anything on the user's socket may call it). A leaf: it knows nothing of the host.
 
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use std::borrow::Cow;
+use std::fmt;
 use unmodal_engine::{MAX_MATCH_UNITS, MAX_TEXT_UNITS, Policy, RuleTarget};
+use zeroize::Zeroizing;
 
 /// The watchdog's default: a held dialog nobody answers is dismissed after 10 s.
 pub const DEFAULT_TIMEOUT_S: u32 = 10;
 /// The longest a held dialog may wait for the agent.
 pub const MAX_TIMEOUT_S: u32 = 600;
+/// HTTP auth: the longest username and password (UTF-16 units) and realm match.
+pub const MAX_USERNAME_UNITS: usize = 512;
+pub const MAX_PASSWORD_UNITS: usize = 1024;
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -26,6 +32,8 @@ pub enum DialogTypeArg {
     Confirm,
     Prompt,
     Beforeunload,
+    /// HTTP authentication (a 401/407 challenge the browser would ask a human about).
+    Auth,
     All,
 }
 
@@ -37,7 +45,8 @@ impl DialogTypeArg {
             Self::Confirm => RuleTarget::One(K::Confirm),
             Self::Prompt => RuleTarget::One(K::Prompt),
             Self::Beforeunload => RuleTarget::One(K::BeforeUnload),
-            Self::All => RuleTarget::All,
+            // Auth rules live in the host only (`DialogCall::AuthSetup`), never in a page.
+            Self::All | Self::Auth => RuleTarget::All,
         }
     }
 }
@@ -54,11 +63,15 @@ pub struct MatchArg {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 512))]
     pub url_contains: Option<String>,
+    /// dialog_type "auth" only: only challenges whose realm is exactly this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
+    pub realm: Option<String>,
 }
 
 impl MatchArg {
     pub fn is_empty(&self) -> bool {
-        self.message_contains.is_none() && self.url_contains.is_none()
+        self.message_contains.is_none() && self.url_contains.is_none() && self.realm.is_none()
     }
 }
 
@@ -108,6 +121,15 @@ pub struct InteractArgs {
     /// are held open; with one, it may be left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialog_id: Option<u64>,
+    /// HTTP auth (dialog_type "auth"): the username to answer with, in a setup or in the
+    /// answer to a held challenge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 512))]
+    pub username: Option<String>,
+    /// HTTP auth: the password. Never stored on disk, logged or shown in any answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub password: Option<Secret>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
@@ -181,10 +203,52 @@ pub struct ObserveArgs {
 /// A validated `handle_dialog` call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DialogCall {
-    Setup { tab: Option<i64>, target: RuleTarget, accept: bool, text: Option<String>, once: bool, matcher: MatchArg },
-    Clear { tab: Option<i64>, target: RuleTarget },
-    Status { tab: Option<i64> },
-    Respond { tab: Option<i64>, accept: bool, text: Option<String>, dialog_id: Option<u64> },
+    Setup {
+        tab: Option<i64>,
+        target: RuleTarget,
+        accept: bool,
+        text: Option<String>,
+        once: bool,
+        matcher: MatchArg,
+    },
+    Clear {
+        tab: Option<i64>,
+        target: RuleTarget,
+    },
+    Status {
+        tab: Option<i64>,
+    },
+    Respond {
+        tab: Option<i64>,
+        accept: bool,
+        text: Option<String>,
+        dialog_id: Option<u64>,
+    },
+    /// A rule for HTTP auth challenges: credentials to give (accept) or a cancel.
+    AuthSetup {
+        tab: Option<i64>,
+        accept: bool,
+        once: bool,
+        credentials: Option<Credentials>,
+        matcher: MatchArg,
+    },
+    /// Removes the tab's auth rules.
+    AuthClear {
+        tab: Option<i64>,
+    },
+    /// Answers a held auth challenge with credentials.
+    Authenticate {
+        tab: Option<i64>,
+        dialog_id: Option<u64>,
+        credentials: Credentials,
+    },
+}
+
+/// What answers an HTTP auth challenge (serialized only into the answer to the browser).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Credentials {
+    pub username: String,
+    pub password: Secret,
 }
 
 /// A parameter the caller got wrong; the message says how to get it right.
@@ -245,15 +309,32 @@ impl InteractArgs {
             }
             return Ok(DialogCall::Status { tab });
         }
+        let auth = self.dialog_type == Some(DialogTypeArg::Auth);
+        let has_credentials = self.username.is_some() || self.password.is_some();
+        if has_credentials && (self.clear == Some(true) || (setup && !auth)) {
+            return Err(bad(
+                if self.username.is_some() { "username" } else { "password" },
+                "only with dialog_type \"auth\" in a setup, or when answering a held auth challenge",
+            ));
+        }
         if self.clear == Some(true) {
+            if auth {
+                return Ok(DialogCall::AuthClear { tab });
+            }
             let target = self.dialog_type.map_or(RuleTarget::All, DialogTypeArg::target);
             return Ok(DialogCall::Clear { tab, target });
+        }
+        if setup && auth {
+            return self.auth_setup();
+        }
+        if self.matcher.as_ref().is_some_and(|m| m.realm.is_some()) {
+            return Err(bad("match.realm", "only with dialog_type \"auth\""));
         }
         if setup {
             let Some(kind) = self.dialog_type else {
                 return Err(bad(
                     "dialog_type",
-                    "required with setup: true; one of alert, confirm, prompt, beforeunload, all",
+                    "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, all",
                 ));
             };
             let matcher = self.matcher.clone().unwrap_or_default();
@@ -282,6 +363,16 @@ impl InteractArgs {
         if self.dialog_type.is_some() {
             return Err(bad("dialog_type", "only with setup: true; to answer the pending dialog, leave it out"));
         }
+        if has_credentials {
+            if self.accept == Some(false) {
+                return Err(bad("password", "accept: false cancels the challenge; send it without credentials"));
+            }
+            if self.text.is_some() {
+                return Err(bad("text", "an auth challenge takes username and password, not text"));
+            }
+            let credentials = self.credentials()?;
+            return Ok(DialogCall::Authenticate { tab, dialog_id: self.dialog_id, credentials });
+        }
         if self.once.is_some() {
             return Err(bad("once", "only with setup: true"));
         }
@@ -297,11 +388,155 @@ impl InteractArgs {
     }
 }
 
+impl InteractArgs {
+    /// Both halves of the credentials, within their limits.
+    fn credentials(&self) -> Result<Credentials, ParamError> {
+        let (Some(username), Some(password)) = (&self.username, &self.password) else {
+            let missing = if self.username.is_none() { "username" } else { "password" };
+            return Err(bad(missing, "HTTP auth needs both username and password"));
+        };
+        if username.encode_utf16().count() > MAX_USERNAME_UNITS {
+            return Err(bad("username", format!("at most {MAX_USERNAME_UNITS} characters")));
+        }
+        if password.units() > MAX_PASSWORD_UNITS {
+            return Err(bad("password", format!("at most {MAX_PASSWORD_UNITS} characters")));
+        }
+        Ok(Credentials { username: username.clone(), password: password.clone() })
+    }
+
+    fn auth_setup(&self) -> Result<DialogCall, ParamError> {
+        let matcher = self.matcher.clone().unwrap_or_default();
+        if matcher.message_contains.is_some() {
+            return Err(bad("match.message_contains", "an auth challenge has no message; match url_contains or realm"));
+        }
+        for (param, v) in [("match.url_contains", &matcher.url_contains), ("match.realm", &matcher.realm)] {
+            match v {
+                Some(t) if t.is_empty() => {
+                    return Err(bad(param, "must not be empty; leave it out to match every challenge"));
+                }
+                Some(t) if t.encode_utf16().count() > MAX_MATCH_UNITS => {
+                    return Err(bad(param, format!("at most {MAX_MATCH_UNITS} characters")));
+                }
+                _ => {}
+            }
+        }
+        if self.text.is_some() {
+            return Err(bad("text", "an auth rule takes username and password, not text"));
+        }
+        let accept = self.accept.unwrap_or(true);
+        let credentials = match accept {
+            true => Some(self.credentials()?),
+            false if self.username.is_some() || self.password.is_some() => {
+                return Err(bad("password", "a rule with accept: false cancels challenges; it takes no credentials"));
+            }
+            false => None,
+        };
+        Ok(DialogCall::AuthSetup { tab: self.tab_id, accept, once: self.once.unwrap_or(true), credentials, matcher })
+    }
+}
+
+// ---- Secrets ----
+// Credentials the agent hands over for HTTP auth. A `Secret` never shows in `Debug`, in an
+// error message or in anything the host stores: it is serialized only where it must travel
+// (the agent's call to the host's socket, the answer to the browser), and its memory is
+// wiped when it is dropped (`zeroize`). Here because tool parameters carry it.
+
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(Zeroizing<String>);
+
+impl Secret {
+    pub fn new(s: String) -> Self {
+        Self(Zeroizing::new(s))
+    }
+
+    /// The secret itself, for the one place that must send it on.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Length in UTF-16 code units (what the browser counts).
+    pub fn units(&self) -> usize {
+        self.0.encode_utf16().count()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([withheld])")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Secret;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Secret, E> {
+                Ok(Secret::new(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Secret, E> {
+                Ok(Secret::new(v))
+            }
+            // Anything else is refused without repeating the value (serde's own message
+            // would quote a number or a boolean given as a password).
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Secret, E> {
+                Err(E::custom("expected a string (the value is not repeated here)"))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Secret, E> {
+                Err(E::custom("expected a string (the value is not repeated here)"))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Secret, E> {
+                Err(E::custom("expected a string (the value is not repeated here)"))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Secret, E> {
+                Err(E::custom("expected a string (the value is not repeated here)"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for Secret {
+    fn schema_name() -> Cow<'static, str> {
+        "Secret".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(g)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
     use unmodal_engine::DialogKind;
+
+    #[test]
+    fn never_shown_but_sent_whole() {
+        let s: Secret = serde_json::from_str("\"hunter2\"").unwrap();
+        assert!(!format!("{s:?}").contains("hunter2"));
+        assert_eq!(serde_json::to_string(&s).unwrap(), "\"hunter2\"");
+        let err = serde_json::from_str::<Secret>("918273645").unwrap_err().to_string();
+        assert!(!err.contains("918273645"), "{err}");
+        let err = serde_json::from_str::<Secret>("true").unwrap_err().to_string();
+        assert!(!err.contains("true"), "{err}");
+    }
 
     fn call(v: serde_json::Value) -> Result<DialogCall, ParamError> {
         serde_json::from_value::<InteractArgs>(v).unwrap().validate()
@@ -329,6 +564,59 @@ mod tests {
             call(json!({"action":"handle_dialog","accept":true,"text":"x","tab_id":4})),
             Ok(DialogCall::Respond { tab: Some(4), accept: true, text: Some("x".into()), dialog_id: None })
         );
+    }
+
+    #[test]
+    fn auth_calls_validate_and_name_what_is_wrong() {
+        let c = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","username":"ada",
+            "password":"pw","once":false,"match":{"realm":"Staff","url_contains":"/admin"}}))
+        .unwrap();
+        let DialogCall::AuthSetup { accept: true, once: false, credentials: Some(c), matcher, .. } = c else {
+            panic!("{c:?}")
+        };
+        assert_eq!((c.username.as_str(), c.password.expose()), ("ada", "pw"));
+        assert_eq!(matcher.realm.as_deref(), Some("Staff"));
+        assert!(!format!("{c:?}").contains("pw\""), "Debug withholds the password");
+        assert!(matches!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","accept":false})),
+            Ok(DialogCall::AuthSetup { accept: false, credentials: None, .. })
+        ));
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","clear":true})),
+            Ok(DialogCall::AuthClear { tab: None })
+        );
+        assert!(matches!(
+            call(json!({"action":"handle_dialog","dialog_id":4,"username":"ada","password":"pw"})),
+            Ok(DialogCall::Authenticate { dialog_id: Some(4), .. })
+        ));
+        let param = |v| call(v).unwrap_err().param;
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","username":"ada"})),
+            "password"
+        );
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","password":"pw"})),
+            "username"
+        );
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","username":"a","password":"b"})),
+            "username"
+        );
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","username":"a","password":"b",
+                "match":{"message_contains":"x"}})),
+            "match.message_contains"
+        );
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","match":{"realm":"x"}})),
+            "match.realm"
+        );
+        assert_eq!(param(json!({"action":"handle_dialog","accept":false,"username":"a","password":"b"})), "password");
+        let long = "x".repeat(MAX_PASSWORD_UNITS + 1);
+        assert_eq!(param(json!({"action":"handle_dialog","username":"a","password":long})), "password");
+        let err = parse::<InteractArgs>(json!({"action":"handle_dialog","password":918273645})).unwrap_err();
+        assert_eq!(err.param, "password");
+        assert!(!err.message.contains("918273645"), "{}", err.message);
     }
 
     #[test]

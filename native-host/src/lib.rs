@@ -9,6 +9,7 @@ pub mod frame;
 pub mod host;
 pub mod install;
 pub mod ipc;
+pub mod kind;
 pub mod mcp;
 pub mod paths;
 pub mod pilot_api;

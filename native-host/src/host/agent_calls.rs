@@ -1,6 +1,7 @@
 //! What the agent's calls (`interact`, `observe`, `configure` in `policy.rs`) do to the state,
 //! and the answers they get: typed views serialized once, each naming the tab it acted on.
 
+use super::auth::AuthRuleView;
 use super::explain::PILOT_OFF_WARNING;
 use super::logs::{self, LogEntry};
 use super::policy::PolicyView;
@@ -8,6 +9,7 @@ use super::protocol::ToBrowser;
 use super::record::{DecidedBy, DialogRecord};
 use super::state::{HISTORY, Rule, State, Tab};
 use crate::api::{DialogCall, MatchArg, ObserveArgs, ObserveWhat};
+use crate::kind::Kind;
 use crate::reply::{ErrorCode, ToolError};
 use ringbuf::traits::Consumer;
 use serde::Serialize;
@@ -46,12 +48,20 @@ pub enum Status {
 #[derive(Serialize)]
 struct About<'a> {
     tab: TabView<'a>,
-    auto_responses: &'a [Rule],
+    auto_responses: Vec<AnyRule<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dialog_policy: Option<PolicyView>,
     pilot_enabled: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     warning: Option<&'static str>,
+}
+
+/// A rule of any kind as answers list it.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum AnyRule<'a> {
+    Page(&'a Rule),
+    Auth(AuthRuleView<'a>),
 }
 
 #[derive(Serialize)]
@@ -74,7 +84,7 @@ struct WithAbout<'a, T> {
 pub struct DialogSummary<'a> {
     dialog_id: u64,
     #[serde(rename = "type")]
-    kind: DialogKind,
+    kind: Kind,
     message: &'a str,
     accepted: Option<bool>,
     response_text: Option<&'a str>,
@@ -112,6 +122,16 @@ struct Configured<'a> {
     #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
     matcher: &'a MatchArg,
     message: String,
+}
+
+#[derive(Serialize)]
+struct AuthConfigured<'a> {
+    status: Status,
+    #[serde(flatten)]
+    rule: AuthRuleView<'a>,
+    message: String,
+    /// Auth rules are answered by the host: in force as soon as they are set.
+    rules_in_force: bool,
 }
 
 #[derive(Serialize)]
@@ -212,7 +232,12 @@ impl State {
     pub(super) fn answer(&self, body: &impl Serialize, tab: &Tab) -> Answered {
         let about = About {
             tab: TabView { id: tab.id, url: &tab.url, title: &tab.title },
-            auto_responses: self.rules_of(tab.id),
+            auto_responses: self
+                .rules_of(tab.id)
+                .iter()
+                .map(AnyRule::Page)
+                .chain(self.auth_rules_of(tab.id).iter().map(|r| AnyRule::Auth(r.view())))
+                .collect(),
             dialog_policy: self.policy_view(tab.id),
             pilot_enabled: self.pilot,
             warning: (!self.pilot).then_some(PILOT_OFF_WARNING),
@@ -271,6 +296,43 @@ impl State {
                 let tab = self.resolve_tab(tab)?;
                 let body = Pending { status: Status::Ok, pending_dialogs: self.pending_of(tab.id) };
                 Ok(Done::now(self.answer(&body, tab), Vec::new()))
+            }
+            DialogCall::AuthSetup { tab, accept, once, credentials, matcher } => {
+                let tab = self.resolve_tab(tab)?.clone();
+                let rule = self.add_auth_rule(tab.id, accept, once, credentials, matcher)?;
+                let what = if accept { "log in with the username given" } else { "cancel it (the page gets the 401)" };
+                let message = if once {
+                    format!(
+                        "Auto-response configured for the next HTTP auth challenge: will {what}, then revert to default."
+                    )
+                } else {
+                    format!("Auto-response configured for every HTTP auth challenge until cleared: will {what}.")
+                };
+                let body =
+                    AuthConfigured { status: Status::Configured, rule: rule.view(), message, rules_in_force: true };
+                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
+            }
+            DialogCall::AuthClear { tab } => {
+                let tab = self.resolve_tab(tab)?.clone();
+                let removed = self.clear_auth_rules(tab.id);
+                let body = Cleared {
+                    status: Status::Configured,
+                    dialog_type: "auth",
+                    removed,
+                    message: format!("Removed {removed} auto-response(s) for auth."),
+                };
+                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
+            }
+            DialogCall::Authenticate { tab, dialog_id, credentials } => {
+                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
+                    return Err(ToolError::new(
+                        ErrorCode::DialogNotFound,
+                        "No HTTP auth challenge is held open for the agent (only the must_respond policy holds them; otherwise the request was already answered). To log in, set up a rule first: interact {action:\"handle_dialog\", \
+setup:true, dialog_type:\"auth\", username, password}, then load the page again.",
+                    ));
+                };
+                let msg = self.authenticate(id, credentials)?;
+                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
             }
             DialogCall::Respond { tab, accept, text, dialog_id } => {
                 if let Some(id) = self.held_to_answer(tab, dialog_id)? {

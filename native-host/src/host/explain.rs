@@ -5,6 +5,7 @@ use super::held::Verdict;
 use super::policy::TabPolicy;
 use super::record::{DecidedBy, DialogRecord};
 use super::state::{Rule, State};
+use crate::kind::Kind;
 use std::time::Duration;
 use unmodal_engine::{DialogKind, Policy};
 
@@ -128,10 +129,12 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
     };
     let answer = match (rec.kind, rec.accepted) {
         (_, None) => "without an answer".to_string(),
-        (DialogKind::BeforeUnload, Some(a)) => (if a { "leave" } else { "stay" }).to_string(),
-        (DialogKind::Prompt, Some(true)) => format!("returned {:?}", rec.response_text.as_deref().unwrap_or("")),
-        (DialogKind::Prompt, Some(false)) => "returned null".to_string(),
-        (DialogKind::Alert, Some(_)) => "closed".to_string(),
+        (Kind::BeforeUnload, Some(a)) => (if a { "leave" } else { "stay" }).to_string(),
+        (Kind::Prompt, Some(true)) => format!("returned {:?}", rec.response_text.as_deref().unwrap_or("")),
+        (Kind::Prompt, Some(false)) => "returned null".to_string(),
+        (Kind::Alert, Some(_)) => "closed".to_string(),
+        (Kind::Auth, Some(true)) => "credentials given".to_string(),
+        (Kind::Auth, Some(false)) => "cancelled (the page gets the 401)".to_string(),
         (_, Some(a)) => format!("returned {a}"),
     };
     format!("Closed by {who} after {} ms: {answer}.", open_for.as_millis())

@@ -3,9 +3,10 @@
 //! the agent, or the watchdog; the browser reports when it closed.
 
 use super::explain;
-use super::protocol::{AnswerResult, HeldClosed, HeldOpened, HeldRef, ToBrowser};
+use super::protocol::{AnswerResult, AuthResult, HeldClosed, HeldOpened, HeldRef, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
 use super::state::State;
+use crate::kind::Kind;
 use crate::reply::{BlockingDialog, BlockingNote, ErrorCode, ToolError};
 use std::time::{Duration, Instant};
 use unmodal_engine::{DialogKind, Engine, Policy, Subject};
@@ -49,7 +50,7 @@ impl State {
         let page_url = self.tab(m.tab_id).map(|t| t.url.clone()).unwrap_or_default();
         let record = DialogRecord {
             id,
-            kind,
+            kind: kind.into(),
             message: clean,
             message_truncated: cut,
             default_text,
@@ -69,6 +70,7 @@ impl State {
             frame_id: m.top_frame.then_some(0),
             timestamp: record::now_rfc3339(),
             key: None,
+            auth: None,
         };
         self.logs.dialog(&record);
         let mut out = vec![ToBrowser::recorded(&record)];
@@ -182,8 +184,9 @@ impl State {
         unknown
     }
 
+    /// A held page dialog (auth challenges are numbered apart: `auth_pos`).
     fn held_pos(&self, tab: i64, hold: u64) -> Option<usize> {
-        self.held.iter().position(|h| h.record.tab_id == tab && h.hold == hold)
+        self.held.iter().position(|h| h.record.kind != Kind::Auth && h.record.tab_id == tab && h.hold == hold)
     }
 
     /// Dialogs held open that wait for the agent (nobody is answering them yet).
@@ -204,6 +207,20 @@ impl State {
         };
         if h.closing.is_some() {
             return Err(ToolError::new(ErrorCode::DialogNotFound, format!("Dialog {id} is being answered already.")));
+        }
+        if h.record.kind == Kind::Auth {
+            if accept {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidParams,
+                    format!(
+                        "Dialog {id} is an HTTP auth challenge: accept it with username and password, or send accept: \
+false to cancel it (the page gets the 401)."
+                    ),
+                ));
+            }
+            h.closing = Some(by);
+            h.answer_error = None;
+            return Ok(ToBrowser::AuthAnswer { tab_id: h.record.tab_id, challenge: h.hold, credentials: None });
         }
         h.closing = Some(by);
         h.answer_error = None;
@@ -228,6 +245,22 @@ impl State {
 
     /// Held dialogs of tabs that are gone close as `remote`.
     pub(super) fn drop_held_of_closed_tabs(&mut self) {
+        let gone_auth: Vec<AuthResult> = self
+            .held
+            .iter()
+            .filter(|h| h.record.kind == Kind::Auth && self.tab(h.record.tab_id).is_none())
+            .map(|h| AuthResult {
+                tab_id: h.record.tab_id,
+                challenge: h.hold,
+                ok: false,
+                credentials: false,
+                expired: false,
+                error: None,
+            })
+            .collect();
+        for m in &gone_auth {
+            self.on_auth_result(m);
+        }
         let gone: Vec<HeldClosed> = self
             .held
             .iter()
@@ -364,7 +397,7 @@ mod tests {
     #[test]
     fn rules_and_policies_answer_held_dialogs_at_once() {
         let mut s = state(Policy::MustRespond);
-        let m = MatchArg { message_contains: Some("alpha".into()), url_contains: None };
+        let m = MatchArg { message_contains: Some("alpha".into()), ..MatchArg::default() };
         let rule = s.add_rule(3, RuleTarget::One(DialogKind::Confirm), true, true, None, m).unwrap();
         let out = held(&mut s, 3, 1, "confirm", "Delete ALPHA?");
         assert_eq!(out[1], json!({"type":"answer","tab_id":3,"hold":1,"accept":true}));

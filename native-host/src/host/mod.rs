@@ -3,6 +3,7 @@
 //! Unix socket that only this user can reach.
 
 pub mod agent_calls;
+pub mod auth;
 mod barrier;
 mod explain;
 mod held;

@@ -64,6 +64,13 @@ pub enum FromBrowser {
         #[serde(default)]
         reason: String,
     },
+    /// An HTTP auth challenge (`manifest/auth.js`): held for the host's answer, or (pilot
+    /// off) left to the browser.
+    AuthRequired(AuthChallenge),
+    /// What became of an `AuthAnswer` (or of a held challenge the extension gave up on).
+    AuthResult(AuthResult),
+    /// The request of a challenge ended.
+    AuthDone(AuthDone),
     /// What became of a `PilotCall` (see `host/pilot.rs`).
     PilotResult(PilotResult),
     /// A tab opened another (`window.open`, `target=_blank`, a popup): it starts with the
@@ -81,7 +88,14 @@ impl FromBrowser {
     /// Whether the state it leaves must be on disk before anyone can act on it (rare
     /// messages); the rest is saved right after.
     pub fn must_be_saved_first(&self) -> bool {
-        matches!(self, Self::Held(_) | Self::HeldClosed(_) | Self::DebuggerDetached { .. } | Self::ConfigAck(_))
+        matches!(
+            self,
+            Self::Held(_)
+                | Self::HeldClosed(_)
+                | Self::DebuggerDetached { .. }
+                | Self::ConfigAck(_)
+                | Self::AuthRequired(_)
+        )
     }
 }
 
@@ -215,6 +229,68 @@ pub struct AnswerResult {
     pub error: Option<String>,
 }
 
+/// `chrome.webRequest.onAuthRequired`, as `manifest/auth.js` passes it on.
+#[derive(Debug, Deserialize)]
+pub struct AuthChallenge {
+    pub tab_id: i64,
+    /// The worker's number for the challenge (answers name it).
+    pub challenge: u64,
+    pub request_id: String,
+    pub url: String,
+    #[serde(default)]
+    pub frame_id: i64,
+    #[serde(default)]
+    pub request_type: String,
+    #[serde(default)]
+    pub realm: String,
+    #[serde(default)]
+    pub scheme: String,
+    #[serde(default)]
+    pub is_proxy: bool,
+    #[serde(default)]
+    pub challenger: Challenger,
+    /// How many challenges this request has had (more than 1: credentials were refused).
+    #[serde(default)]
+    pub attempt: u32,
+    /// The pilot is off: the browser handles it (nothing to answer).
+    #[serde(default)]
+    pub native: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Challenger {
+    #[serde(default)]
+    pub host: String,
+    #[serde(default)]
+    pub port: u16,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AuthResult {
+    pub tab_id: i64,
+    pub challenge: u64,
+    /// The answer reached the request (false: the request was gone).
+    pub ok: bool,
+    /// It carried credentials (false: a cancel).
+    #[serde(default)]
+    pub credentials: bool,
+    /// No answer came in time; the extension cancelled on its own.
+    #[serde(default)]
+    pub expired: bool,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AuthDone {
+    pub tab_id: i64,
+    pub request_id: String,
+    #[serde(default)]
+    pub status_code: Option<u16>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
 /// The answer to `ToBrowser::PilotCall` `id`: a result (its shape is the tool's, read by
 /// `host/pilot.rs`) or why the browser could not do it.
 #[derive(Debug, Deserialize)]
@@ -240,7 +316,7 @@ pub enum ToBrowser {
     /// What the host stored of a dialog, redacted: the popup shows only this.
     Recorded {
         tab_id: i64,
-        kind: DialogKind,
+        kind: crate::kind::Kind,
         message: String,
         decided_by: DecidedBy,
         accepted: Option<bool>,
@@ -266,6 +342,17 @@ pub enum ToBrowser {
         #[serde(skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
+    /// The answer to an auth challenge: credentials, or (none) cancel. The extension
+    /// reports `AuthResult`. The only message that carries a password.
+    AuthAnswer {
+        tab_id: i64,
+        challenge: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        credentials: Option<crate::api::Credentials>,
+    },
+    /// The challenge waits for the agent: the extension holds it this long before it
+    /// cancels on its own (the watchdog comes first).
+    AuthHold { tab_id: i64, challenge: u64, wait_ms: u64 },
     /// An AI Web Pilot tool call for a tab; the extension answers with `PilotResult` `id`.
     /// It checks the human's switch itself: the host's word is not enough.
     PilotCall { id: u64, tab_id: i64, call: crate::pilot_api::PilotCall },
@@ -336,6 +423,15 @@ impl State {
                 Ok(Vec::new())
             }
             FromBrowser::DebuggerDetached { tab_id, reason } => Ok(self.on_detached(tab_id, &reason)),
+            FromBrowser::AuthRequired(m) => self.on_auth_required(m),
+            FromBrowser::AuthResult(m) => {
+                self.on_auth_result(&m);
+                Ok(Vec::new())
+            }
+            FromBrowser::AuthDone(m) => {
+                self.on_auth_done(&m);
+                Ok(Vec::new())
+            }
             // Goes to the call waiting for it (`host/mod.rs`), not to the state.
             FromBrowser::PilotResult(_) => Ok(Vec::new()),
             FromBrowser::Opened { tab_id, opener_tab_id } => Ok(self.on_opened(tab_id, opener_tab_id)),
@@ -367,6 +463,11 @@ mod tests {
             json!({"type":"held_closed","tab_id":1,"hold":2,"accepted":true,"text":""}),
             json!({"type":"answer_result","tab_id":1,"hold":2,"ok":true}),
             json!({"type":"debugger_detached","tab_id":1,"reason":"canceled_by_user"}),
+            json!({"type":"auth_required","tab_id":1,"challenge":3,"request_id":"77","url":"http://a/","frame_id":0,
+                   "request_type":"main_frame","realm":"Staff","scheme":"basic","is_proxy":false,
+                   "challenger":{"host":"a","port":80},"attempt":1,"native":false}),
+            json!({"type":"auth_result","tab_id":1,"challenge":3,"ok":true,"credentials":true}),
+            json!({"type":"auth_done","tab_id":1,"request_id":"77","status_code":200}),
             json!({"type":"pilot_result","id":3,"error":{"code":"ai_web_pilot_disabled","message":"off"}}),
             json!({"type":"opened","tab_id":2,"opener_tab_id":1}),
             json!({"type":"synced","id":3}),
@@ -390,6 +491,9 @@ mod tests {
                 Ok(FromBrowser::HeldClosed(_)) => "held_closed",
                 Ok(FromBrowser::AnswerResult(_)) => "answer_result",
                 Ok(FromBrowser::DebuggerDetached { .. }) => "debugger_detached",
+                Ok(FromBrowser::AuthRequired(_)) => "auth_required",
+                Ok(FromBrowser::AuthResult(_)) => "auth_result",
+                Ok(FromBrowser::AuthDone(_)) => "auth_done",
                 Ok(FromBrowser::PilotResult(_)) => "pilot_result",
                 Ok(FromBrowser::Opened { .. }) => "opened",
                 Ok(FromBrowser::Synced { .. }) => "synced",
@@ -399,13 +503,14 @@ mod tests {
             seen.insert(kind);
         }
 
-        assert_eq!(seen.len(), 13, "one sample of each kind");
+        assert_eq!(seen.len(), 16, "one sample of each kind");
     }
 
     #[test]
     fn the_extension_speaks_the_same_message_names() {
         let worker = include_str!("../../../manifest/background.js");
-        let js = [worker, include_str!("../../../manifest/debugger.js")].concat();
+        let auth = include_str!("../../../manifest/auth.js");
+        let js = [worker, include_str!("../../../manifest/debugger.js"), auth].concat();
         for m in samples() {
             let tag = m["type"].as_str().unwrap();
             assert!(js.contains(&format!("type: '{tag}'")), "manifest/ never sends `{tag}`");
@@ -415,6 +520,8 @@ mod tests {
             ToBrowser::Config { tab_id: 1, rev: 1, config: String::new(), debugger: false },
             ToBrowser::Answer { tab_id: 1, hold: 1, accept: true, text: None },
             ToBrowser::Resume { upto: 0 },
+            ToBrowser::AuthAnswer { tab_id: 1, challenge: 1, credentials: None },
+            ToBrowser::AuthHold { tab_id: 1, challenge: 1, wait_ms: 1 },
             ToBrowser::PilotCall {
                 id: 1,
                 tab_id: 1,

@@ -1,9 +1,9 @@
 //! The records the host keeps of dialogs (history and held), and who decides and closes
 //! them. Page text in a record is already cut and redacted.
 
+use crate::kind::Kind;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
-use unmodal_engine::DialogKind;
 
 /// Page text is cut to this many characters before it is stored or shown.
 pub const MAX_MESSAGE_CHARS: usize = 4096;
@@ -55,7 +55,7 @@ pub struct DialogRecord {
     #[serde(rename = "dialog_id")]
     pub id: u64,
     #[serde(rename = "type")]
-    pub kind: DialogKind,
+    pub kind: Kind,
     pub message: String,
     pub message_truncated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -88,6 +88,9 @@ pub struct DialogRecord {
     /// a host restart).
     #[serde(skip)]
     pub key: Option<DocSeq>,
+    /// HTTP auth challenges only: realm, scheme, proxy, what became of the request.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<super::auth::AuthDetails>,
 }
 
 impl DialogRecord {
@@ -141,7 +144,7 @@ pub(super) mod tests {
     pub fn record() -> DialogRecord {
         DialogRecord {
             id: 1,
-            kind: DialogKind::Confirm,
+            kind: Kind::Confirm,
             message: "Sure?".into(),
             message_truncated: false,
             default_text: None,
@@ -161,6 +164,7 @@ pub(super) mod tests {
             frame_id: Some(0),
             timestamp: now_rfc3339(),
             key: None,
+            auth: None,
         }
     }
 

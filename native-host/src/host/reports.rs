@@ -41,7 +41,7 @@ impl State {
         let id = self.next_id();
         let rec = DialogRecord {
             id,
-            kind,
+            kind: kind.into(),
             message,
             message_truncated: cut || r.message_cut,
             default_text,
@@ -66,6 +66,7 @@ impl State {
             frame_id: Some(m.from.frame_id),
             timestamp: record::now_rfc3339(),
             key: Some(key),
+            auth: None,
         };
         self.logs.dialog(&rec);
         // The popup shows what the host stored (redacted), never the raw page text.

@@ -98,6 +98,9 @@ pub struct State {
     pub tabs: Vec<Tab>,
     pub tracked: Option<i64>,
     pub rules: HashMap<i64, Vec<Rule>>,
+    /// HTTP auth rules per tab (`auth.rs`): in memory only, never in a page's config or on
+    /// disk (they hold credentials).
+    pub auth_rules: HashMap<i64, Vec<super::auth::AuthRule>>,
     pub(super) next_rule_id: u32,
     pub history: HeapRb<DialogRecord>,
     pub evicted: u64,
@@ -143,6 +146,7 @@ impl State {
             tabs: Vec::new(),
             tracked: None,
             rules: HashMap::new(),
+            auth_rules: HashMap::new(),
             next_rule_id: 1,
             history: HeapRb::new(HISTORY),
             evicted: 0,
@@ -170,6 +174,7 @@ impl State {
     pub(super) fn set_tabs(&mut self, tabs: Vec<Tab>, tracked: Option<i64>) {
         let open = |id: &i64| tabs.iter().any(|t| t.id == *id);
         self.rules.retain(|id, _| open(id));
+        self.auth_rules.retain(|id, _| open(id));
         self.delivered.retain(|id, _| open(id));
         self.sent_rev.retain(|id, _| open(id));
         self.policies.retain(|id, _| open(id));
@@ -207,12 +212,14 @@ impl State {
 
     /// Removes the rules for `target` (all rules for `All`); returns how many.
     pub fn clear_rules(&mut self, tab: i64, target: RuleTarget) -> usize {
+        // "all" means every kind, HTTP auth too.
+        let auth = if target == RuleTarget::All { self.clear_auth_rules(tab) } else { 0 };
         let Some(rules) = self.rules.get_mut(&tab) else {
-            return 0;
+            return auth;
         };
         let before = rules.len();
         rules.retain(|r| target != RuleTarget::All && r.target != target);
-        before - rules.len()
+        before - rules.len() + auth
     }
 
     pub fn rules_of(&self, tab: i64) -> &[Rule] {
@@ -382,7 +389,7 @@ pub(super) mod tests {
 
     #[test]
     fn rules_show_in_answers_by_their_agent_names() {
-        let m = MatchArg { message_contains: Some("alpha".into()), url_contains: None };
+        let m = MatchArg { message_contains: Some("alpha".into()), ..MatchArg::default() };
         let rule = Rule {
             id: 2,
             target: RuleTarget::One(DialogKind::Prompt),

@@ -8,6 +8,7 @@ use unmodal_e2e::browser::Options;
 use unmodal_e2e::page::Page;
 use unmodal_e2e::{Session, eventually};
 
+mod auth;
 mod peers;
 mod pilot;
 mod startup;
@@ -100,6 +101,10 @@ async fn main() -> Result<()> {
         .map_or(Ok(120), |v| v.parse::<u64>())?;
     if args.iter().any(|a| a == "--only-soak") {
         return soak(soak_secs).await;
+    }
+    if args.iter().any(|a| a == "--only-auth") {
+        let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title>").await?;
+        return auth::rows(&s).await;
     }
     if args.iter().any(|a| a == "--only-pilot") {
         let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title><body></body>").await?;
@@ -246,6 +251,7 @@ async fn main() -> Result<()> {
     println!("  the same under must_respond: top document {top} of {RUNS}, frame from another site {frame} of {RUNS}");
     held_dialogs(&s).await?;
     s.policy("auto", 10).await?;
+    auth::rows(&s).await?;
     pilot::rows(&s).await?;
     peers::run().await?;
 

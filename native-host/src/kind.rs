@@ -1,0 +1,80 @@
+//! What can hold a tab up: a page's JavaScript dialog (the engine's `DialogKind`, decided in
+//! the page) or a prompt the browser shows on its own, which the page hook never sees and
+//! the host decides (`host/auth.rs`: HTTP auth; permission prompts and device choosers are
+//! meant to join here). One name space, so records, `dialogs_blocking` and `dialog_type`
+//! speak of all of them alike. The engine's wire codes stay as they are: pages never hear
+//! of browser prompts.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use unmodal_engine::DialogKind;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Alert,
+    Confirm,
+    Prompt,
+    BeforeUnload,
+    /// An HTTP authentication challenge (401 or 407, Basic or Digest).
+    Auth,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self.dialog() {
+            Some(k) => k.as_str(),
+            None => "auth",
+        }
+    }
+
+    /// The page dialog this is, if it is one.
+    pub fn dialog(self) -> Option<DialogKind> {
+        match self {
+            Self::Alert => Some(DialogKind::Alert),
+            Self::Confirm => Some(DialogKind::Confirm),
+            Self::Prompt => Some(DialogKind::Prompt),
+            Self::BeforeUnload => Some(DialogKind::BeforeUnload),
+            Self::Auth => None,
+        }
+    }
+
+    /// Shown by the browser itself, not raised by page script (no engine decides it).
+    pub fn is_browser_prompt(self) -> bool {
+        self.dialog().is_none()
+    }
+}
+
+impl From<DialogKind> for Kind {
+    fn from(k: DialogKind) -> Self {
+        match k {
+            DialogKind::Alert => Self::Alert,
+            DialogKind::Confirm => Self::Confirm,
+            DialogKind::Prompt => Self::Prompt,
+            DialogKind::BeforeUnload => Self::BeforeUnload,
+        }
+    }
+}
+
+impl PartialEq<DialogKind> for Kind {
+    fn eq(&self, other: &DialogKind) -> bool {
+        self.dialog() == Some(*other)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_engines_plus_auth() {
+        for k in DialogKind::ALL {
+            let host = Kind::from(k);
+            assert_eq!(host.as_str(), k.as_str());
+            assert_eq!(serde_json::to_value(host).unwrap(), serde_json::to_value(k).unwrap());
+            assert!(host == k && !host.is_browser_prompt());
+        }
+        assert_eq!(serde_json::to_value(Kind::Auth).unwrap(), "auth");
+        assert!(Kind::Auth.is_browser_prompt());
+    }
+}

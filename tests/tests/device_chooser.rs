@@ -1,0 +1,256 @@
+//! Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth): what headless Chromium lets
+//! an extension see and do, pinned. Unmodal does not handle them yet (README, "Limits
+//! today"); these tests fail the day the platform changes what the design rests on.
+//!
+//! - `DeviceAccess` (the only protocol domain for choosers) is not offered to extensions:
+//!   `chrome.debugger` refuses all of it, so no extension can list a chooser's devices, pick
+//!   one or cancel it.
+//! - Without a user gesture every chooser call fails at once (`SecurityError`).
+//! - After a gesture, USB, HID and Serial choosers raise no `deviceRequestPrompted` even for
+//!   a full CDP client and never settle: the page's promise hangs (its script keeps running).
+//! - Every call that fails at once comes back already rejected (its handlers run within two
+//!   microtasks); one that opens a chooser does not; the call leaves the user activation in
+//!   place. So a page hook can let the browser's own code convert and check the arguments
+//!   and tell a chooser that opened from one that failed (what is left to build, README).
+//! - `navigator.bluetooth` is absent by default; with the experimental web platform features
+//!   on, a chooser fails at once: no adapter.
+
+use serde_json::{Value, json};
+use std::time::Duration;
+use unmodal_e2e::{Options, Session, cdp, eventually};
+
+const PAGE: &str = r#"<!doctype html><title>choosers</title>
+<style>button { position: fixed; left: 0; width: 120px; height: 40px }</style>
+<button id=usb style="top: 0" onclick="ask('usb', () => navigator.usb.requestDevice({filters: []}))">usb</button>
+<button id=hid style="top: 50px" onclick="ask('hid', () => navigator.hid.requestDevice({filters: []}))">hid</button>
+<button id=serial style="top: 100px" onclick="ask('serial', () => navigator.serial.requestPort())">serial</button>
+<button id=bluetooth style="top: 150px" onclick="ask('bluetooth', () => navigator.bluetooth.requestDevice({acceptAllDevices: true}))">bluetooth</button>
+<script>
+window.out = {};
+function ask(k, call) {
+  out[k] = 'pending';
+  try {
+    call().then((v) => { out[k] = 'resolved ' + JSON.stringify(v); }, (e) => { out[k] = e.name + ': ' + e.message; });
+  } catch (e) {
+    out[k] = 'threw ' + e.name + ': ' + e.message;
+  }
+}
+</script>"#;
+
+/// Each chooser call, as a page script makes it.
+const CALLS: [(&str, &str); 3] = [
+    ("usb", "navigator.usb.requestDevice({filters: []})"),
+    ("hid", "navigator.hid.requestDevice({filters: []})"),
+    ("serial", "navigator.serial.requestPort()"),
+];
+
+async fn outcome(s: &Session, key: &str) -> anyhow::Result<Value> {
+    s.page.eval(&format!("out[{}] ?? null", serde_json::to_string(key)?)).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extensions_get_nothing_of_the_device_access_domain() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    let url = s.open("/choosers", PAGE, &[]).await?;
+    let tab = s.agent.wait_for_tab_listed(&url).await?;
+    // An extension page of Unmodal's, with its `debugger` permission, attached to the tab.
+    let popup = s.open_popup().await?;
+    let tried = popup
+        .eval(&format!(
+            r#"(async () => {{
+              const tab = {{ tabId: {tab} }};
+              await chrome.debugger.attach(tab, '1.3');
+              const out = {{}};
+              for (const [method, params] of [['DeviceAccess.enable', {{}}], ['DeviceAccess.selectPrompt', {{ id: 'x', deviceId: 'y' }}], ['DeviceAccess.cancelPrompt', {{ id: 'x' }}], ['Page.enable', {{}}]]) {{
+                try {{ await chrome.debugger.sendCommand(tab, method, params); out[method] = 'ok'; }}
+                catch (e) {{ out[method] = e.message; }}
+              }}
+              await chrome.debugger.detach(tab);
+              return out;
+            }})()"#
+        ))
+        .await?;
+    s.browser.close_page(&popup).await?;
+    for method in ["DeviceAccess.enable", "DeviceAccess.selectPrompt", "DeviceAccess.cancelPrompt"] {
+        let err: Value = serde_json::from_str(tried[method].as_str().unwrap_or("null")).unwrap_or(Value::Null);
+        assert_eq!(err, json!({"code": -32601, "message": format!("'{method}' wasn't found")}), "{method}: {tried}");
+    }
+    // The same session runs other domains: the refusal is about this one.
+    assert_eq!(tried["Page.enable"], "ok", "{tried}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_gesture_every_chooser_fails_at_once() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/choosers", PAGE, &[]).await?;
+    for (key, call) in CALLS {
+        let got = s
+            .page
+            .eval(&format!("{call}.then((v) => 'resolved ' + JSON.stringify(v), (e) => e.name + ': ' + e.message)"))
+            .await?;
+        let (iface, method) = match key {
+            "usb" => ("USB", "requestDevice"),
+            "hid" => ("HID", "requestDevice"),
+            _ => ("Serial", "requestPort"),
+        };
+        let want = format!(
+            "SecurityError: Failed to execute '{method}' on '{iface}': Must be handling a user gesture to show a permission request."
+        );
+        assert_eq!(got, json!(want), "{key}");
+    }
+    assert_eq!(s.page.eval("typeof navigator.bluetooth").await?, json!("undefined"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_a_gesture_usb_hid_and_serial_raise_no_prompt_and_never_settle() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    s.open("/choosers", PAGE, &[]).await?;
+    // A full CDP client (not an extension) may use the domain.
+    assert_eq!(s.page.call("DeviceAccess.enable", json!({})).await?, json!({}));
+    // One chooser per tab at a time: a second one cancels the first (PROMPTS-FACTS.md, F).
+    // So each gets a tab of its own.
+    for (key, _) in CALLS {
+        if key != "usb" {
+            s.page.goto(&s.web.page("/choosers", PAGE, &[])).await?;
+            s.page.call("DeviceAccess.enable", json!({})).await?;
+        }
+        let mut events = s.page.events();
+        s.page.click(&format!("#{key}")).await?;
+        let me = s.page.session.clone();
+        // The window the chooser has to show itself in: a prompt event, or the promise settling.
+        let prompted = cdp::wait_event(&mut events, Duration::from_secs(3), |e| {
+            e.method == "DeviceAccess.deviceRequestPrompted" && e.session.as_deref() == Some(&me)
+        })
+        .await;
+        assert!(prompted.is_err(), "{key}: a chooser prompt event appeared: {:?}", prompted.map(|e| e.params));
+        // The page's script still runs; only the chooser's promise is stuck.
+        assert_eq!(outcome(&s, key).await?, json!("pending"), "{key}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bluetooth_with_the_experimental_features_fails_at_once_without_an_adapter() -> anyhow::Result<()> {
+    let opts = Options { args: vec!["--enable-experimental-web-platform-features".into()], ..Options::default() };
+    let s = Session::start_with(opts).await?;
+    s.open("/choosers", PAGE, &[]).await?;
+    let got = s
+        .page
+        .eval("navigator.bluetooth.requestDevice({acceptAllDevices: true}).catch((e) => e.name + ': ' + e.message)")
+        .await?;
+    assert_eq!(
+        got,
+        json!(
+            "SecurityError: Failed to execute 'requestDevice' on 'Bluetooth': Must be handling a user gesture to show a permission request."
+        )
+    );
+    s.page.click("#bluetooth").await?;
+    let settled = eventually(Duration::from_secs(10), "the Bluetooth chooser settling", || async {
+        let v = outcome(&s, "bluetooth").await?;
+        Ok((v != json!("pending")).then_some(v))
+    })
+    .await?;
+    assert_eq!(settled, json!("NotFoundError: Bluetooth adapter not available."));
+    Ok(())
+}
+
+/// The browser's own cancel results (what a hook answering "cancel" must reproduce): a
+/// second chooser in a tab cancels the first, which the page sees as a user's cancel.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_chooser_cancels_the_first_as_a_user_would() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    let expected = [
+        ("usb", "hid", json!("NotFoundError: Failed to execute 'requestDevice' on 'USB': No device selected.")),
+        ("hid", "serial", json!("resolved []")),
+        (
+            "serial",
+            "usb",
+            json!("NotFoundError: Failed to execute 'requestPort' on 'Serial': No port selected by the user."),
+        ),
+    ];
+    for (first, second, want) in expected {
+        s.page.goto(&s.web.page("/choosers", PAGE, &[])).await?;
+        s.page.click(&format!("#{first}")).await?;
+        eventually(Duration::from_secs(10), "the first chooser pending", || async {
+            Ok((outcome(&s, first).await? == json!("pending")).then_some(()))
+        })
+        .await?;
+        s.page.click(&format!("#{second}")).await?;
+        let got = eventually(Duration::from_secs(10), "the first chooser cancelled", || async {
+            let v = outcome(&s, first).await?;
+            Ok((v != json!("pending")).then_some(v))
+        })
+        .await?;
+        assert_eq!(got, want, "{first} cancelled by {second}");
+    }
+    Ok(())
+}
+
+/// How soon each outcome is visible to page code: two microtasks after the call.
+const PROBE: &str = r#"<!doctype html><title>probe</title>
+<button id=go style="position: fixed; left: 0; top: 0; width: 120px; height: 40px" onclick="probe(window.call)">go</button>
+<script>
+window.seen = null;
+function probe(call) {
+  let settled = 'pending';
+  const p = call();
+  p.then(() => { settled = 'resolved'; }, (e) => { settled = e.name + ': ' + e.message; });
+  queueMicrotask(() => queueMicrotask(() => { seen = { settled, active: navigator.userActivation.isActive }; }));
+}
+</script>"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_call_is_settled_within_two_microtasks_and_an_opened_chooser_is_not() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    let cases = [
+        (
+            false,
+            "() => navigator.usb.requestDevice({filters: []})",
+            "SecurityError: Failed to execute 'requestDevice' on 'USB': Must be handling a user gesture to show a permission request.",
+        ),
+        (
+            false,
+            "() => navigator.serial.requestPort()",
+            "SecurityError: Failed to execute 'requestPort' on 'Serial': Must be handling a user gesture to show a permission request.",
+        ),
+        (
+            true,
+            "() => navigator.usb.requestDevice()",
+            "TypeError: Failed to execute 'requestDevice' on 'USB': 1 argument required, but only 0 present.",
+        ),
+        (
+            true,
+            "() => navigator.usb.requestDevice({})",
+            "TypeError: Failed to execute 'requestDevice' on 'USB': Failed to read the 'filters' property from 'USBDeviceRequestOptions': Required member is undefined.",
+        ),
+        (
+            true,
+            "() => USB.prototype.requestDevice.call({}, {filters: []})",
+            "TypeError: Failed to execute 'requestDevice' on 'USB': Illegal invocation",
+        ),
+        (true, "() => navigator.hid.requestDevice({filters: []})", "pending"),
+        (true, "() => navigator.serial.requestPort()", "pending"),
+        (true, "() => navigator.usb.requestDevice({filters: []})", "pending"),
+    ];
+    for (gesture, call, want) in cases {
+        s.page.goto(&s.web.page("/probe", PROBE, &[])).await?;
+        s.page.eval(&format!("window.call = {call}; 0")).await?;
+        if gesture {
+            s.page.click("#go").await?;
+        } else {
+            s.page.eval("probe(window.call); 0").await?;
+        }
+        let seen = eventually(Duration::from_secs(10), "the probe's look two microtasks on", || async {
+            let v = s.page.eval("seen").await?;
+            Ok((!v.is_null()).then_some(v))
+        })
+        .await?;
+        assert_eq!(seen["settled"], json!(want), "{call} (gesture: {gesture})");
+        if gesture {
+            assert_eq!(seen["active"], json!(true), "{call}: the call used up the user activation");
+        }
+    }
+    Ok(())
+}
