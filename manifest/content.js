@@ -11,14 +11,15 @@
   const secret = handedOver.startsWith('unmodal:') && end > 8 ? handedOver.slice(8, end) : null;
   if (secret !== null) window.status = handedOver.slice(end + 1);
   const MAX_REPORT_CHARS = 16 * 1024;
-  // Until the tab's config arrives, all a frame knows is whether the pilot is on (pilot.js
-  // runs only then): the engine answers by default and says the rules were not loaded.
+  // Until the tab's config arrives, all a frame knows is whether the pilot is on (pilot.js,
+  // run only then, leaves `__unmodalPilot` on this world's global; read when the page hook
+  // first asks, after every document_start script ran, in whichever order): the engine
+  // answers by default and says the rules were not loaded.
   // Made by the engine's encoder (`fallback_configs`; a test checks the string).
   const PILOT_ON_STANDIN = 'U1E1S';
   const toMain = secret === null ? null : secret + 'm';
   // The page hook asks for the config on its first dialog; until then nothing is sent.
   let asked = false;
-  let pilotOn = globalThis.__unmodalPilot === true; // set by pilot.js if it ran first
   // The tab's config (engine/src/config.rs), whole, from the worker or the parent frame;
   // never read here, only passed on.
   let config = null;
@@ -40,7 +41,7 @@
   const bridge = { config: null, apply: null };
   globalThis.__unmodalBridge = bridge;
 
-  const current = () => config ?? (pilotOn ? PILOT_ON_STANDIN : null);
+  const current = () => config ?? (globalThis.__unmodalPilot === true ? PILOT_ON_STANDIN : null);
 
   const toPage = () => {
     const cfg = current();
@@ -63,13 +64,6 @@
   };
   bridge.apply = (next) => {
     if (typeof next === 'string') apply(next);
-  };
-
-  // pilot.js is registered by the service worker only while the human has the pilot on;
-  // whichever of the two scripts runs second tells the page hook, before page scripts run.
-  globalThis.__unmodalPilotOn = () => {
-    pilotOn = true;
-    toPage();
   };
 
   // From the page hook: a question (a string; answered by cancelling the event or not), or
@@ -123,7 +117,10 @@
   if (secret !== null) addEventListener(secret + 'i', fromPage, true);
   // The agent works in this tab when its top document takes trusted input (a driver's
   // Input.dispatch* events are trusted too): the service worker tracks it (tracking.js).
-  if (window === window.top) {
+  // window.parent, not window.top: the parent is read below anyway, and each other window
+  // a frame touches costs it a wrapper.
+  const up = window.parent;
+  if (up === window) {
     let last = -Infinity;
     const onInput = (e) => {
       if (!e.isTrusted || e.timeStamp - last < 1000) return;
@@ -136,7 +133,7 @@
 
   let parent;
   try {
-    parent = window !== window.parent ? window.parent.__unmodalBridge : undefined;
+    parent = up !== window ? up.__unmodalBridge : undefined;
   } catch {
     parent = undefined; // cross-origin parent
   }
