@@ -11,10 +11,12 @@
   const secret = handedOver.startsWith('unmodal:') && end > 8 ? handedOver.slice(8, end) : null;
   if (secret !== null) window.status = handedOver.slice(end + 1);
   const MAX_REPORT_CHARS = 16 * 1024;
-  // Until the tab's config arrives, all a frame knows is whether the pilot is on (pilot.js,
-  // run only then, leaves `__unmodalPilot` on this world's global; read when the page hook
-  // first asks, after every document_start script ran, in whichever order): the engine
-  // answers by default and says the rules were not loaded.
+  // Until the tab's config arrives, all a frame knows is whether the pilot is on: the engine
+  // then answers by default and says the rules were not loaded. pilot.js, run only while it
+  // is on and only in frames with a URL of their own, leaves `__unmodalPilot` on this
+  // world's global; a frame a page makes (about:blank, srcdoc, blob:, data:) asks its
+  // parent's (or opener's) bridge instead. Read when the page hook first asks, after every
+  // document_start script ran, in whichever order.
   // Made by the engine's encoder (`fallback_configs`; a test checks the string).
   const PILOT_ON_STANDIN = 'U1E1S';
   const toMain = secret === null ? null : secret + 'm';
@@ -38,10 +40,24 @@
   };
 
   // What same-origin child frames read and call (this world only).
-  const bridge = { config: null, apply: null };
+  const bridge = { config: null, apply: null, pilot: null };
   globalThis.__unmodalBridge = bridge;
 
-  const current = () => config ?? (globalThis.__unmodalPilot === true ? PILOT_ON_STANDIN : null);
+  let parent; // the parent frame's bridge, if same-origin (found below)
+  const pilotOn = () => {
+    if (globalThis.__unmodalPilot === true) return true;
+    let from = parent;
+    if (!from) {
+      try {
+        from = window.opener ? window.opener.__unmodalBridge : undefined;
+      } catch {
+        from = undefined; // cross-origin opener
+      }
+    }
+    return !!from && typeof from.pilot === 'function' && from.pilot() === true;
+  };
+  bridge.pilot = pilotOn;
+  const current = () => config ?? (pilotOn() ? PILOT_ON_STANDIN : null);
 
   const toPage = () => {
     const cfg = current();
@@ -131,7 +147,6 @@
     addEventListener('keydown', onInput, { capture: true, passive: true });
   }
 
-  let parent;
   try {
     parent = up !== window ? up.__unmodalBridge : undefined;
   } catch {

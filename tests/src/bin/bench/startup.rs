@@ -58,8 +58,16 @@ fn scoped_copy(from: &Path, origin: &str, name: &str, empty: bool) -> Result<tem
     let scripts = m.get_mut("content_scripts").and_then(Value::as_array_mut).context("no content_scripts")?;
     if !empty {
         let isolated = scripts.iter().find(|s| s["world"] == "ISOLATED").context("no ISOLATED content script")?;
+        // As this build's background.js registers it: in every frame, or (since the work on
+        // issue 14) in frames with a URL of their own only.
+        let own_url_only =
+            std::fs::read_to_string(from.join("background.js"))?.contains("matchOriginAsFallback: false");
         let mut pilot = isolated.clone();
         pilot["js"] = json!(["pilot.js"]);
+        if own_url_only {
+            pilot["match_about_blank"] = json!(false);
+            pilot["match_origin_as_fallback"] = json!(false);
+        }
         scripts.push(pilot);
     }
     for s in scripts.iter_mut() {
@@ -243,7 +251,6 @@ async fn script_times(page: &Page, scopes: &[String], save: Option<&std::ffi::Os
     }
     Ok(out)
 }
-
 
 /// The share as whole-frame cost: wall-clock time, then main-thread CPU time.
 async fn whole_frame_rows(page: &Page, scopes: &[String], variants: &[PathBuf]) -> Result<()> {
