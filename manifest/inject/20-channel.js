@@ -8,8 +8,16 @@
   // scripts, would keep the secret where a same-origin parent could read it.)
   // Called at once, before any page script: nothing to capture. randomUUID over
   // getRandomValues: one call, no typed array, no `Crypto` interface object to make (about
-  // 10 µs a frame, measured).
-  const secret = crypto.randomUUID();
+  // 10 µs a frame, measured). randomUUID exists in secure contexts only; elsewhere (an
+  // http: page that is not localhost) 64 random bits from getRandomValues.
+  const cryptoObj = crypto;
+  let secret;
+  if (typeof cryptoObj.randomUUID === 'function') secret = cryptoObj.randomUUID();
+  else {
+    const rnd = new Uint32Array(2);
+    cryptoObj.getRandomValues(rnd);
+    secret = 'u' + rnd[0].toString(36) + rnd[1].toString(36);
+  }
   const toIsolated = secret + 'i';
   win.status = 'unmodal:' + secret + '\n' + win.status;
 
