@@ -256,18 +256,25 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
 });
 
 // ---- AI Web Pilot: only a human switches it, in the popup (storage written there) ----
+// Frames with a URL of their own only: about:blank, srcdoc, blob: and data: frames take the
+// switch from their parent's (or opener's) content.js, a script fewer in every frame a page
+// makes (see content.js).
+const PILOT_SCRIPT_SPEC = {
+  id: PILOT_SCRIPT,
+  js: ['pilot.js'],
+  matches: ['<all_urls>'],
+  runAt: 'document_start',
+  allFrames: true,
+  matchOriginAsFallback: false,
+  world: 'ISOLATED',
+};
 async function registerPilotScript(on) {
   const registered = await chrome.scripting.getRegisteredContentScripts({ ids: [PILOT_SCRIPT] });
   if (on && registered.length === 0) {
-    await chrome.scripting.registerContentScripts([{
-      id: PILOT_SCRIPT,
-      js: ['pilot.js'],
-      matches: ['<all_urls>'],
-      runAt: 'document_start',
-      allFrames: true,
-      matchOriginAsFallback: true,
-      world: 'ISOLATED',
-    }]);
+    await chrome.scripting.registerContentScripts([PILOT_SCRIPT_SPEC]);
+  } else if (on && registered[0].matchOriginAsFallback !== false) {
+    // Registered by an earlier version (persisted across sessions), for every frame.
+    await chrome.scripting.updateContentScripts([PILOT_SCRIPT_SPEC]);
   } else if (!on && registered.length > 0) {
     await chrome.scripting.unregisterContentScripts({ ids: [PILOT_SCRIPT] });
   }

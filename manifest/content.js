@@ -11,14 +11,17 @@
   const secret = handedOver.startsWith('unmodal:') && end > 8 ? handedOver.slice(8, end) : null;
   if (secret !== null) window.status = handedOver.slice(end + 1);
   const MAX_REPORT_CHARS = 16 * 1024;
-  // Until the tab's config arrives, all a frame knows is whether the pilot is on (pilot.js
-  // runs only then): the engine answers by default and says the rules were not loaded.
+  // Until the tab's config arrives, all a frame knows is whether the pilot is on: the engine
+  // then answers by default and says the rules were not loaded. pilot.js, run only while it
+  // is on and only in frames with a URL of their own, leaves `__unmodalPilot` on this
+  // world's global; a frame a page makes (about:blank, srcdoc, blob:, data:) asks its
+  // parent's (or opener's) bridge instead. Read when the page hook first asks, after every
+  // document_start script ran, in whichever order.
   // Made by the engine's encoder (`fallback_configs`; a test checks the string).
   const PILOT_ON_STANDIN = 'U1E1S';
   const toMain = secret === null ? null : secret + 'm';
   // The page hook asks for the config on its first dialog; until then nothing is sent.
   let asked = false;
-  let pilotOn = globalThis.__unmodalPilot === true; // set by pilot.js if it ran first
   // The tab's config (engine/src/config.rs), whole, from the worker or the parent frame;
   // never read here, only passed on.
   let config = null;
@@ -37,10 +40,24 @@
   };
 
   // What same-origin child frames read and call (this world only).
-  const bridge = { config: null, apply: null };
+  const bridge = { config: null, apply: null, pilot: null };
   globalThis.__unmodalBridge = bridge;
 
-  const current = () => config ?? (pilotOn ? PILOT_ON_STANDIN : null);
+  let parent; // the parent frame's bridge, if same-origin (found below)
+  const pilotOn = () => {
+    if (globalThis.__unmodalPilot === true) return true;
+    let from = parent;
+    if (!from) {
+      try {
+        from = window.opener ? window.opener.__unmodalBridge : undefined;
+      } catch {
+        from = undefined; // cross-origin opener
+      }
+    }
+    return !!from && typeof from.pilot === 'function' && from.pilot() === true;
+  };
+  bridge.pilot = pilotOn;
+  const current = () => config ?? (pilotOn() ? PILOT_ON_STANDIN : null);
 
   const toPage = () => {
     const cfg = current();
@@ -63,13 +80,6 @@
   };
   bridge.apply = (next) => {
     if (typeof next === 'string') apply(next);
-  };
-
-  // pilot.js is registered by the service worker only while the human has the pilot on;
-  // whichever of the two scripts runs second tells the page hook, before page scripts run.
-  globalThis.__unmodalPilotOn = () => {
-    pilotOn = true;
-    toPage();
   };
 
   // From the page hook: a question (a string; answered by cancelling the event or not), or
@@ -123,7 +133,10 @@
   if (secret !== null) addEventListener(secret + 'i', fromPage, true);
   // The agent works in this tab when its top document takes trusted input (a driver's
   // Input.dispatch* events are trusted too): the service worker tracks it (tracking.js).
-  if (window === window.top) {
+  // window.parent, not window.top: the parent is read below anyway, and each other window
+  // a frame touches costs it a wrapper.
+  const up = window.parent;
+  if (up === window) {
     let last = -Infinity;
     const onInput = (e) => {
       if (!e.isTrusted || e.timeStamp - last < 1000) return;
@@ -134,9 +147,8 @@
     addEventListener('keydown', onInput, { capture: true, passive: true });
   }
 
-  let parent;
   try {
-    parent = window !== window.parent ? window.parent.__unmodalBridge : undefined;
+    parent = up !== window ? up.__unmodalBridge : undefined;
   } catch {
     parent = undefined; // cross-origin parent
   }

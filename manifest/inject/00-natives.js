@@ -20,9 +20,6 @@
   const NativeError = Error;
   const captureStackTrace = Error.captureStackTrace;
   const indexOf = String.prototype.indexOf;
-  const getRandomValues = Crypto.prototype.getRandomValues;
-  const cryptoObj = crypto;
-  const NewUint32Array = Uint32Array;
   const NewUint16Array = Uint16Array;
   const eventProto = Event.prototype;
   const nativePreventDefault = eventProto.preventDefault;
@@ -36,7 +33,6 @@
   const charCodeAt = String.prototype.charCodeAt;
   const fromCharCode = String.fromCharCode;
   const sliceString = String.prototype.slice;
-  const numberToString = Number.prototype.toString;
   const now = Date.now;
   const queueMicrotask = win.queueMicrotask;
   const deleteProperty = Reflect.deleteProperty;

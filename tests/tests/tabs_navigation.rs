@@ -95,3 +95,23 @@ async fn first_inline_script_dialog_is_explained_honestly() -> anyhow::Result<()
     }
     Ok(())
 }
+
+/// A frame the page makes (about:blank) gets no pilot.js of its own: it takes the switch from
+/// its parent's bridge. Raised from the new document's first inline script, before any config
+/// can have arrived, its dialog is answered by the default, never left to the browser.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_made_frame_knows_the_pilot_is_on_before_any_config() -> anyhow::Result<()> {
+    let (s, _) = Session::with_pilot("/start", PAGE).await?;
+    let url = s.web.page(
+        "/made-early",
+        "<!doctype html><body><script>const f = document.createElement('iframe'); document.body.append(f);
+           document.title = 'made:' + String(f.contentWindow.confirm('made early'))</script>",
+        &[],
+    );
+    s.page.goto(&url).await?;
+    let d = s.last_dialog_where(1, |d| d["message"] == "made early").await?;
+    assert_eq!(d["decided_by"], json!("default_policy"), "{d}");
+    let title = s.page.eval("document.title").await?;
+    assert!(title.as_str().is_some_and(|t| t.starts_with("made:")), "{title}");
+    Ok(())
+}

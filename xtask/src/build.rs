@@ -155,7 +155,9 @@ fn assemble(root: &Path, engine_js: &str) -> Result<()> {
     fs::write(&out, &inject)?;
     // Every frame parses these two: minified, they cost a frame less. The tests run
     // against the minified files, as shipped.
-    for file in [out.clone(), dst.join("content.js")] {
+    // UNMODAL_NO_MINIFY=1 keeps them readable (line-level CPU profiles of the bench).
+    let minify = std::env::var_os("UNMODAL_NO_MINIFY").is_none();
+    for file in [out.clone(), dst.join("content.js")].into_iter().filter(|_| minify) {
         sh::run(
             Command::new(root.join("tools/node_modules/.bin/esbuild"))
                 .arg(&file)

@@ -118,7 +118,9 @@ async fn main() -> Result<()> {
         let variants: Vec<std::path::PathBuf> =
             args.windows(2).filter(|w| w[0] == "--variant").map(|w| w[1].clone().into()).collect();
         let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title>").await?;
-        startup::share(&s.browser.art.extension, &s.web, &variants).await?;
+        // `--trace-only`: only the trace's rows (the quickest to compare variants by).
+        let trace_only = args.iter().any(|a| a == "--trace-only");
+        startup::share(&s.browser.art.extension, &s.web, &variants, trace_only).await?;
         // `--no-heavy`: the share alone (for comparing variants quickly).
         if args.iter().any(|a| a == "--no-heavy") {
             return Ok(());
@@ -255,7 +257,7 @@ async fn main() -> Result<()> {
     pilot::rows(&s).await?;
     peers::run().await?;
 
-    startup::share(&s.browser.art.extension, &s.web, &[]).await?;
+    startup::share(&s.browser.art.extension, &s.web, &[], false).await?;
     startup::heavy(&s).await?;
 
     let art = &s.browser.art;

@@ -58,8 +58,16 @@ fn scoped_copy(from: &Path, origin: &str, name: &str, empty: bool) -> Result<tem
     let scripts = m.get_mut("content_scripts").and_then(Value::as_array_mut).context("no content_scripts")?;
     if !empty {
         let isolated = scripts.iter().find(|s| s["world"] == "ISOLATED").context("no ISOLATED content script")?;
+        // As this build's background.js registers it: in every frame, or (since the work on
+        // issue 14) in frames with a URL of their own only.
+        let own_url_only =
+            std::fs::read_to_string(from.join("background.js"))?.contains("matchOriginAsFallback: false");
         let mut pilot = isolated.clone();
         pilot["js"] = json!(["pilot.js"]);
+        if own_url_only {
+            pilot["match_about_blank"] = json!(false);
+            pilot["match_origin_as_fallback"] = json!(false);
+        }
         scripts.push(pilot);
     }
     for s in scripts.iter_mut() {
@@ -244,13 +252,42 @@ async fn script_times(page: &Page, scopes: &[String], save: Option<&std::ffi::Os
     Ok(out)
 }
 
+/// The share as whole-frame cost: wall-clock time, then main-thread CPU time.
+async fn whole_frame_rows(page: &Page, scopes: &[String], variants: &[PathBuf]) -> Result<()> {
+    let costs = scope_costs(page, scopes).await?;
+    let (plain, floor, ours) = (&costs[0], &costs[1], &costs[2]);
+    row("frame, no content script (baseline)", &stats(plain.clone()), "ms");
+    row("frame, both content scripts empty", &stats(floor.clone()), "ms");
+    row("frame, Unmodal", &stats(ours.clone()), "ms");
+    row("the floor: empty scripts over baseline", &paired(floor, plain), "ms");
+    row("Unmodal's own share: ours over the floor", &paired(ours, floor), "ms");
+    row("Unmodal in total: ours over baseline", &paired(ours, plain), "ms");
+    for (v, c) in variants.iter().zip(&costs[3..]) {
+        row(&format!("variant {}: over the floor", v.display()), &paired(c, floor), "ms");
+    }
+    println!(
+        "  the same in the renderer main thread's CPU time ({} frames each, {CPU_BATCH} per batch):",
+        CPU_BATCH * CPU_ROUNDS
+    );
+    let cpu = scope_cpu_costs(page, scopes).await?;
+    let (plain, floor, ours) = (&cpu[0], &cpu[1], &cpu[2]);
+    row("CPU: frame, no content script (baseline)", &stats(plain.clone()), "ms");
+    row("CPU: the floor over baseline", &paired(floor, plain), "ms");
+    row("CPU: Unmodal's own share over the floor", &paired(ours, floor), "ms");
+    row("CPU: Unmodal in total over baseline", &paired(ours, plain), "ms");
+    for (v, c) in variants.iter().zip(&cpu[3..]) {
+        row(&format!("CPU: variant {}: over the floor", v.display()), &paired(c, floor), "ms");
+    }
+    Ok(())
+}
+
 fn paired(a: &[f64], b: &[f64]) -> Stats {
     stats(a.iter().zip(b).map(|(x, y)| x - y).collect())
 }
 
 /// The floor, Unmodal's share over it, and the total, from one run; `variants` (other
 /// builds of the extension) are measured beside ours in the same page.
-pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> Result<()> {
+pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf], trace_only: bool) -> Result<()> {
     println!(
         "\nStart-up cost per frame, one page ({} script-made frames each, alternating; page shows no dialog):",
         PER_BATCH * ROUNDS
@@ -308,32 +345,11 @@ pub async fn share(extension: &Path, web: &WebServer, variants: &[PathBuf]) -> R
         let p = page.call("Profiler.stop", json!({})).await?;
         std::fs::write(out, serde_json::to_vec(&p["profile"])?)?;
     }
-    let costs = scope_costs(&page, &scopes).await?;
-    let (plain, floor, ours) = (&costs[0], &costs[1], &costs[2]);
-    row("frame, no content script (baseline)", &stats(plain.clone()), "ms");
-    row("frame, both content scripts empty", &stats(floor.clone()), "ms");
-    row("frame, Unmodal", &stats(ours.clone()), "ms");
-    row("the floor: empty scripts over baseline", &paired(floor, plain), "ms");
-    row("Unmodal's own share: ours over the floor", &paired(ours, floor), "ms");
-    row("Unmodal in total: ours over baseline", &paired(ours, plain), "ms");
-    for (v, c) in variants.iter().zip(&costs[3..]) {
-        row(&format!("variant {}: over the floor", v.display()), &paired(c, floor), "ms");
+    if !trace_only {
+        whole_frame_rows(&page, &scopes, variants).await?;
     }
-    println!(
-        "  the same in the renderer main thread's CPU time ({} frames each, {CPU_BATCH} per batch):",
-        CPU_BATCH * CPU_ROUNDS
-    );
-    let cpu = scope_cpu_costs(&page, &scopes).await?;
     let save = std::env::var_os("UNMODAL_BENCH_TRACE");
     let traced = script_times(&page, &scopes, save.as_deref()).await?;
-    let (plain, floor, ours) = (&cpu[0], &cpu[1], &cpu[2]);
-    row("CPU: frame, no content script (baseline)", &stats(plain.clone()), "ms");
-    row("CPU: the floor over baseline", &paired(floor, plain), "ms");
-    row("CPU: Unmodal's own share over the floor", &paired(ours, floor), "ms");
-    row("CPU: Unmodal in total over baseline", &paired(ours, plain), "ms");
-    for (v, c) in variants.iter().zip(&cpu[3..]) {
-        row(&format!("CPU: variant {}: over the floor", v.display()), &paired(c, floor), "ms");
-    }
     println!(
         "  the content scripts' own time per frame, from the browser's trace ({} frames each, main-thread time):",
         TRACE_BATCH * TRACE_ROUNDS
