@@ -32,6 +32,7 @@
     const handler = getOwnPropertyDescriptor(handlerHooks, 'onbeforeunload');
     as(handler.get, 'get onbeforeunload');
     as(handler.set, 'set onbeforeunload');
+    disguisePermissions(as);
   };
 
   const install = (owner, name, fn) => {
