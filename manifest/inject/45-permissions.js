@@ -13,42 +13,55 @@
   const NewPromise = Promise;
   const promiseThen = Promise.prototype.then;
   const mapDelete = Map.prototype.delete;
-  const nav = win.navigator;
-  const navProto = getPrototypeOf(nav);
+  // Descriptors are read through own members only (a page may define `value` or `get` on
+  // Object.prototype).
+  const hasOwn = Object.hasOwn;
   const getterOf = (owner, name) => {
     const d = owner && getOwnPropertyDescriptor(owner, name);
     return d && typeof d.get === 'function' ? d.get : null;
   };
-  const mediaDevicesOf = getterOf(navProto, 'mediaDevices');
-  const geolocationOf = getterOf(navProto, 'geolocation');
-  const clipboardOf = getterOf(navProto, 'clipboard');
   // A frame whose permissions policy forbids a feature (another site's frame without
   // allow=) never prompts: the browser refuses with its own policy error, so the call goes
   // straight through and nothing is asked.
+  // FeaturePolicy's own method is looked up on first use (its interface costs every frame
+  // to make), and used only if it is still the browser's (its source says so; no page
+  // function can print it).
   const featurePolicyOf = getterOf(getPrototypeOf(getPrototypeOf(doc)), 'featurePolicy');
-  const featurePolicyProto = (() => {
-    const d = getOwnPropertyDescriptor(win, 'FeaturePolicy');
-    return d && typeof d.value === 'function' ? d.value.prototype : null;
-  })();
-  const allowsFeature = featurePolicyProto && featurePolicyProto.allowsFeature;
+  let allowsFeature;
   const allowed = (feature) => {
-    if (featurePolicyOf === null || typeof allowsFeature !== 'function') return true;
+    if (featurePolicyOf === null) return true;
     try {
-      return apply(allowsFeature, apply(featurePolicyOf, doc, []), [feature]) === true;
+      const policy = apply(featurePolicyOf, doc, []);
+      if (allowsFeature === undefined) {
+        const d = getOwnPropertyDescriptor(getPrototypeOf(policy), 'allowsFeature');
+        const fn = d && hasOwn(d, 'value') ? d.value : undefined;
+        allowsFeature = typeof fn === 'function' && apply(nativeToString, fn, []) === 'function allowsFeature() { [native code] }' ? fn : null;
+      }
+      return allowsFeature === null || apply(allowsFeature, policy, [feature]) === true;
     } catch {
       return true;
     }
   };
-  // The receiver is this window's own object (what navigator hands out), else the native
-  // call decides (its brand check, its error).
-  const genuine = (self, getter) => {
-    if (getter === null || self === null || typeof self !== 'object') return false;
+  // Is the receiver a real one? Else the native call decides now (its brand check, its
+  // error). Asked of the natives themselves (a getter, a no-op clearWatch), not of
+  // navigator: making this frame's navigator would cost more than everything else here.
+  const branded = (self, check) => {
+    if (self === null || typeof self !== 'object') return false;
     try {
-      return self === apply(getter, nav, []);
+      check(self);
+      return true;
     } catch {
       return false;
     }
   };
+  let deviceChangeOf = null; // MediaDevices.prototype's ondevicechange getter
+  const isMediaDevices = (self) => deviceChangeOf !== null && branded(self, (o) => apply(deviceChangeOf, o, []));
+  // A watch id below 1 is never one: clearWatch then only checks the receiver.
+  const isGeolocation = (self) => branded(self, (o) => apply(permNatives.clearWatch, o, [-1]));
+  // Clipboard has no member to ask: its prototype (a page may fake it with
+  // Object.create(Clipboard.prototype); the native's own refusal then comes after asking).
+  let clipboardProto = null;
+  const isClipboard = (self) => self !== null && typeof self === 'object' && clipboardProto !== null && getPrototypeOf(self) === clipboardProto;
 
   let permSeq = 0;
   let permWaiting = null; // request number -> continuation(answer code)
@@ -135,7 +148,7 @@
     if (c === null || typeof c !== 'object') return null;
     const asked = (key) => {
       const d = getOwnPropertyDescriptor(c, key);
-      return d !== undefined && (!('value' in d) || !!d.value);
+      return d !== undefined && (!hasOwn(d, 'value') || !!d.value);
     };
     const video = asked('video');
     const audio = asked('audio');
@@ -153,7 +166,7 @@
   let watches = null; // our id -> native id, or -1 while undecided
   const permHooks = {
     getUserMedia(...args) {
-      const names = genuine(this, mediaDevicesOf) ? mediaNames(args[0]) : null;
+      const names = isMediaDevices(this) ? mediaNames(args[0]) : null;
       if (names === null) return directPromise(permNatives.getUserMedia, this, args);
       return later(permNatives.getUserMedia, this, args, names, 'getUserMedia');
     },
@@ -162,7 +175,7 @@
       return later(permNatives.requestPermission, this, args, 'notifications', 'requestPermission');
     },
     getCurrentPosition(...args) {
-      if (!genuine(this, geolocationOf) || !callbackOk(args[0], false) || !callbackOk(args[1], true) || !allowed('geolocation')) {
+      if (!isGeolocation(this) || !callbackOk(args[0], false) || !callbackOk(args[1], true) || !allowed('geolocation')) {
         return direct(permNatives.getCurrentPosition, this, args);
       }
       const self = this;
@@ -176,7 +189,7 @@
       return undefined;
     },
     watchPosition(...args) {
-      if (!genuine(this, geolocationOf) || !callbackOk(args[0], false) || !callbackOk(args[1], true) || !allowed('geolocation')) {
+      if (!isGeolocation(this) || !callbackOk(args[0], false) || !callbackOk(args[1], true) || !allowed('geolocation')) {
         return direct(permNatives.watchPosition, this, args);
       }
       if (watches === null) watches = new NewMap();
@@ -195,18 +208,18 @@
     },
     clearWatch(...args) {
       const id = args[0];
-      const mapped = watches === null || !genuine(this, geolocationOf) ? undefined : apply(mapGet, watches, [id]);
+      const mapped = watches === null || !isGeolocation(this) ? undefined : apply(mapGet, watches, [id]);
       if (mapped === undefined) return direct(permNatives.clearWatch, this, args);
       apply(mapDelete, watches, [id]);
       if (mapped !== -1) apply(permNatives.clearWatch, this, [mapped]);
       return undefined;
     },
     readText(...args) {
-      if (!genuine(this, clipboardOf) || !allowed('clipboard-read')) return directPromise(permNatives.readText, this, args);
+      if (!isClipboard(this) || !allowed('clipboard-read')) return directPromise(permNatives.readText, this, args);
       return later(permNatives.readText, this, args, 'clipboard-read', 'readText');
     },
     read(...args) {
-      if (!genuine(this, clipboardOf) || !allowed('clipboard-read')) return directPromise(permNatives.read, this, args);
+      if (!isClipboard(this) || !allowed('clipboard-read')) return directPromise(permNatives.read, this, args);
       return later(permNatives.read, this, args, 'clipboard-read', 'read');
     },
   };
@@ -226,14 +239,16 @@
     return d && typeof d.value === 'function' ? d.value.prototype : null;
   };
   // Secure contexts only (MediaDevices, Clipboard); absent interfaces are skipped.
-  installPermission(protoOf('MediaDevices'), 'getUserMedia');
+  const mediaDevicesProto = protoOf('MediaDevices');
+  deviceChangeOf = getterOf(mediaDevicesProto, 'ondevicechange');
+  installPermission(mediaDevicesProto, 'getUserMedia');
   const notificationDesc = getOwnPropertyDescriptor(win, 'Notification');
   installPermission(notificationDesc && notificationDesc.value, 'requestPermission');
   const geolocationProto = protoOf('Geolocation');
   installPermission(geolocationProto, 'getCurrentPosition');
   installPermission(geolocationProto, 'watchPosition');
   installPermission(geolocationProto, 'clearWatch');
-  const clipboardProto = protoOf('Clipboard');
+  clipboardProto = protoOf('Clipboard');
   installPermission(clipboardProto, 'readText');
   installPermission(clipboardProto, 'read');
   // toString prints native source for them (60-install: made on first use).

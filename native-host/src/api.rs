@@ -668,6 +668,49 @@ mod tests {
     }
 
     #[test]
+    fn permission_calls_validate_and_name_what_is_wrong() {
+        let c = call(
+            json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","permission":"clipboard-read",
+            "accept":false,"once":false,"match":{"url_contains":"/app"}}),
+        )
+        .unwrap();
+        let DialogCall::PermissionSetup { accept: false, once: false, permission, matcher, .. } = c else {
+            panic!("{c:?}")
+        };
+        assert_eq!((permission, matcher.url_contains.as_deref()), (Some(PermissionName::ClipboardRead), Some("/app")));
+        assert!(matches!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission"})),
+            Ok(DialogCall::PermissionSetup { accept: true, once: true, permission: None, .. })
+        ));
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","clear":true})),
+            Ok(DialogCall::PermissionClear { tab: None })
+        );
+        let param = |v| call(v).unwrap_err().param;
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","permission":"camera"})),
+            "permission"
+        );
+        assert_eq!(param(json!({"action":"handle_dialog","accept":true,"permission":"camera"})), "permission");
+        assert_eq!(param(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","text":"x"})), "text");
+        assert_eq!(
+            param(
+                json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","match":{"message_contains":"x"}})
+            ),
+            "match.message_contains"
+        );
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","match":{"realm":"x"}})),
+            "match.realm"
+        );
+        assert!(parse::<InteractArgs>(json!({"action":"handle_dialog","permission":"usb"})).is_err(), "unknown names");
+        for p in PermissionName::ALL {
+            assert_eq!(PermissionName::parse(p.as_str()), Some(p));
+            assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
+        }
+    }
+
+    #[test]
     fn auth_calls_validate_and_name_what_is_wrong() {
         let c = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","username":"ada",
             "password":"pw","once":false,"match":{"realm":"Staff","url_contains":"/admin"}}))

@@ -36,6 +36,10 @@ const NOTIFICATIONS_CALLBACK: &str =
 const GEOLOCATION: &str = "new Promise((done) => navigator.geolocation.getCurrentPosition(
   () => done(['position']),
   (e) => done(['error', e.constructor.name, e.code, e.message, e.PERMISSION_DENIED]), {timeout: 3000}))";
+// watchPosition returns its id at once; clearWatch takes it back.
+const WATCH: &str = "new Promise((done) => { const g = navigator.geolocation; const id = g.watchPosition(
+  () => { g.clearWatch(id); done(['position', typeof id]); },
+  (e) => { g.clearWatch(id); done(['error', e.code, e.message, typeof id, id > 0]); }, {timeout: 3000}); })";
 const CLIPBOARD: &str = "navigator.clipboard.readText().then(
   (t) => ['ok', typeof t],
   (e) => ['error', e.constructor.name, e.name, e.message, e instanceof DOMException, String(e.stack)])";
@@ -85,10 +89,17 @@ async fn a_rule_grants_and_the_browser_really_grants() -> anyhow::Result<()> {
     // timeout), never the refusal (code 1).
     let geo = s.page_value(GEOLOCATION).await?;
     assert!(geo[0] == "position" || (geo[0] == "error" && geo[2] != 1), "{geo}");
+    // A watch cleared before its decision never starts: a second one, decided after it,
+    // reports back while the first stayed silent.
+    let cleared = "new Promise((done) => { const g = navigator.geolocation; let calls = 0;
+      const first = g.watchPosition(() => calls++, () => calls++); g.clearWatch(first);
+      const second = g.watchPosition((p) => { g.clearWatch(second); done([typeof first, second !== first, calls]); },
+        (e) => { g.clearWatch(second); done([typeof first, second !== first, calls]); }, {timeout: 3000}); })";
+    assert_eq!(s.page_value(cleared).await?, json!(["number", true, 0]));
     // The browser's own state says so.
     assert_eq!(s.page_value(QUERY).await?, json!(["granted", "granted", "granted", "granted", "granted"]));
 
-    let recs = permission_records(&s, 5).await?;
+    let recs = permission_records(&s, 7).await?;
     let asked: Vec<(&str, &str)> =
         recs.iter().map(|r| (r["message"].as_str().unwrap_or(""), r["api"].as_str().unwrap_or(""))).collect();
     assert_eq!(
@@ -98,7 +109,9 @@ async fn a_rule_grants_and_the_browser_really_grants() -> anyhow::Result<()> {
             ("microphone", "getUserMedia"),
             ("notifications", "requestPermission"),
             ("clipboard-read", "readText"),
-            ("geolocation", "getCurrentPosition")
+            ("geolocation", "getCurrentPosition"),
+            ("geolocation", "watchPosition"),
+            ("geolocation", "watchPosition")
         ]
     );
     for r in &recs {
@@ -116,7 +129,7 @@ async fn a_rule_grants_and_the_browser_really_grants() -> anyhow::Result<()> {
 /// What a denied page sees, in the order the calls are made.
 async fn denied_calls(s: &Session) -> anyhow::Result<Value> {
     let mut out = Vec::new();
-    for call in [CAMERA, MICROPHONE, NOTIFICATIONS, GEOLOCATION, CLIPBOARD] {
+    for call in [CAMERA, MICROPHONE, NOTIFICATIONS, GEOLOCATION, CLIPBOARD, WATCH] {
         out.push(s.page_value(call).await?);
     }
     out.push(s.page_value(QUERY).await?);
@@ -144,11 +157,12 @@ async fn a_rule_denies_with_exactly_the_browsers_errors() -> anyhow::Result<()> 
             true,
             "NotAllowedError: Failed to execute 'readText' on 'Clipboard': Read permission denied."
         ],
+        ["error", 1, "User denied Geolocation", "number", true],
         ["denied", "denied", "denied", "denied", "denied"]
     ]);
     assert_eq!(browser_own, expected, "the browser's own refusals (pilot off)");
     // Pilot off: reported, left to the browser.
-    let recs = permission_records(&native, 5).await?;
+    let recs = permission_records(&native, 6).await?;
     for r in &recs {
         assert_eq!(
             (r["decided_by"].as_str(), r["closed_by"].as_str(), r["accepted"].as_bool()),
@@ -161,7 +175,7 @@ async fn a_rule_denies_with_exactly_the_browsers_errors() -> anyhow::Result<()> 
     let s = session("/deny", PAGE, &[], true).await?;
     s.agent.ok("interact", rule(json!({"accept": false, "once": false}))).await?;
     assert_eq!(denied_calls(&s).await?, browser_own, "a rule's refusal is the browser's own");
-    let recs = permission_records(&s, 5).await?;
+    let recs = permission_records(&s, 6).await?;
     for r in &recs {
         assert_eq!(
             (r["decided_by"].as_str(), r["closed_by"].as_str(), r["accepted"].as_bool()),
@@ -355,6 +369,11 @@ const TRAPS: &str = r#"<!doctype html><title>traps</title>
   window.CustomEvent = function () { note('CustomEvent'); };
   window.Promise = function () { note('Promise'); };
   window.constraintReads = 0;
+  // Last (they make every later descriptor literal of the page's own odd): a descriptor read
+  // through its prototype would find these.
+  for (const key of ['get', 'set', 'value']) {
+    define(Object.prototype, key, { configurable: true, get() { note('get ' + key); return undefined; } });
+  }
 </script>"#;
 
 #[tokio::test(flavor = "multi_thread")]
