@@ -448,6 +448,25 @@ mod tests {
     }
 
     #[test]
+    fn rules_belong_to_their_tab() {
+        let mut s = state(Policy::Auto);
+        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"},{"id":4,"url":"http://a/"}]}))
+            .unwrap();
+        s.add_permission_rule(4, true, false, None, MatchArg::default()).unwrap();
+        assert_eq!(ask(&mut s, 1, &["camera"], "ask")[1]["decision"], "deny", "tab 3 has no rule");
+        let v = feed(
+            &mut s,
+            json!({"type":"permission_request","tab_id":4,"request":2,"url":"http://a/","permissions":["camera"],
+            "api":"getUserMedia","stored":"ask"}),
+        )
+        .unwrap();
+        assert_eq!(to_json(&v)[1]["decision"], "grant");
+        // A closed tab's rules go with it.
+        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
+        assert!(s.permission_rules_of(4).is_empty());
+    }
+
+    #[test]
     fn unknown_names_are_refused_whole() {
         let mut s = state(Policy::Auto);
         let bad = json!({"type":"permission_request","tab_id":3,"request":1,"url":"http://a/","permissions":["usb"],
