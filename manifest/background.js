@@ -242,7 +242,8 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     return;
   }
   if (msg.type === 'permission') {
-    ready.then(() => permissions.request(msg, sender, reply));
+    // Whatever fails here, the page's call goes on to the browser: never a hang.
+    ready.then(() => permissions.request(msg, sender, reply)).catch(() => reply('native'));
     return true;
   }
   if (msg.type === 'hello') {
