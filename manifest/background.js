@@ -4,6 +4,7 @@
 // native-host/src/host/protocol.rs.
 import { createHolds } from './debugger.js';
 import { createAuth } from './auth.js';
+import { createPermissions } from './permissions.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
 import { createStalled } from './stalled.js';
@@ -33,6 +34,8 @@ const wantsSession = (tabId) => pilot && hostConfigs.get(tabId)?.debugger === tr
 const holds = createHolds(toHost, wantsSession, configFor);
 // HTTP auth challenges: held for the host's answer while the pilot is on (auth.js).
 const auth = createAuth(toHost, () => pilot, () => port !== null);
+// Permission prompts the page hook holds: decided by the host, applied as content settings.
+const permissions = createPermissions(toHost, () => pilot, () => port !== null);
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
 
@@ -57,6 +60,7 @@ function connect() {
     for (const tabId of needHost) hostConfigs.delete(tabId);
     holds.releaseAll(Promise.allSettled(needHost.map((tabId) => pushConfig(tabId))));
     auth.releaseAll();
+    permissions.releaseAll();
     retry();
   });
   hostState = { connected: true, error: null, since: Date.now() };
@@ -120,6 +124,10 @@ function onHostMessage(msg) {
     auth.answer(msg);
   } else if (msg.type === 'auth_hold' && Number.isInteger(msg.challenge)) {
     auth.hold(msg);
+  } else if (msg.type === 'permission_answer' && Number.isInteger(msg.request)) {
+    permissions.answer(msg);
+  } else if (msg.type === 'permission_hold' && Number.isInteger(msg.request)) {
+    permissions.hold(msg);
   } else if (msg.type === 'pilot_call' && Number.isSafeInteger(msg.id) && Number.isInteger(msg.tab_id) && msg.call && typeof msg.call === 'object') {
     runPilotCall(msg);
   } else if (msg.type === 'sync' && Number.isSafeInteger(msg.id)) {
@@ -233,6 +241,11 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   if (msg.type === 'input' && sender.frameId === 0) {
     tracker.input(sender.tab);
     return;
+  }
+  if (msg.type === 'permission') {
+    // Whatever fails here, the page's call goes on to the browser: never a hang.
+    ready.then(() => permissions.request(msg, sender, reply)).catch(() => reply('native'));
+    return true;
   }
   if (msg.type === 'hello') {
     // Once this worker knows the pilot's state (it reads it as it starts).

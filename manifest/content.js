@@ -91,6 +91,9 @@
       toPage();
     } else if (q === 'active') {
       if (navigator.userActivation.hasBeenActive) event.preventDefault();
+    } else if (q && typeof q === 'object' && Number.isSafeInteger(q.permission)) {
+      event.preventDefault();
+      onPermission(q.permission, q.names, q.api);
     } else {
       onReport(q);
     }
@@ -116,6 +119,19 @@
     const folded = Number.isSafeInteger(batch.folded) && batch.folded > 0 ? batch.folded : 0;
     if (reports.length === 0 && folded === 0) return;
     runtime().sendMessage({ type: 'dialogs', reports, folded }).catch(() => {});
+  };
+
+  // A permission request the page hook holds (inject/45-permissions.js): the worker decides
+  // and sets the browser's content setting, then the hook makes the real call. The answer
+  // goes back as a number (request * 4 + 0 native, 1 grant, 2 deny); any failure here lets
+  // the call through to the browser.
+  const PERMISSION_ANSWERS = { native: 0, grant: 1, deny: 2 };
+  const onPermission = (id, names, api) => {
+    const answer = (code) => dispatchEvent(new CustomEvent(secret + 'p', { detail: id * 4 + code }));
+    const list = typeof names === 'string' ? names.split(',').slice(0, 5) : [];
+    runtime()
+      .sendMessage({ type: 'permission', names: list, api: typeof api === 'string' ? api.slice(0, 40) : '' })
+      .then((r) => answer(PERMISSION_ANSWERS[r] ?? 0), () => answer(0));
   };
 
   const fromWorker = (msg) => {

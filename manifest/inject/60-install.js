@@ -32,6 +32,7 @@
     const handler = getOwnPropertyDescriptor(handlerHooks, 'onbeforeunload');
     as(handler.get, 'get onbeforeunload');
     as(handler.set, 'set onbeforeunload');
+    disguisePermissions(as);
   };
 
   // Each is an own, writable data property as the browser made it, and no page script has

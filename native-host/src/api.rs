@@ -34,6 +34,9 @@ pub enum DialogTypeArg {
     Beforeunload,
     /// HTTP authentication (a 401/407 challenge the browser would ask a human about).
     Auth,
+    /// A permission prompt (camera, microphone, notifications, geolocation, clipboard-read):
+    /// accept = grant, dismiss = deny.
+    Permission,
     All,
 }
 
@@ -46,7 +49,8 @@ impl DialogTypeArg {
             Self::Prompt => RuleTarget::One(K::Prompt),
             Self::Beforeunload => RuleTarget::One(K::BeforeUnload),
             // Auth rules live in the host only (`DialogCall::AuthSetup`), never in a page.
-            Self::All | Self::Auth => RuleTarget::All,
+            // So do permission rules (`DialogCall::PermissionSetup`).
+            Self::All | Self::Auth | Self::Permission => RuleTarget::All,
         }
     }
 }
@@ -130,6 +134,46 @@ pub struct InteractArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     pub password: Option<Secret>,
+    /// dialog_type "permission" with setup: the permission the rule decides (default: every
+    /// one of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<PermissionName>,
+}
+
+/// A permission the browser would prompt for and the extension can decide (Chromium's
+/// content settings), named as `navigator.permissions.query` names it.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionName {
+    /// getUserMedia with video.
+    Camera,
+    /// getUserMedia with audio.
+    Microphone,
+    /// Notification.requestPermission.
+    Notifications,
+    /// geolocation.getCurrentPosition / watchPosition.
+    Geolocation,
+    /// navigator.clipboard.read / readText.
+    ClipboardRead,
+}
+
+impl PermissionName {
+    pub const ALL: [Self; 5] =
+        [Self::Camera, Self::Microphone, Self::Notifications, Self::Geolocation, Self::ClipboardRead];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Camera => "camera",
+            Self::Microphone => "microphone",
+            Self::Notifications => "notifications",
+            Self::Geolocation => "geolocation",
+            Self::ClipboardRead => "clipboard-read",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
@@ -242,6 +286,18 @@ pub enum DialogCall {
         dialog_id: Option<u64>,
         credentials: Credentials,
     },
+    /// A rule for permission prompts: grant (accept) or deny, for one permission or all.
+    PermissionSetup {
+        tab: Option<i64>,
+        accept: bool,
+        once: bool,
+        permission: Option<PermissionName>,
+        matcher: MatchArg,
+    },
+    /// Removes the tab's permission rules.
+    PermissionClear {
+        tab: Option<i64>,
+    },
 }
 
 /// What answers an HTTP auth challenge (serialized only into the answer to the browser).
@@ -317,15 +373,25 @@ impl InteractArgs {
                 "only with dialog_type \"auth\" in a setup, or when answering a held auth challenge",
             ));
         }
+        let permission = self.dialog_type == Some(DialogTypeArg::Permission);
+        if self.permission.is_some() && !(setup && permission) {
+            return Err(bad("permission", "only with setup: true and dialog_type \"permission\""));
+        }
         if self.clear == Some(true) {
             if auth {
                 return Ok(DialogCall::AuthClear { tab });
+            }
+            if permission {
+                return Ok(DialogCall::PermissionClear { tab });
             }
             let target = self.dialog_type.map_or(RuleTarget::All, DialogTypeArg::target);
             return Ok(DialogCall::Clear { tab, target });
         }
         if setup && auth {
             return self.auth_setup();
+        }
+        if setup && permission {
+            return self.permission_setup();
         }
         if self.matcher.as_ref().is_some_and(|m| m.realm.is_some()) {
             return Err(bad("match.realm", "only with dialog_type \"auth\""));
@@ -334,7 +400,7 @@ impl InteractArgs {
             let Some(kind) = self.dialog_type else {
                 return Err(bad(
                     "dialog_type",
-                    "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, all",
+                    "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, permission, all",
                 ));
             };
             let matcher = self.matcher.clone().unwrap_or_default();
@@ -402,6 +468,41 @@ impl InteractArgs {
             return Err(bad("password", format!("at most {MAX_PASSWORD_UNITS} characters")));
         }
         Ok(Credentials { username: username.clone(), password: password.clone() })
+    }
+
+    fn permission_setup(&self) -> Result<DialogCall, ParamError> {
+        let matcher = self.matcher.clone().unwrap_or_default();
+        if matcher.message_contains.is_some() {
+            return Err(bad(
+                "match.message_contains",
+                "a permission prompt has no message; match url_contains, or name the permission",
+            ));
+        }
+        if matcher.realm.is_some() {
+            return Err(bad("match.realm", "only with dialog_type \"auth\""));
+        }
+        match &matcher.url_contains {
+            Some(t) if t.is_empty() => {
+                return Err(bad("match.url_contains", "must not be empty; leave it out to match every prompt"));
+            }
+            Some(t) if t.encode_utf16().count() > MAX_MATCH_UNITS => {
+                return Err(bad("match.url_contains", format!("at most {MAX_MATCH_UNITS} characters")));
+            }
+            _ => {}
+        }
+        if self.text.is_some() {
+            return Err(bad(
+                "text",
+                "a permission rule grants (accept: true) or denies (accept: false); it takes no text",
+            ));
+        }
+        Ok(DialogCall::PermissionSetup {
+            tab: self.tab_id,
+            accept: self.accept.unwrap_or(true),
+            once: self.once.unwrap_or(true),
+            permission: self.permission,
+            matcher,
+        })
     }
 
     fn auth_setup(&self) -> Result<DialogCall, ParamError> {
@@ -564,6 +665,49 @@ mod tests {
             call(json!({"action":"handle_dialog","accept":true,"text":"x","tab_id":4})),
             Ok(DialogCall::Respond { tab: Some(4), accept: true, text: Some("x".into()), dialog_id: None })
         );
+    }
+
+    #[test]
+    fn permission_calls_validate_and_name_what_is_wrong() {
+        let c = call(
+            json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","permission":"clipboard-read",
+            "accept":false,"once":false,"match":{"url_contains":"/app"}}),
+        )
+        .unwrap();
+        let DialogCall::PermissionSetup { accept: false, once: false, permission, matcher, .. } = c else {
+            panic!("{c:?}")
+        };
+        assert_eq!((permission, matcher.url_contains.as_deref()), (Some(PermissionName::ClipboardRead), Some("/app")));
+        assert!(matches!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission"})),
+            Ok(DialogCall::PermissionSetup { accept: true, once: true, permission: None, .. })
+        ));
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","clear":true})),
+            Ok(DialogCall::PermissionClear { tab: None })
+        );
+        let param = |v| call(v).unwrap_err().param;
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","permission":"camera"})),
+            "permission"
+        );
+        assert_eq!(param(json!({"action":"handle_dialog","accept":true,"permission":"camera"})), "permission");
+        assert_eq!(param(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","text":"x"})), "text");
+        assert_eq!(
+            param(
+                json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","match":{"message_contains":"x"}})
+            ),
+            "match.message_contains"
+        );
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","match":{"realm":"x"}})),
+            "match.realm"
+        );
+        assert!(parse::<InteractArgs>(json!({"action":"handle_dialog","permission":"usb"})).is_err(), "unknown names");
+        for p in PermissionName::ALL {
+            assert_eq!(PermissionName::parse(p.as_str()), Some(p));
+            assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
+        }
     }
 
     #[test]

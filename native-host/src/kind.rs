@@ -1,7 +1,7 @@
 //! What can hold a tab up: a page's JavaScript dialog (the engine's `DialogKind`, decided in
 //! the page) or a prompt the browser shows on its own, which the page hook never sees and
-//! the host decides (`host/auth.rs`: HTTP auth; permission prompts and device choosers are
-//! meant to join here). One name space, so records, `dialogs_blocking` and `dialog_type`
+//! the host decides (`host/auth.rs`: HTTP auth; `host/permission.rs`: permission prompts;
+//! device choosers are meant to join here). One name space, so records, `dialogs_blocking` and `dialog_type`
 //! speak of all of them alike. The engine's wire codes stay as they are: pages never hear
 //! of browser prompts.
 
@@ -18,12 +18,16 @@ pub enum Kind {
     BeforeUnload,
     /// An HTTP authentication challenge (401 or 407, Basic or Digest).
     Auth,
+    /// A permission prompt (`host/permission.rs`): the page hook holds the request, the
+    /// extension sets the browser's own decision.
+    Permission,
 }
 
 impl Kind {
     pub fn as_str(self) -> &'static str {
         match self.dialog() {
             Some(k) => k.as_str(),
+            None if self == Self::Permission => "permission",
             None => "auth",
         }
     }
@@ -35,7 +39,7 @@ impl Kind {
             Self::Confirm => Some(DialogKind::Confirm),
             Self::Prompt => Some(DialogKind::Prompt),
             Self::BeforeUnload => Some(DialogKind::BeforeUnload),
-            Self::Auth => None,
+            Self::Auth | Self::Permission => None,
         }
     }
 
@@ -76,5 +80,7 @@ mod tests {
         }
         assert_eq!(serde_json::to_value(Kind::Auth).unwrap(), "auth");
         assert!(Kind::Auth.is_browser_prompt());
+        assert_eq!(serde_json::to_value(Kind::Permission).unwrap(), Kind::Permission.as_str());
+        assert!(Kind::Permission.is_browser_prompt());
     }
 }

@@ -16,6 +16,7 @@ const STATIC_FILES: &[&str] = &[
     "background.js",
     "debugger.js",
     "auth.js",
+    "permissions.js",
     "pilot_tools.js",
     "state_tools.js",
     "tracking.js",

@@ -4,6 +4,7 @@
 use super::auth::AuthRuleView;
 use super::explain::PILOT_OFF_WARNING;
 use super::logs::{self, LogEntry};
+use super::permission::PermissionRuleView;
 use super::policy::PolicyView;
 use super::protocol::ToBrowser;
 use super::record::{DecidedBy, DialogRecord};
@@ -62,6 +63,7 @@ struct About<'a> {
 enum AnyRule<'a> {
     Page(&'a Rule),
     Auth(AuthRuleView<'a>),
+    Permission(PermissionRuleView<'a>),
 }
 
 #[derive(Serialize)]
@@ -131,6 +133,16 @@ struct AuthConfigured<'a> {
     rule: AuthRuleView<'a>,
     message: String,
     /// Auth rules are answered by the host: in force as soon as they are set.
+    rules_in_force: bool,
+}
+
+#[derive(Serialize)]
+struct PermissionConfigured<'a> {
+    status: Status,
+    #[serde(flatten)]
+    rule: PermissionRuleView<'a>,
+    message: String,
+    /// Permission rules are applied by the host: in force as soon as they are set.
     rules_in_force: bool,
 }
 
@@ -237,6 +249,7 @@ impl State {
                 .iter()
                 .map(AnyRule::Page)
                 .chain(self.auth_rules_of(tab.id).iter().map(|r| AnyRule::Auth(r.view())))
+                .chain(self.permission_rules_of(tab.id).iter().map(|r| AnyRule::Permission(r.view())))
                 .collect(),
             dialog_policy: self.policy_view(tab.id),
             pilot_enabled: self.pilot,
@@ -310,6 +323,35 @@ impl State {
                 };
                 let body =
                     AuthConfigured { status: Status::Configured, rule: rule.view(), message, rules_in_force: true };
+                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
+            }
+            DialogCall::PermissionSetup { tab, accept, once, permission, matcher } => {
+                let tab = self.resolve_tab(tab)?.clone();
+                let rule = self.add_permission_rule(tab.id, accept, once, permission, matcher)?;
+                let what = if accept { "grant it" } else { "deny it" };
+                let which = permission.map_or("permission request".to_string(), |p| format!("{} request", p.as_str()));
+                let message = if once {
+                    format!("Auto-response configured for the next {which}: will {what}, then revert to default.")
+                } else {
+                    format!("Auto-response configured for every {which} until cleared: will {what}.")
+                };
+                let body = PermissionConfigured {
+                    status: Status::Configured,
+                    rule: rule.view(),
+                    message,
+                    rules_in_force: true,
+                };
+                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
+            }
+            DialogCall::PermissionClear { tab } => {
+                let tab = self.resolve_tab(tab)?.clone();
+                let removed = self.clear_permission_rules(tab.id);
+                let body = Cleared {
+                    status: Status::Configured,
+                    dialog_type: "permission",
+                    removed,
+                    message: format!("Removed {removed} auto-response(s) for permission."),
+                };
                 Ok(Done::now(self.answer(&body, &tab), Vec::new()))
             }
             DialogCall::AuthClear { tab } => {

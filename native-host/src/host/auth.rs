@@ -232,6 +232,7 @@ human must switch the pilot on in the Unmodal popup"
                 outcome: None,
                 status_code: None,
             }),
+            permission: None,
         };
         self.logs.dialog(&record);
         let mut out = vec![ToBrowser::recorded(&record)];

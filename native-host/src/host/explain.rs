@@ -135,6 +135,8 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         (Kind::Alert, Some(_)) => "closed".to_string(),
         (Kind::Auth, Some(true)) => "credentials given".to_string(),
         (Kind::Auth, Some(false)) => "cancelled (the page gets the 401)".to_string(),
+        (Kind::Permission, Some(true)) => "granted".to_string(),
+        (Kind::Permission, Some(false)) => "denied".to_string(),
         (_, Some(a)) => format!("returned {a}"),
     };
     format!("Closed by {who} after {} ms: {answer}.", open_for.as_millis())

@@ -3,7 +3,7 @@
 //! the agent, or the watchdog; the browser reports when it closed.
 
 use super::explain;
-use super::protocol::{AnswerResult, AuthResult, HeldClosed, HeldOpened, HeldRef, ToBrowser};
+use super::protocol::{AnswerResult, AuthResult, HeldClosed, HeldOpened, HeldRef, PermissionResult, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
 use super::state::State;
 use crate::kind::Kind;
@@ -71,6 +71,7 @@ impl State {
             timestamp: record::now_rfc3339(),
             key: None,
             auth: None,
+            permission: None,
         };
         self.logs.dialog(&record);
         let mut out = vec![ToBrowser::recorded(&record)];
@@ -184,9 +185,9 @@ impl State {
         unknown
     }
 
-    /// A held page dialog (auth challenges are numbered apart: `auth_pos`).
+    /// A held page dialog (browser prompts are numbered apart: `auth_pos`, `permission_pos`).
     fn held_pos(&self, tab: i64, hold: u64) -> Option<usize> {
-        self.held.iter().position(|h| h.record.kind != Kind::Auth && h.record.tab_id == tab && h.hold == hold)
+        self.held.iter().position(|h| !h.record.kind.is_browser_prompt() && h.record.tab_id == tab && h.hold == hold)
     }
 
     /// Dialogs held open that wait for the agent (nobody is answering them yet).
@@ -207,6 +208,10 @@ impl State {
         };
         if h.closing.is_some() {
             return Err(ToolError::new(ErrorCode::DialogNotFound, format!("Dialog {id} is being answered already.")));
+        }
+        if h.record.kind == Kind::Permission {
+            let pos = self.held.iter().position(|h| h.record.id == id).unwrap_or_default();
+            return Ok(self.answer_permission(pos, accept, by));
         }
         if h.record.kind == Kind::Auth {
             if accept {
@@ -260,6 +265,22 @@ false to cancel it (the page gets the 401)."
             .collect();
         for m in &gone_auth {
             self.on_auth_result(m);
+        }
+        let gone_permissions: Vec<PermissionResult> = self
+            .held
+            .iter()
+            .filter(|h| h.record.kind == Kind::Permission && self.tab(h.record.tab_id).is_none())
+            .map(|h| PermissionResult {
+                tab_id: h.record.tab_id,
+                request: h.hold,
+                ok: false,
+                granted: false,
+                expired: false,
+                error: None,
+            })
+            .collect();
+        for m in &gone_permissions {
+            self.on_permission_result(m);
         }
         let gone: Vec<HeldClosed> = self
             .held

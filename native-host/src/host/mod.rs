@@ -9,6 +9,7 @@ mod explain;
 mod held;
 pub mod logs;
 mod opener;
+pub mod permission;
 pub mod persist;
 mod pilot;
 mod pilot_value;

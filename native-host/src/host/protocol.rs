@@ -71,6 +71,11 @@ pub enum FromBrowser {
     AuthResult(AuthResult),
     /// The request of a challenge ended.
     AuthDone(AuthDone),
+    /// A page asks for a permission (`manifest/permissions.js`): held for the host's answer,
+    /// or (pilot off) left to the browser.
+    PermissionRequest(PermissionRequest),
+    /// What became of a held request's `PermissionAnswer`.
+    PermissionResult(PermissionResult),
     /// What became of a `PilotCall` (see `host/pilot.rs`).
     PilotResult(PilotResult),
     /// A tab opened another (`window.open`, `target=_blank`, a popup): it starts with the
@@ -95,6 +100,7 @@ impl FromBrowser {
                 | Self::DebuggerDetached { .. }
                 | Self::ConfigAck(_)
                 | Self::AuthRequired(_)
+                | Self::PermissionRequest(_)
         )
     }
 }
@@ -310,6 +316,47 @@ pub struct PilotFailure {
     pub message: String,
 }
 
+/// A permission request the page hook holds, as the worker passes it on. Tab, frame and URL
+/// come from the browser (the message's sender); names and API from the page, checked.
+#[derive(Debug, Deserialize)]
+pub struct PermissionRequest {
+    pub tab_id: i64,
+    /// The worker's number for the request (answers name it).
+    pub request: u64,
+    #[serde(default)]
+    pub frame_id: i64,
+    /// The asking frame's URL.
+    #[serde(default)]
+    pub url: String,
+    /// `navigator.permissions.query` names (`api::PermissionName`).
+    pub permissions: Vec<String>,
+    #[serde(default)]
+    pub api: String,
+    /// The browser's content setting for the origin now: `ask`, `allow` or `block` (the
+    /// strictest of the permissions asked).
+    #[serde(default)]
+    pub stored: String,
+    /// The pilot is off: the browser answers it (nothing to answer).
+    #[serde(default)]
+    pub native: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PermissionResult {
+    pub tab_id: i64,
+    pub request: u64,
+    /// The decision reached the browser's settings and the page (false: the page was gone
+    /// or the setting was refused).
+    pub ok: bool,
+    #[serde(default)]
+    pub granted: bool,
+    /// No answer came in time; the worker denied on its own.
+    #[serde(default)]
+    pub expired: bool,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToBrowser {
@@ -353,6 +400,12 @@ pub enum ToBrowser {
     /// The challenge waits for the agent: the extension holds it this long before it
     /// cancels on its own (the watchdog comes first).
     AuthHold { tab_id: i64, challenge: u64, wait_ms: u64 },
+    /// The answer to a permission request: the worker sets the browser's content setting
+    /// (grant: allow, deny: block; native: nothing), then lets the page's call through.
+    PermissionAnswer { tab_id: i64, request: u64, decision: super::permission::PermissionDecision },
+    /// The request waits for the agent: the worker holds it this long before it denies on
+    /// its own (the watchdog comes first).
+    PermissionHold { tab_id: i64, request: u64, wait_ms: u64 },
     /// An AI Web Pilot tool call for a tab; the extension answers with `PilotResult` `id`.
     /// It checks the human's switch itself: the host's word is not enough.
     PilotCall { id: u64, tab_id: i64, call: crate::pilot_api::PilotCall },
@@ -432,6 +485,11 @@ impl State {
                 self.on_auth_done(&m);
                 Ok(Vec::new())
             }
+            FromBrowser::PermissionRequest(m) => self.on_permission_request(m),
+            FromBrowser::PermissionResult(m) => {
+                self.on_permission_result(&m);
+                Ok(Vec::new())
+            }
             // Goes to the call waiting for it (`host/mod.rs`), not to the state.
             FromBrowser::PilotResult(_) => Ok(Vec::new()),
             FromBrowser::Opened { tab_id, opener_tab_id } => Ok(self.on_opened(tab_id, opener_tab_id)),
@@ -468,6 +526,9 @@ mod tests {
                    "challenger":{"host":"a","port":80},"attempt":1,"native":false}),
             json!({"type":"auth_result","tab_id":1,"challenge":3,"ok":true,"credentials":true}),
             json!({"type":"auth_done","tab_id":1,"request_id":"77","status_code":200}),
+            json!({"type":"permission_request","tab_id":1,"request":4,"frame_id":0,"url":"http://a/",
+                   "permissions":["camera"],"api":"getUserMedia","stored":"ask","native":false}),
+            json!({"type":"permission_result","tab_id":1,"request":4,"ok":true,"granted":true}),
             json!({"type":"pilot_result","id":3,"error":{"code":"ai_web_pilot_disabled","message":"off"}}),
             json!({"type":"opened","tab_id":2,"opener_tab_id":1}),
             json!({"type":"synced","id":3}),
@@ -494,6 +555,8 @@ mod tests {
                 Ok(FromBrowser::AuthRequired(_)) => "auth_required",
                 Ok(FromBrowser::AuthResult(_)) => "auth_result",
                 Ok(FromBrowser::AuthDone(_)) => "auth_done",
+                Ok(FromBrowser::PermissionRequest(_)) => "permission_request",
+                Ok(FromBrowser::PermissionResult(_)) => "permission_result",
                 Ok(FromBrowser::PilotResult(_)) => "pilot_result",
                 Ok(FromBrowser::Opened { .. }) => "opened",
                 Ok(FromBrowser::Synced { .. }) => "synced",
@@ -503,14 +566,15 @@ mod tests {
             seen.insert(kind);
         }
 
-        assert_eq!(seen.len(), 16, "one sample of each kind");
+        assert_eq!(seen.len(), 18, "one sample of each kind");
     }
 
     #[test]
     fn the_extension_speaks_the_same_message_names() {
         let worker = include_str!("../../../manifest/background.js");
         let auth = include_str!("../../../manifest/auth.js");
-        let js = [worker, include_str!("../../../manifest/debugger.js"), auth].concat();
+        let permissions = include_str!("../../../manifest/permissions.js");
+        let js = [worker, include_str!("../../../manifest/debugger.js"), auth, permissions].concat();
         for m in samples() {
             let tag = m["type"].as_str().unwrap();
             assert!(js.contains(&format!("type: '{tag}'")), "manifest/ never sends `{tag}`");
@@ -522,6 +586,12 @@ mod tests {
             ToBrowser::Resume { upto: 0 },
             ToBrowser::AuthAnswer { tab_id: 1, challenge: 1, credentials: None },
             ToBrowser::AuthHold { tab_id: 1, challenge: 1, wait_ms: 1 },
+            ToBrowser::PermissionAnswer {
+                tab_id: 1,
+                request: 1,
+                decision: crate::host::permission::PermissionDecision::Grant,
+            },
+            ToBrowser::PermissionHold { tab_id: 1, request: 1, wait_ms: 1 },
             ToBrowser::PilotCall {
                 id: 1,
                 tab_id: 1,

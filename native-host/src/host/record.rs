@@ -91,6 +91,9 @@ pub struct DialogRecord {
     /// HTTP auth challenges only: realm, scheme, proxy, what became of the request.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<super::auth::AuthDetails>,
+    /// Permission prompts only: what was asked for, by which call.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<super::permission::PermissionDetails>,
 }
 
 impl DialogRecord {
@@ -165,6 +168,7 @@ pub(super) mod tests {
             timestamp: now_rfc3339(),
             key: None,
             auth: None,
+            permission: None,
         }
     }
 

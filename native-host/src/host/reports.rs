@@ -67,6 +67,7 @@ impl State {
             timestamp: record::now_rfc3339(),
             key: Some(key),
             auth: None,
+            permission: None,
         };
         self.logs.dialog(&rec);
         // The popup shows what the host stored (redacted), never the raw page text.

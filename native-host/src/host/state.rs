@@ -101,6 +101,8 @@ pub struct State {
     /// HTTP auth rules per tab (`auth.rs`): in memory only, never in a page's config or on
     /// disk (they hold credentials).
     pub auth_rules: HashMap<i64, Vec<super::auth::AuthRule>>,
+    /// Permission rules per tab (`permission.rs`): in memory only, like auth rules.
+    pub permission_rules: HashMap<i64, Vec<super::permission::PermissionRule>>,
     pub(super) next_rule_id: u32,
     pub history: HeapRb<DialogRecord>,
     pub evicted: u64,
@@ -147,6 +149,7 @@ impl State {
             tracked: None,
             rules: HashMap::new(),
             auth_rules: HashMap::new(),
+            permission_rules: HashMap::new(),
             next_rule_id: 1,
             history: HeapRb::new(HISTORY),
             evicted: 0,
@@ -175,6 +178,7 @@ impl State {
         let open = |id: &i64| tabs.iter().any(|t| t.id == *id);
         self.rules.retain(|id, _| open(id));
         self.auth_rules.retain(|id, _| open(id));
+        self.permission_rules.retain(|id, _| open(id));
         self.delivered.retain(|id, _| open(id));
         self.sent_rev.retain(|id, _| open(id));
         self.policies.retain(|id, _| open(id));
@@ -213,7 +217,8 @@ impl State {
     /// Removes the rules for `target` (all rules for `All`); returns how many.
     pub fn clear_rules(&mut self, tab: i64, target: RuleTarget) -> usize {
         // "all" means every kind, HTTP auth too.
-        let auth = if target == RuleTarget::All { self.clear_auth_rules(tab) } else { 0 };
+        let auth =
+            if target == RuleTarget::All { self.clear_auth_rules(tab) + self.clear_permission_rules(tab) } else { 0 };
         let Some(rules) = self.rules.get_mut(&tab) else {
             return auth;
         };

@@ -1,0 +1,267 @@
+  // ---- Permission prompts (camera, microphone, notifications, geolocation, clipboard read) ----
+  // No browser event tells of a permission prompt, so the calls that would prompt are held
+  // here: the request goes (content.js → service worker → host) to be decided like a dialog
+  // (rule, policy, agent, watchdog), the worker sets the browser's own content setting for
+  // the origin (allow or block), and only then is the real call made. The page so gets the
+  // browser's own result: a granted call works, a denied one fails exactly as the browser
+  // fails it, and permissions.query tells the truth. Pilot off, the worker lets the call
+  // through untouched. If nobody takes the request (no content.js), it goes through at once.
+  //
+  // Start-up cost: one descriptor read and one define per method, nothing else; the
+  // listener for answers and its map are made on the first request.
+  const permNatives = { __proto__: null };
+  const NewPromise = Promise;
+  const promiseThen = Promise.prototype.then;
+  const mapDelete = Map.prototype.delete;
+  // Descriptors are read through own members only (a page may define `value` or `get` on
+  // Object.prototype).
+  const hasOwn = Object.hasOwn;
+  const getterOf = (owner, name) => {
+    const d = owner && getOwnPropertyDescriptor(owner, name);
+    return d && typeof d.get === 'function' ? d.get : null;
+  };
+  // A frame whose permissions policy forbids a feature (another site's frame without
+  // allow=) never prompts: the browser refuses with its own policy error, so the call goes
+  // straight through and nothing is asked.
+  // FeaturePolicy's own method is looked up on first use (its interface costs every frame
+  // to make), and used only if it is still the browser's (its source says so; no page
+  // function can print it).
+  const featurePolicyOf = getterOf(getPrototypeOf(getPrototypeOf(doc)), 'featurePolicy');
+  let allowsFeature;
+  const allowed = (feature) => {
+    if (featurePolicyOf === null) return true;
+    try {
+      const policy = apply(featurePolicyOf, doc, []);
+      if (allowsFeature === undefined) {
+        const d = getOwnPropertyDescriptor(getPrototypeOf(policy), 'allowsFeature');
+        const fn = d && hasOwn(d, 'value') ? d.value : undefined;
+        allowsFeature = typeof fn === 'function' && apply(nativeToString, fn, []) === 'function allowsFeature() { [native code] }' ? fn : null;
+      }
+      return allowsFeature === null || apply(allowsFeature, policy, [feature]) === true;
+    } catch {
+      return true;
+    }
+  };
+  // Is the receiver a real one? Else the native call decides now (its brand check, its
+  // error). Asked of the natives themselves (a getter, a no-op clearWatch), not of
+  // navigator: making this frame's navigator would cost more than everything else here.
+  const branded = (self, check) => {
+    if (self === null || typeof self !== 'object') return false;
+    try {
+      check(self);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  let deviceChangeOf = null; // MediaDevices.prototype's ondevicechange getter
+  const isMediaDevices = (self) => deviceChangeOf !== null && branded(self, (o) => apply(deviceChangeOf, o, []));
+  // A watch id below 1 is never one: clearWatch then only checks the receiver.
+  const isGeolocation = (self) => branded(self, (o) => apply(permNatives.clearWatch, o, [-1]));
+  // Clipboard has no member to ask: its prototype (a page may fake it with
+  // Object.create(Clipboard.prototype); the native's own refusal then comes after asking).
+  let clipboardProto = null;
+  const isClipboard = (self) => self !== null && typeof self === 'object' && clipboardProto !== null && getPrototypeOf(self) === clipboardProto;
+
+  let permSeq = 0;
+  let permWaiting = null; // request number -> continuation(answer code)
+  const ANSWER_NATIVE = 0;
+  const onPermissionAnswer = (event) => {
+    // A number: request * 4 + answer (0 native, 1 grant, 2 deny); nothing else is read.
+    const d = apply(detailOf, event, []);
+    if (typeof d !== 'number' || d < 4) return;
+    const code = d % 4;
+    const id = (d - code) / 4;
+    const go = apply(mapGet, permWaiting, [id]);
+    if (go === undefined) return;
+    apply(mapDelete, permWaiting, [id]);
+    go(code);
+  };
+  // Asks for a decision; `go` runs once it came (whatever it is, the real call follows:
+  // the browser's setting already says grant or deny).
+  const askPermission = (names, api, go) => {
+    if (permWaiting === null) {
+      permWaiting = new NewMap();
+      apply(addEventListener, win, [secret + 'p', onPermissionAnswer]);
+    }
+    const id = ++permSeq;
+    apply(mapSet, permWaiting, [id, go]);
+    const detail = { __proto__: null, permission: id, names, api };
+    const taken = !apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail, cancelable: true })]);
+    if (!taken) {
+      apply(mapDelete, permWaiting, [id]);
+      go(ANSWER_NATIVE);
+    }
+  };
+
+  // A promise-returning native: the page holds a promise of ours that settles as the
+  // native's does, its error without our frames (a TypeError made during the call has them).
+  // The native's promise never reaches the page: an own `constructor` of undefined keeps
+  // `then` from reading the page's Promise.prototype.constructor.
+  const settle = (native, self, args, resolve, reject) => {
+    let p;
+    try {
+      p = apply(native, self, args);
+    } catch (err) {
+      reject(withoutOwnFrames(err));
+      return;
+    }
+    if (p === null || typeof p !== 'object') {
+      resolve(p);
+      return;
+    }
+    defineProperty(p, 'constructor', { __proto__: null, value: undefined, configurable: true });
+    apply(promiseThen, p, [resolve, (err) => reject(withoutOwnFrames(err))]);
+  };
+  // Outside the executor: a native called in it would have `new Promise` in its stacks.
+  const deferred = () => {
+    const d = { __proto__: null, promise: null, resolve: null, reject: null };
+    d.promise = new NewPromise((resolve, reject) => {
+      d.resolve = resolve;
+      d.reject = reject;
+    });
+    return d;
+  };
+  // Called once decided.
+  const later = (native, self, args, names, api) => {
+    const d = deferred();
+    askPermission(names, api, () => settle(native, self, args, d.resolve, d.reject));
+    return d.promise;
+  };
+  // Called now (nothing to ask: a wrong receiver, arguments that ask for nothing).
+  const directPromise = (native, self, args) => {
+    const d = deferred();
+    settle(native, self, args, d.resolve, d.reject);
+    return d.promise;
+  };
+  // A native called now, with our frames cut from whatever it throws.
+  const direct = (native, self, args) => {
+    try {
+      return apply(native, self, args);
+    } catch (err) {
+      throw withoutOwnFrames(err);
+    }
+  };
+  // Which of audio/video a getUserMedia call asks for, from own data properties only (no
+  // getter of the page runs twice); an accessor counts as asked. Null: nothing to ask.
+  const mediaNames = (c) => {
+    if (c === null || typeof c !== 'object') return null;
+    const asked = (key) => {
+      const d = getOwnPropertyDescriptor(c, key);
+      return d !== undefined && (!hasOwn(d, 'value') || !!d.value);
+    };
+    const video = asked('video');
+    const audio = asked('audio');
+    // One the policy forbids fails the whole call: the browser's own refusal.
+    if ((video && !allowed('camera')) || (audio && !allowed('microphone'))) return null;
+    if (video && audio) return 'camera,microphone';
+    return video ? 'camera' : audio ? 'microphone' : null;
+  };
+  // Geolocation callbacks as the natives accept them (else the native throws, now).
+  const callbackOk = (v, optional) => typeof v === 'function' || (optional && (v === undefined || v === null));
+
+  // watchPosition must return its id at once: the page gets one of ours, mapped to the
+  // native's once the call is made (clearWatch translates; before that it cancels).
+  let watchSeq = 0;
+  let watches = null; // our id -> native id, or -1 while undecided
+  const permHooks = {
+    getUserMedia(...args) {
+      const names = isMediaDevices(this) ? mediaNames(args[0]) : null;
+      if (names === null) return directPromise(permNatives.getUserMedia, this, args);
+      return later(permNatives.getUserMedia, this, args, names, 'getUserMedia');
+    },
+    requestPermission(...args) {
+      // Static: the receiver does not matter. The callback form is the native's own work.
+      return later(permNatives.requestPermission, this, args, 'notifications', 'requestPermission');
+    },
+    getCurrentPosition(...args) {
+      if (!isGeolocation(this) || !callbackOk(args[0], false) || !callbackOk(args[1], true) || !allowed('geolocation')) {
+        return direct(permNatives.getCurrentPosition, this, args);
+      }
+      const self = this;
+      askPermission('geolocation', 'getCurrentPosition', () => {
+        try {
+          apply(permNatives.getCurrentPosition, self, args);
+        } catch {
+          // Bad options: the native would have thrown at the call; too late to throw now.
+        }
+      });
+      return undefined;
+    },
+    watchPosition(...args) {
+      if (!isGeolocation(this) || !callbackOk(args[0], false) || !callbackOk(args[1], true) || !allowed('geolocation')) {
+        return direct(permNatives.watchPosition, this, args);
+      }
+      if (watches === null) watches = new NewMap();
+      const ours = ++watchSeq;
+      apply(mapSet, watches, [ours, -1]);
+      const self = this;
+      askPermission('geolocation', 'watchPosition', () => {
+        if (apply(mapGet, watches, [ours]) !== -1) return; // cleared meanwhile
+        try {
+          apply(mapSet, watches, [ours, apply(permNatives.watchPosition, self, args)]);
+        } catch {
+          apply(mapDelete, watches, [ours]);
+        }
+      });
+      return ours;
+    },
+    clearWatch(...args) {
+      const id = args[0];
+      const mapped = watches === null || !isGeolocation(this) ? undefined : apply(mapGet, watches, [id]);
+      if (mapped === undefined) return direct(permNatives.clearWatch, this, args);
+      apply(mapDelete, watches, [id]);
+      if (mapped !== -1) apply(permNatives.clearWatch, this, [mapped]);
+      return undefined;
+    },
+    readText(...args) {
+      if (!isClipboard(this) || !allowed('clipboard-read')) return directPromise(permNatives.readText, this, args);
+      return later(permNatives.readText, this, args, 'clipboard-read', 'readText');
+    },
+    read(...args) {
+      if (!isClipboard(this) || !allowed('clipboard-read')) return directPromise(permNatives.read, this, args);
+      return later(permNatives.read, this, args, 'clipboard-read', 'read');
+    },
+  };
+
+  // Replaces a method, keeping its flags and its length (what the native declares).
+  const installPermission = (owner, name) => {
+    const desc = owner && getOwnPropertyDescriptor(owner, name);
+    if (!desc || typeof desc.value !== 'function') return;
+    const fn = permHooks[name];
+    const length = getOwnPropertyDescriptor(desc.value, 'length');
+    if (length) defineProperty(fn, 'length', length);
+    defineProperty(owner, name, { __proto__: null, value: fn, writable: desc.writable, enumerable: desc.enumerable, configurable: desc.configurable });
+    permNatives[name] = desc.value;
+  };
+  const protoOf = (name) => {
+    const d = getOwnPropertyDescriptor(win, name);
+    return d && typeof d.value === 'function' ? d.value.prototype : null;
+  };
+  // Secure contexts only (MediaDevices, Clipboard); absent interfaces are skipped.
+  const mediaDevicesProto = protoOf('MediaDevices');
+  deviceChangeOf = getterOf(mediaDevicesProto, 'ondevicechange');
+  installPermission(mediaDevicesProto, 'getUserMedia');
+  const notificationDesc = getOwnPropertyDescriptor(win, 'Notification');
+  installPermission(notificationDesc && notificationDesc.value, 'requestPermission');
+  const geolocationProto = protoOf('Geolocation');
+  installPermission(geolocationProto, 'getCurrentPosition');
+  installPermission(geolocationProto, 'watchPosition');
+  installPermission(geolocationProto, 'clearWatch');
+  clipboardProto = protoOf('Clipboard');
+  installPermission(clipboardProto, 'readText');
+  installPermission(clipboardProto, 'read');
+  // toString prints native source for them (60-install: made on first use).
+  // Runs after page scripts: no page array is iterated.
+  const disguisePermissions = (as) => {
+    const one = (name) => {
+      if (permNatives[name] !== undefined) as(permHooks[name], name);
+    };
+    one('getUserMedia');
+    one('requestPermission');
+    one('getCurrentPosition');
+    one('watchPosition');
+    one('clearWatch');
+    one('readText');
+    one('read');
+  };
