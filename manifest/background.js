@@ -166,14 +166,20 @@ async function applyTab(tabId) {
 
 // ---- Tabs: the host needs the list and the tracked tab (tracking.js says which) ----
 let tabsTimer = null;
+// The host forgets the rules of tabs a list leaves out. A list queried before a tab was
+// opened by another, sent after its `opened`, would drop the rules it just took over:
+// such a list is queried again instead.
+let tabsEpoch = 0;
 const tracker = createTracker(() => sendTabs());
 function sendTabs() {
   clearTimeout(tabsTimer);
   tabsTimer = setTimeout(async () => {
+    const epoch = tabsEpoch;
     const [tabs, focused] = await Promise.all([
       chrome.tabs.query({}),
       chrome.tabs.query({ active: true, lastFocusedWindow: true }),
     ]);
+    if (epoch !== tabsEpoch) return sendTabs();
     const tracked = tracker.pick(tabs, focused[0]);
     for (const id of hostConfigs.keys()) if (!tabs.some((t) => t.id === id)) hostConfigs.delete(id);
     toHost({
@@ -197,6 +203,7 @@ const openers = new Map(); // tabId -> opener tabId, once told
 function opened(tabId, opener) {
   if (!Number.isInteger(tabId) || !Number.isInteger(opener) || tabId === opener || openers.has(tabId)) return;
   openers.set(tabId, opener);
+  tabsEpoch += 1;
   const from = hostConfigs.get(opener);
   if (from && !hostConfigs.has(tabId)) {
     hostConfigs.set(tabId, { ...from });

@@ -82,6 +82,9 @@ async fn opened_tab_inherits(policy: Option<&str>) -> Result<()> {
     assert_eq!(later, json!(false), "the opener's rule must answer in the popup");
     // The agent sees the copy as the new tab's own.
     let v = s.agent.ok("observe", json!({"what": "dialogs", "tab_id": id})).await?;
+    if v["auto_responses"].as_array().map(Vec::len) != Some(1) {
+        eprintln!("LOG {id}\n{}", s.browser.log_tail());
+    }
     assert_eq!(v["auto_responses"].as_array().map(Vec::len), Some(1), "{v}");
     if let Some(p) = policy {
         assert_eq!(v["dialog_policy"]["policy"], p, "{v}");
