@@ -9,7 +9,7 @@
 //! config, the state file, a record or a log), and go when the rule does; the password
 //! leaves the host only in the answer to the browser.
 
-use super::explain;
+use super::held::PromptOutcome;
 use super::protocol::{AuthChallenge, AuthDone, AuthResult, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
 use super::state::{MAX_PENDING, State};
@@ -380,28 +380,13 @@ rule has); the page gets the 401"
     /// The extension applied an answer (or could not: the request was gone).
     pub(super) fn on_auth_result(&mut self, m: &AuthResult) {
         let Some(pos) = self.auth_pos(m.tab_id, m.challenge) else { return };
-        let HeldDialog { mut record, opened, closing, .. } = self.held.remove(pos);
-        let (by, accepted) = match (m.ok, m.expired) {
-            (true, false) => (closing.unwrap_or(DecidedBy::Remote), Some(m.credentials)),
-            // The extension's own time limit: nobody answered in time (the host was gone).
-            (true, true) => (DecidedBy::DefaultPolicy, Some(false)),
-            (false, _) => (DecidedBy::Remote, None),
-        };
-        record.state = DialogState::Closed;
-        record.accepted = accepted;
-        record.closed_by = Some(by);
-        if record.decided_by == DecidedBy::Agent {
-            record.decided_by = by;
-        }
-        let mut summary = explain::closed(&record, by, opened.elapsed());
-        if !m.ok {
-            summary = format!("{summary} The request ended before the answer reached it.");
-        } else if m.expired {
-            summary = format!("{summary} The extension cancelled it: no answer came from the host in time.");
-        }
-        record.explanation = format!("{}. {summary}", record.explanation);
-        self.logs.closed(&record, summary);
-        self.remember(record);
+        let outcome = PromptOutcome { applied: m.ok, expired: m.expired, accepted: m.credentials };
+        self.close_prompt(
+            pos,
+            outcome,
+            "The request ended before the answer reached it.",
+            "The extension cancelled it: no answer came from the host in time.",
+        );
     }
 
     /// The request of a challenge ended: what the page got.

@@ -324,6 +324,44 @@ fn answer_message(tab: i64, hold: u64, accept: bool, text: Option<String>) -> To
     ToBrowser::Answer { tab_id: tab, hold, accept, text }
 }
 
+/// What the extension says became of a browser prompt's answer (auth, permission).
+pub(super) struct PromptOutcome {
+    /// The answer reached the request (false: the request or page was gone).
+    pub applied: bool,
+    /// The extension's own time limit answered: nobody did in time (the host was gone).
+    pub expired: bool,
+    /// What was applied: credentials sent, permission granted.
+    pub accepted: bool,
+}
+
+impl State {
+    /// Closes the held browser prompt at `pos` with what the extension reported; `gone` and
+    /// `expired` finish the record's explanation in the prompt's own words.
+    pub(super) fn close_prompt(&mut self, pos: usize, o: PromptOutcome, gone: &str, expired: &str) {
+        let HeldDialog { mut record, opened, closing, .. } = self.held.remove(pos);
+        let (by, accepted) = match (o.applied, o.expired) {
+            (true, false) => (closing.unwrap_or(DecidedBy::Remote), Some(o.accepted)),
+            (true, true) => (DecidedBy::DefaultPolicy, Some(false)),
+            (false, _) => (DecidedBy::Remote, None),
+        };
+        record.state = DialogState::Closed;
+        record.accepted = accepted;
+        record.closed_by = Some(by);
+        if record.decided_by == DecidedBy::Agent {
+            record.decided_by = by;
+        }
+        let mut summary = explain::closed(&record, by, opened.elapsed());
+        if !o.applied {
+            summary = format!("{summary} {gone}");
+        } else if o.expired {
+            summary = format!("{summary} {expired}");
+        }
+        record.explanation = format!("{}. {summary}", record.explanation);
+        self.logs.closed(&record, summary);
+        self.remember(record);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::agent_calls::Done;

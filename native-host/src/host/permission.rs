@@ -11,7 +11,7 @@
 //! gets no prompt from the browser either: the call goes to the browser as it is, unrecorded.
 //! Pilot off: the browser's own behaviour, recorded. Rules live in memory, like auth rules.
 
-use super::explain;
+use super::held::PromptOutcome;
 use super::protocol::{PermissionRequest, PermissionResult, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog};
 use super::state::{MAX_PENDING, State};
@@ -313,27 +313,13 @@ interact {action:\"handle_dialog\", dialog_id, accept} (true = grant, false = de
             }
             return;
         };
-        let HeldDialog { mut record, opened, closing, .. } = self.held.remove(pos);
-        let (by, accepted) = match (m.ok, m.expired) {
-            (true, false) => (closing.unwrap_or(DecidedBy::Remote), Some(m.granted)),
-            (true, true) => (DecidedBy::DefaultPolicy, Some(false)),
-            (false, _) => (DecidedBy::Remote, None),
-        };
-        record.state = DialogState::Closed;
-        record.accepted = accepted;
-        record.closed_by = Some(by);
-        if record.decided_by == DecidedBy::Agent {
-            record.decided_by = by;
-        }
-        let mut summary = explain::closed(&record, by, opened.elapsed());
-        if !m.ok {
-            summary = format!("{summary} The page was gone before the answer reached it.");
-        } else if m.expired {
-            summary = format!("{summary} The extension denied it: no answer came from the host in time.");
-        }
-        record.explanation = format!("{}. {summary}", record.explanation);
-        self.logs.closed(&record, summary);
-        self.remember(record);
+        let outcome = PromptOutcome { applied: m.ok, expired: m.expired, accepted: m.granted };
+        self.close_prompt(
+            pos,
+            outcome,
+            "The page was gone before the answer reached it.",
+            "The extension denied it: no answer came from the host in time.",
+        );
     }
 }
 
