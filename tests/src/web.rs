@@ -155,3 +155,13 @@ impl Drop for WebServer {
         }
     }
 }
+
+/// A page for a strict Content-Security-Policy: its first inline script keeps every
+/// `securitypolicyviolation` in `window.violations` (serve it with `report-uri` and the
+/// browser tells the server too).
+pub const CSP_PAGE: &str = r#"<!doctype html><title>csp</title>
+<script>
+  window.violations = [];
+  document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective + ' ' + e.sourceFile));
+</script>
+<p>strict</p>"#;

@@ -4,19 +4,11 @@ use serde_json::json;
 use std::time::Duration;
 use unmodal_e2e::{Session, eventually};
 
-// The first inline script counts violations; report-uri makes the browser tell the server too.
-const CSP_PAGE: &str = r#"<!doctype html><title>csp</title>
-<script>
-  window.violations = [];
-  document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective + ' ' + e.sourceFile));
-</script>
-<p>strict</p>"#;
-
 #[tokio::test(flavor = "multi_thread")]
 async fn strict_csp_page_gets_rules_and_sees_no_violation() -> anyhow::Result<()> {
     let s = Session::start().await?;
     let csp = "script-src 'self' 'unsafe-inline'; report-uri /csp-report";
-    s.open("/csp", CSP_PAGE, &[("Content-Security-Policy", csp)]).await?;
+    s.open("/csp", unmodal_e2e::web::CSP_PAGE, &[("Content-Security-Policy", csp)]).await?;
     s.enable_pilot().await?;
     // The policy really forbids WebAssembly here (else this test proves nothing).
     let wasm = s

@@ -301,19 +301,12 @@ async fn a_frame_from_another_site() -> anyhow::Result<()> {
     Ok(())
 }
 
-const CSP_PAGE: &str = r#"<!doctype html><title>csp</title>
-<script>
-  window.violations = [];
-  document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective + ' ' + e.sourceFile));
-</script>
-<p>strict</p>"#;
-
 /// A page whose CSP forbids everything but its own inline script: granted and denied as
 /// anywhere, and the page sees no violation of ours.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_strict_csp_page() -> anyhow::Result<()> {
     let csp = "default-src 'none'; script-src 'self' 'unsafe-inline'; report-uri /csp-report";
-    let s = session("/csp", CSP_PAGE, &[("Content-Security-Policy", csp)], true).await?;
+    let s = session("/csp", unmodal_e2e::web::CSP_PAGE, &[("Content-Security-Policy", csp)], true).await?;
     s.agent.ok("interact", rule(json!({"permission": "notifications"}))).await?;
     s.agent.ok("interact", rule(json!({"permission": "camera", "accept": false}))).await?;
     assert_eq!(s.page_value(NOTIFICATIONS).await?, json!(["granted", "granted"]));
