@@ -5,6 +5,7 @@
 import { createHolds } from './debugger.js';
 import { createAuth } from './auth.js';
 import { createPermissions } from './permissions.js';
+import { createChoosers } from './choosers.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
 import { createStalled } from './stalled.js';
@@ -36,6 +37,8 @@ const holds = createHolds(toHost, wantsSession, configFor);
 const auth = createAuth(toHost, () => pilot, () => port !== null);
 // Permission prompts the page hook holds: decided by the host, applied as content settings.
 const permissions = createPermissions(toHost, () => pilot, () => port !== null);
+// Device choosers the page hook saw open: cancelled or held by the host (choosers.js).
+const choosers = createChoosers(toHost, () => pilot, () => port !== null);
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
 
@@ -61,6 +64,7 @@ function connect() {
     holds.releaseAll(Promise.allSettled(needHost.map((tabId) => pushConfig(tabId))));
     auth.releaseAll();
     permissions.releaseAll();
+    choosers.releaseAll();
     retry();
   });
   hostState = { connected: true, error: null, since: Date.now() };
@@ -128,6 +132,10 @@ function onHostMessage(msg) {
     permissions.answer(msg);
   } else if (msg.type === 'permission_hold' && Number.isInteger(msg.request)) {
     permissions.hold(msg);
+  } else if (msg.type === 'chooser_answer' && Number.isInteger(msg.request)) {
+    choosers.answer(msg);
+  } else if (msg.type === 'chooser_hold' && Number.isInteger(msg.request)) {
+    choosers.hold(msg);
   } else if (msg.type === 'pilot_call' && Number.isSafeInteger(msg.id) && Number.isInteger(msg.tab_id) && msg.call && typeof msg.call === 'object') {
     runPilotCall(msg);
   } else if (msg.type === 'sync' && Number.isSafeInteger(msg.id)) {
@@ -253,6 +261,15 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     // Whatever fails here, the page's call goes on to the browser: never a hang.
     ready.then(() => permissions.request(msg, sender, reply)).catch(() => reply('native'));
     return true;
+  }
+  if (msg.type === 'chooser') {
+    // Whatever fails here, the chooser is cancelled: in headless it would never settle.
+    ready.then(() => choosers.request(msg, sender, reply)).catch(() => reply('cancel'));
+    return true;
+  }
+  if (msg.type === 'chooser_settled') {
+    choosers.settled(msg, sender);
+    return;
   }
   if (msg.type === 'hello') {
     // Once this worker knows the pilot's state (it reads it as it starts).

@@ -93,7 +93,10 @@
       if (navigator.userActivation.hasBeenActive) event.preventDefault();
     } else if (q && typeof q === 'object' && Number.isSafeInteger(q.permission)) {
       event.preventDefault();
-      onPermission(q.permission, q.names, q.api);
+      if (q.chooser === true) onChooser(q.permission, q.names, q.api);
+      else onPermission(q.permission, q.names, q.api);
+    } else if (q && typeof q === 'object' && Number.isSafeInteger(q.settled)) {
+      runtime().sendMessage({ type: 'chooser_settled', page_request: q.settled }).catch(() => {});
     } else {
       onReport(q);
     }
@@ -132,6 +135,17 @@
     runtime()
       .sendMessage({ type: 'permission', names: list, api: typeof api === 'string' ? api.slice(0, 40) : '' })
       .then((r) => answer(PERMISSION_ANSWERS[r] ?? 0), () => answer(0));
+  };
+
+  // A device chooser that opened (inject/46-choosers.js): the worker answers `cancel` (the
+  // hook gives the page the browser's own cancel result) or `native` (the chooser stands).
+  // If the worker cannot be reached the chooser is cancelled: in headless it would never
+  // settle.
+  const onChooser = (id, api, method) => {
+    const answer = (code) => dispatchEvent(new CustomEvent(secret + 'p', { detail: id * 4 + code }));
+    runtime()
+      .sendMessage({ type: 'chooser', page_request: id, api: String(api).slice(0, 20), method: String(method).slice(0, 40) })
+      .then((r) => answer(r === 'native' ? 0 : 2), () => answer(2));
   };
 
   const fromWorker = (msg) => {

@@ -77,22 +77,25 @@
     apply(mapDelete, permWaiting, [id]);
     go(code);
   };
-  // Asks for a decision; `go` runs once it came (whatever it is, the real call follows:
-  // the browser's setting already says grant or deny).
-  const askPermission = (names, api, go) => {
+  // Asks for a decision; `go` runs once it came (for a permission, whatever it is, the real
+  // call follows: the browser's setting already says grant or deny). `chooser`: a device
+  // chooser that opened (46-choosers.js). Returns the request's number.
+  const askBrowser = (names, api, chooser, go) => {
     if (permWaiting === null) {
       permWaiting = new NewMap();
       apply(addEventListener, win, [secret + 'p', onPermissionAnswer]);
     }
     const id = ++permSeq;
     apply(mapSet, permWaiting, [id, go]);
-    const detail = { __proto__: null, permission: id, names, api };
+    const detail = { __proto__: null, permission: id, names, api, chooser };
     const taken = !apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail, cancelable: true })]);
     if (!taken) {
       apply(mapDelete, permWaiting, [id]);
       go(ANSWER_NATIVE);
     }
+    return id;
   };
+  const askPermission = (names, api, go) => askBrowser(names, api, false, go);
 
   // A promise-returning native: the page holds a promise of ours that settles as the
   // native's does, its error without our frames (a TypeError made during the call has them).

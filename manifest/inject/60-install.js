@@ -33,6 +33,7 @@
     as(handler.get, 'get onbeforeunload');
     as(handler.set, 'set onbeforeunload');
     disguisePermissions(as);
+    disguiseChoosers(as);
   };
 
   // Each is an own, writable data property as the browser made it, and no page script has

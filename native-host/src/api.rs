@@ -37,6 +37,10 @@ pub enum DialogTypeArg {
     /// A permission prompt (camera, microphone, notifications, geolocation, clipboard-read):
     /// accept = grant, dismiss = deny.
     Permission,
+    /// A device chooser (WebUSB, WebHID, Web Serial, Web Bluetooth): it can only be
+    /// cancelled (no extension can pick a device).
+    #[serde(rename = "device_chooser")]
+    DeviceChooser,
     All,
 }
 
@@ -49,8 +53,8 @@ impl DialogTypeArg {
             Self::Prompt => RuleTarget::One(K::Prompt),
             Self::Beforeunload => RuleTarget::One(K::BeforeUnload),
             // Auth rules live in the host only (`DialogCall::AuthSetup`), never in a page.
-            // So do permission rules (`DialogCall::PermissionSetup`).
-            Self::All | Self::Auth | Self::Permission => RuleTarget::All,
+            // So do permission and chooser rules (`DialogCall::PermissionSetup`, `ChooserSetup`).
+            Self::All | Self::Auth | Self::Permission | Self::DeviceChooser => RuleTarget::All,
         }
     }
 }
@@ -138,6 +142,41 @@ pub struct InteractArgs {
     /// one of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission: Option<PermissionName>,
+    /// dialog_type "device_chooser" with setup: the chooser the rule cancels (default: every
+    /// one of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chooser: Option<ChooserApi>,
+}
+
+/// A device chooser's API, as the page reaches it (`navigator.usb`, …).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum ChooserApi {
+    /// WebUSB: navigator.usb.requestDevice.
+    Usb,
+    /// WebHID: navigator.hid.requestDevice.
+    Hid,
+    /// Web Serial: navigator.serial.requestPort.
+    Serial,
+    /// Web Bluetooth: navigator.bluetooth.requestDevice (where the browser exposes it).
+    Bluetooth,
+}
+
+impl ChooserApi {
+    pub const ALL: [Self; 4] = [Self::Usb, Self::Hid, Self::Serial, Self::Bluetooth];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Usb => "usb",
+            Self::Hid => "hid",
+            Self::Serial => "serial",
+            Self::Bluetooth => "bluetooth",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
 }
 
 /// A permission the browser would prompt for and the extension can decide (Chromium's
@@ -298,6 +337,17 @@ pub enum DialogCall {
     PermissionClear {
         tab: Option<i64>,
     },
+    /// A rule for device choosers: cancel them (the only answer there is), for one API or all.
+    ChooserSetup {
+        tab: Option<i64>,
+        once: bool,
+        chooser: Option<ChooserApi>,
+        matcher: MatchArg,
+    },
+    /// Removes the tab's chooser rules.
+    ChooserClear {
+        tab: Option<i64>,
+    },
 }
 
 /// What answers an HTTP auth challenge (serialized only into the answer to the browser).
@@ -377,12 +427,19 @@ impl InteractArgs {
         if self.permission.is_some() && !(setup && permission) {
             return Err(bad("permission", "only with setup: true and dialog_type \"permission\""));
         }
+        let chooser = self.dialog_type == Some(DialogTypeArg::DeviceChooser);
+        if self.chooser.is_some() && !(setup && chooser) {
+            return Err(bad("chooser", "only with setup: true and dialog_type \"device_chooser\""));
+        }
         if self.clear == Some(true) {
             if auth {
                 return Ok(DialogCall::AuthClear { tab });
             }
             if permission {
                 return Ok(DialogCall::PermissionClear { tab });
+            }
+            if chooser {
+                return Ok(DialogCall::ChooserClear { tab });
             }
             let target = self.dialog_type.map_or(RuleTarget::All, DialogTypeArg::target);
             return Ok(DialogCall::Clear { tab, target });
@@ -393,6 +450,9 @@ impl InteractArgs {
         if setup && permission {
             return self.permission_setup();
         }
+        if setup && chooser {
+            return self.chooser_setup();
+        }
         if self.matcher.as_ref().is_some_and(|m| m.realm.is_some()) {
             return Err(bad("match.realm", "only with dialog_type \"auth\""));
         }
@@ -400,7 +460,8 @@ impl InteractArgs {
             let Some(kind) = self.dialog_type else {
                 return Err(bad(
                     "dialog_type",
-                    "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, permission, all",
+                    "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, permission, \
+device_chooser, all",
                 ));
             };
             let matcher = self.matcher.clone().unwrap_or_default();
@@ -470,12 +531,13 @@ impl InteractArgs {
         Ok(Credentials { username: username.clone(), password: password.clone() })
     }
 
-    fn permission_setup(&self) -> Result<DialogCall, ParamError> {
+    /// A browser prompt's match: `url_contains` only (it has no message, no realm).
+    fn url_only_match(&self, what: &str, name_it: &str) -> Result<MatchArg, ParamError> {
         let matcher = self.matcher.clone().unwrap_or_default();
         if matcher.message_contains.is_some() {
             return Err(bad(
                 "match.message_contains",
-                "a permission prompt has no message; match url_contains, or name the permission",
+                format!("{what} has no message; match url_contains, or {name_it}"),
             ));
         }
         if matcher.realm.is_some() {
@@ -490,6 +552,31 @@ impl InteractArgs {
             }
             _ => {}
         }
+        Ok(matcher)
+    }
+
+    fn chooser_setup(&self) -> Result<DialogCall, ParamError> {
+        let matcher = self.url_only_match("a device chooser", "name the chooser")?;
+        if self.accept == Some(true) {
+            return Err(bad(
+                "accept",
+                "a device chooser can only be cancelled (accept: false): Chromium gives extensions no way to list or \
+pick a device (its DeviceAccess protocol domain is refused to them)",
+            ));
+        }
+        if self.text.is_some() {
+            return Err(bad("text", "a chooser rule cancels the chooser; it takes no text"));
+        }
+        Ok(DialogCall::ChooserSetup {
+            tab: self.tab_id,
+            once: self.once.unwrap_or(true),
+            chooser: self.chooser,
+            matcher,
+        })
+    }
+
+    fn permission_setup(&self) -> Result<DialogCall, ParamError> {
+        let matcher = self.url_only_match("a permission prompt", "name the permission")?;
         if self.text.is_some() {
             return Err(bad(
                 "text",
@@ -708,6 +795,46 @@ mod tests {
             assert_eq!(PermissionName::parse(p.as_str()), Some(p));
             assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
         }
+    }
+
+    #[test]
+    fn chooser_calls_validate_and_refuse_accept() {
+        let c = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","chooser":"serial",
+            "once":false,"match":{"url_contains":"/flash"}}))
+        .unwrap();
+        let DialogCall::ChooserSetup { once: false, chooser: Some(ChooserApi::Serial), matcher, .. } = c else {
+            panic!("{c:?}")
+        };
+        assert_eq!(matcher.url_contains.as_deref(), Some("/flash"));
+        assert!(matches!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","accept":false})),
+            Ok(DialogCall::ChooserSetup { once: true, chooser: None, .. })
+        ));
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","clear":true})),
+            Ok(DialogCall::ChooserClear { tab: None })
+        );
+        let err = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","accept":true}))
+            .unwrap_err();
+        assert_eq!(err.param, "accept");
+        assert!(err.message.contains("can only be cancelled"), "{}", err.message);
+        let param = |v| call(v).unwrap_err().param;
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","chooser":"usb"})),
+            "chooser"
+        );
+        assert_eq!(
+            param(
+                json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","match":{"message_contains":"x"}})
+            ),
+            "match.message_contains"
+        );
+        assert!(parse::<InteractArgs>(json!({"action":"handle_dialog","chooser":"camera"})).is_err(), "unknown APIs");
+        for a in ChooserApi::ALL {
+            assert_eq!(ChooserApi::parse(a.as_str()), Some(a));
+            assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
+        }
+        assert_eq!(serde_json::to_value(DialogTypeArg::DeviceChooser).unwrap(), "device_chooser");
     }
 
     #[test]

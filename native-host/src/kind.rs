@@ -1,8 +1,8 @@
 //! What can hold a tab up: a page's JavaScript dialog (the engine's `DialogKind`, decided in
 //! the page) or a prompt the browser shows on its own, which the page hook never sees and
 //! the host decides (`host/auth.rs`: HTTP auth; `host/permission.rs`: permission prompts;
-//! device choosers are meant to join here). One name space, so records, `dialogs_blocking` and `dialog_type`
-//! speak of all of them alike. The engine's wire codes stay as they are: pages never hear
+//! `host/chooser.rs`: device choosers). One name space, so records, `dialogs_blocking` and
+//! `dialog_type` speak of all of them alike. The engine's wire codes stay as they are: pages never hear
 //! of browser prompts.
 
 use schemars::JsonSchema;
@@ -21,6 +21,10 @@ pub enum Kind {
     /// A permission prompt (`host/permission.rs`): the page hook holds the request, the
     /// extension sets the browser's own decision.
     Permission,
+    /// A device chooser (`host/chooser.rs`): the page hook saw one open; it can only be
+    /// cancelled.
+    #[serde(rename = "device_chooser")]
+    DeviceChooser,
 }
 
 impl Kind {
@@ -28,6 +32,7 @@ impl Kind {
         match self.dialog() {
             Some(k) => k.as_str(),
             None if self == Self::Permission => "permission",
+            None if self == Self::DeviceChooser => "device_chooser",
             None => "auth",
         }
     }
@@ -39,7 +44,7 @@ impl Kind {
             Self::Confirm => Some(DialogKind::Confirm),
             Self::Prompt => Some(DialogKind::Prompt),
             Self::BeforeUnload => Some(DialogKind::BeforeUnload),
-            Self::Auth | Self::Permission => None,
+            Self::Auth | Self::Permission | Self::DeviceChooser => None,
         }
     }
 
@@ -82,5 +87,7 @@ mod tests {
         assert!(Kind::Auth.is_browser_prompt());
         assert_eq!(serde_json::to_value(Kind::Permission).unwrap(), Kind::Permission.as_str());
         assert!(Kind::Permission.is_browser_prompt());
+        assert_eq!(serde_json::to_value(Kind::DeviceChooser).unwrap(), Kind::DeviceChooser.as_str());
+        assert!(Kind::DeviceChooser.is_browser_prompt());
     }
 }

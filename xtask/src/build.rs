@@ -17,6 +17,7 @@ const STATIC_FILES: &[&str] = &[
     "debugger.js",
     "auth.js",
     "permissions.js",
+    "choosers.js",
     "pilot_tools.js",
     "state_tools.js",
     "tracking.js",

@@ -2,6 +2,7 @@
 //! and the answers they get: typed views serialized once, each naming the tab it acted on.
 
 use super::auth::AuthRuleView;
+use super::chooser::ChooserRuleView;
 use super::explain::PILOT_OFF_WARNING;
 use super::logs::{self, LogEntry};
 use super::permission::PermissionRuleView;
@@ -64,6 +65,7 @@ enum AnyRule<'a> {
     Page(&'a Rule),
     Auth(AuthRuleView<'a>),
     Permission(PermissionRuleView<'a>),
+    Chooser(ChooserRuleView<'a>),
 }
 
 #[derive(Serialize)]
@@ -143,6 +145,16 @@ struct PermissionConfigured<'a> {
     rule: PermissionRuleView<'a>,
     message: String,
     /// Permission rules are applied by the host: in force as soon as they are set.
+    rules_in_force: bool,
+}
+
+#[derive(Serialize)]
+struct ChooserConfigured<'a> {
+    status: Status,
+    #[serde(flatten)]
+    rule: ChooserRuleView<'a>,
+    message: String,
+    /// Chooser rules are applied by the host: in force as soon as they are set.
     rules_in_force: bool,
 }
 
@@ -250,6 +262,7 @@ impl State {
                 .map(AnyRule::Page)
                 .chain(self.auth_rules_of(tab.id).iter().map(|r| AnyRule::Auth(r.view())))
                 .chain(self.permission_rules_of(tab.id).iter().map(|r| AnyRule::Permission(r.view())))
+                .chain(self.chooser_rules_of(tab.id).iter().map(|r| AnyRule::Chooser(r.view())))
                 .collect(),
             dialog_policy: self.policy_view(tab.id),
             pilot_enabled: self.pilot,
@@ -351,6 +364,30 @@ impl State {
                     dialog_type: "permission",
                     removed,
                     message: format!("Removed {removed} auto-response(s) for permission."),
+                };
+                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
+            }
+            DialogCall::ChooserSetup { tab, once, chooser, matcher } => {
+                let tab = self.resolve_tab(tab)?.clone();
+                let rule = self.add_chooser_rule(tab.id, once, chooser, matcher)?;
+                let which = chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str()));
+                let message = if once {
+                    format!("Auto-response configured for the next {which}: will cancel it, then revert to default.")
+                } else {
+                    format!("Auto-response configured for every {which} until cleared: will cancel it.")
+                };
+                let body =
+                    ChooserConfigured { status: Status::Configured, rule: rule.view(), message, rules_in_force: true };
+                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
+            }
+            DialogCall::ChooserClear { tab } => {
+                let tab = self.resolve_tab(tab)?.clone();
+                let removed = self.clear_chooser_rules(tab.id);
+                let body = Cleared {
+                    status: Status::Configured,
+                    dialog_type: "device_chooser",
+                    removed,
+                    message: format!("Removed {removed} auto-response(s) for device_chooser."),
                 };
                 Ok(Done::now(self.answer(&body, &tab), Vec::new()))
             }

@@ -233,6 +233,7 @@ human must switch the pilot on in the Unmodal popup"
                 status_code: None,
             }),
             permission: None,
+            chooser: None,
         };
         self.logs.dialog(&record);
         let mut out = vec![ToBrowser::recorded(&record)];

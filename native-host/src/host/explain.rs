@@ -137,6 +137,7 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         (Kind::Auth, Some(false)) => "cancelled (the page gets the 401)".to_string(),
         (Kind::Permission, Some(true)) => "granted".to_string(),
         (Kind::Permission, Some(false)) => "denied".to_string(),
+        (Kind::DeviceChooser, Some(_)) => "cancelled (the page got the browser's cancel result)".to_string(),
         (_, Some(a)) => format!("returned {a}"),
     };
     format!("Closed by {who} after {} ms: {answer}.", open_for.as_millis())

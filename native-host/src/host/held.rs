@@ -3,7 +3,9 @@
 //! the agent, or the watchdog; the browser reports when it closed.
 
 use super::explain;
-use super::protocol::{AnswerResult, AuthResult, HeldClosed, HeldOpened, HeldRef, PermissionResult, ToBrowser};
+use super::protocol::{
+    AnswerResult, AuthResult, ChooserResult, HeldClosed, HeldOpened, HeldRef, PermissionResult, ToBrowser,
+};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
 use super::state::State;
 use crate::kind::Kind;
@@ -72,6 +74,7 @@ impl State {
             key: None,
             auth: None,
             permission: None,
+            chooser: None,
         };
         self.logs.dialog(&record);
         let mut out = vec![ToBrowser::recorded(&record)];
@@ -213,6 +216,10 @@ impl State {
             let pos = self.held.iter().position(|h| h.record.id == id).unwrap_or_default();
             return Ok(self.answer_permission(pos, accept, by));
         }
+        if h.record.kind == Kind::DeviceChooser {
+            let pos = self.held.iter().position(|h| h.record.id == id).unwrap_or_default();
+            return self.answer_chooser(pos, accept, by);
+        }
         if h.record.kind == Kind::Auth {
             if accept {
                 return Err(ToolError::new(
@@ -282,6 +289,21 @@ false to cancel it (the page gets the 401)."
         for m in &gone_permissions {
             self.on_permission_result(m);
         }
+        let gone_choosers: Vec<ChooserResult> = self
+            .held
+            .iter()
+            .filter(|h| h.record.kind == Kind::DeviceChooser && self.tab(h.record.tab_id).is_none())
+            .map(|h| ChooserResult {
+                tab_id: h.record.tab_id,
+                request: h.hold,
+                ok: false,
+                settled: false,
+                expired: false,
+            })
+            .collect();
+        for m in &gone_choosers {
+            self.on_chooser_result(m);
+        }
         let gone: Vec<HeldClosed> = self
             .held
             .iter()
@@ -330,7 +352,7 @@ pub(super) struct PromptOutcome {
     pub applied: bool,
     /// The extension's own time limit answered: nobody did in time (the host was gone).
     pub expired: bool,
-    /// What was applied: credentials sent, permission granted.
+    /// What was applied: credentials sent, permission granted (a chooser: always false).
     pub accepted: bool,
 }
 

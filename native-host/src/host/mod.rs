@@ -5,6 +5,7 @@
 pub mod agent_calls;
 pub mod auth;
 mod barrier;
+pub mod chooser;
 mod explain;
 mod held;
 pub mod logs;

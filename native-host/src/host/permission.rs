@@ -207,6 +207,7 @@ denies at once; a headful one asks a human); a human must switch the pilot on in
             key: None,
             auth: None,
             permission: Some(PermissionDetails { permissions: names, api: record::clip(&m.api, 40).0 }),
+            chooser: None,
         };
         self.logs.dialog(&record);
         let mut out = vec![ToBrowser::recorded(&record)];

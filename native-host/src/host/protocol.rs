@@ -76,6 +76,11 @@ pub enum FromBrowser {
     PermissionRequest(PermissionRequest),
     /// What became of a held request's `PermissionAnswer`.
     PermissionResult(PermissionResult),
+    /// A page's device chooser opened (`manifest/choosers.js`): held for the host's answer,
+    /// or (pilot off) left to the browser.
+    ChooserRequest(ChooserRequest),
+    /// What became of a held chooser (answered, given up on, or settled by the browser).
+    ChooserResult(ChooserResult),
     /// What became of a `PilotCall` (see `host/pilot.rs`).
     PilotResult(PilotResult),
     /// A tab opened another (`window.open`, `target=_blank`, a popup): it starts with the
@@ -101,6 +106,7 @@ impl FromBrowser {
                 | Self::ConfigAck(_)
                 | Self::AuthRequired(_)
                 | Self::PermissionRequest(_)
+                | Self::ChooserRequest(_)
         )
     }
 }
@@ -357,6 +363,42 @@ pub struct PermissionResult {
     pub error: Option<String>,
 }
 
+/// A device chooser the page hook saw open, as the worker passes it on. Tab, frame and URL
+/// come from the browser (the message's sender); the chooser and call from the page, checked.
+#[derive(Debug, Deserialize)]
+pub struct ChooserRequest {
+    pub tab_id: i64,
+    /// The worker's number for the request (answers name it).
+    pub request: u64,
+    #[serde(default)]
+    pub frame_id: i64,
+    /// The asking frame's URL.
+    #[serde(default)]
+    pub url: String,
+    /// `usb`, `hid`, `serial` or `bluetooth` (`api::ChooserApi`).
+    pub api: String,
+    /// The page's call: requestDevice, requestPort.
+    #[serde(default)]
+    pub method: String,
+    /// The pilot is off: the browser's chooser stands (nothing to answer).
+    #[serde(default)]
+    pub native: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ChooserResult {
+    pub tab_id: i64,
+    pub request: u64,
+    /// The answer reached the page (false: the frame was gone).
+    pub ok: bool,
+    /// The browser's own chooser settled first: the page has the browser's answer.
+    #[serde(default)]
+    pub settled: bool,
+    /// No answer came in time; the worker cancelled on its own.
+    #[serde(default)]
+    pub expired: bool,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToBrowser {
@@ -406,6 +448,12 @@ pub enum ToBrowser {
     /// The request waits for the agent: the worker holds it this long before it denies on
     /// its own (the watchdog comes first).
     PermissionHold { tab_id: i64, request: u64, wait_ms: u64 },
+    /// The answer to a chooser: cancel (the page gets the browser's cancel result) or let
+    /// the browser's chooser stand.
+    ChooserAnswer { tab_id: i64, request: u64, decision: super::chooser::ChooserDecision },
+    /// The chooser waits for the agent: the worker holds it this long before it cancels on
+    /// its own (the watchdog comes first).
+    ChooserHold { tab_id: i64, request: u64, wait_ms: u64 },
     /// An AI Web Pilot tool call for a tab; the extension answers with `PilotResult` `id`.
     /// It checks the human's switch itself: the host's word is not enough.
     PilotCall { id: u64, tab_id: i64, call: crate::pilot_api::PilotCall },
@@ -490,6 +538,11 @@ impl State {
                 self.on_permission_result(&m);
                 Ok(Vec::new())
             }
+            FromBrowser::ChooserRequest(m) => self.on_chooser_request(m),
+            FromBrowser::ChooserResult(m) => {
+                self.on_chooser_result(&m);
+                Ok(Vec::new())
+            }
             // Goes to the call waiting for it (`host/mod.rs`), not to the state.
             FromBrowser::PilotResult(_) => Ok(Vec::new()),
             FromBrowser::Opened { tab_id, opener_tab_id } => Ok(self.on_opened(tab_id, opener_tab_id)),
@@ -529,6 +582,9 @@ mod tests {
             json!({"type":"permission_request","tab_id":1,"request":4,"frame_id":0,"url":"http://a/",
                    "permissions":["camera"],"api":"getUserMedia","stored":"ask","native":false}),
             json!({"type":"permission_result","tab_id":1,"request":4,"ok":true,"granted":true}),
+            json!({"type":"chooser_request","tab_id":1,"request":5,"frame_id":0,"url":"http://a/","api":"usb",
+                   "method":"requestDevice","native":false}),
+            json!({"type":"chooser_result","tab_id":1,"request":5,"ok":true,"settled":false,"expired":false}),
             json!({"type":"pilot_result","id":3,"error":{"code":"ai_web_pilot_disabled","message":"off"}}),
             json!({"type":"opened","tab_id":2,"opener_tab_id":1}),
             json!({"type":"synced","id":3}),
@@ -557,6 +613,8 @@ mod tests {
                 Ok(FromBrowser::AuthDone(_)) => "auth_done",
                 Ok(FromBrowser::PermissionRequest(_)) => "permission_request",
                 Ok(FromBrowser::PermissionResult(_)) => "permission_result",
+                Ok(FromBrowser::ChooserRequest(_)) => "chooser_request",
+                Ok(FromBrowser::ChooserResult(_)) => "chooser_result",
                 Ok(FromBrowser::PilotResult(_)) => "pilot_result",
                 Ok(FromBrowser::Opened { .. }) => "opened",
                 Ok(FromBrowser::Synced { .. }) => "synced",
@@ -566,7 +624,7 @@ mod tests {
             seen.insert(kind);
         }
 
-        assert_eq!(seen.len(), 18, "one sample of each kind");
+        assert_eq!(seen.len(), 20, "one sample of each kind");
     }
 
     #[test]
@@ -574,7 +632,8 @@ mod tests {
         let worker = include_str!("../../../manifest/background.js");
         let auth = include_str!("../../../manifest/auth.js");
         let permissions = include_str!("../../../manifest/permissions.js");
-        let js = [worker, include_str!("../../../manifest/debugger.js"), auth, permissions].concat();
+        let choosers = include_str!("../../../manifest/choosers.js");
+        let js = [worker, include_str!("../../../manifest/debugger.js"), auth, permissions, choosers].concat();
         for m in samples() {
             let tag = m["type"].as_str().unwrap();
             assert!(js.contains(&format!("type: '{tag}'")), "manifest/ never sends `{tag}`");
@@ -592,6 +651,8 @@ mod tests {
                 decision: crate::host::permission::PermissionDecision::Grant,
             },
             ToBrowser::PermissionHold { tab_id: 1, request: 1, wait_ms: 1 },
+            ToBrowser::ChooserAnswer { tab_id: 1, request: 1, decision: crate::host::chooser::ChooserDecision::Cancel },
+            ToBrowser::ChooserHold { tab_id: 1, request: 1, wait_ms: 1 },
             ToBrowser::PilotCall {
                 id: 1,
                 tab_id: 1,

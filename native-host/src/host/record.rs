@@ -94,6 +94,9 @@ pub struct DialogRecord {
     /// Permission prompts only: what was asked for, by which call.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub permission: Option<super::permission::PermissionDetails>,
+    /// Device choosers only: which chooser, by which call.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub chooser: Option<super::chooser::ChooserDetails>,
 }
 
 impl DialogRecord {
@@ -169,6 +172,7 @@ pub(super) mod tests {
             key: None,
             auth: None,
             permission: None,
+            chooser: None,
         }
     }
 

@@ -68,6 +68,7 @@ impl State {
             key: Some(key),
             auth: None,
             permission: None,
+            chooser: None,
         };
         self.logs.dialog(&rec);
         // The popup shows what the host stored (redacted), never the raw page text.

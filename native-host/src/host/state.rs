@@ -103,6 +103,8 @@ pub struct State {
     pub auth_rules: HashMap<i64, Vec<super::auth::AuthRule>>,
     /// Permission rules per tab (`permission.rs`): in memory only, like auth rules.
     pub permission_rules: HashMap<i64, Vec<super::permission::PermissionRule>>,
+    /// Device chooser rules per tab (`chooser.rs`): in memory only, like permission rules.
+    pub chooser_rules: HashMap<i64, Vec<super::chooser::ChooserRule>>,
     pub(super) next_rule_id: u32,
     pub history: HeapRb<DialogRecord>,
     pub evicted: u64,
@@ -150,6 +152,7 @@ impl State {
             rules: HashMap::new(),
             auth_rules: HashMap::new(),
             permission_rules: HashMap::new(),
+            chooser_rules: HashMap::new(),
             next_rule_id: 1,
             history: HeapRb::new(HISTORY),
             evicted: 0,
@@ -179,6 +182,7 @@ impl State {
         self.rules.retain(|id, _| open(id));
         self.auth_rules.retain(|id, _| open(id));
         self.permission_rules.retain(|id, _| open(id));
+        self.chooser_rules.retain(|id, _| open(id));
         self.delivered.retain(|id, _| open(id));
         self.sent_rev.retain(|id, _| open(id));
         self.policies.retain(|id, _| open(id));
@@ -217,8 +221,11 @@ impl State {
     /// Removes the rules for `target` (all rules for `All`); returns how many.
     pub fn clear_rules(&mut self, tab: i64, target: RuleTarget) -> usize {
         // "all" means every kind, HTTP auth too.
-        let auth =
-            if target == RuleTarget::All { self.clear_auth_rules(tab) + self.clear_permission_rules(tab) } else { 0 };
+        let auth = if target == RuleTarget::All {
+            self.clear_auth_rules(tab) + self.clear_permission_rules(tab) + self.clear_chooser_rules(tab)
+        } else {
+            0
+        };
         let Some(rules) = self.rules.get_mut(&tab) else {
             return auth;
         };

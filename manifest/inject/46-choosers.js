@@ -1,0 +1,95 @@
+  // ---- Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth) ----
+  // No extension can list, pick or cancel a chooser (chrome.debugger refuses the
+  // DeviceAccess domain), and in headless Chromium one opened after a gesture never settles.
+  // So the browser's own code makes the call — it converts and checks the arguments, the
+  // gesture and the permissions policy, and every such failure comes back already settled —
+  // and a call still pending two microtasks later opened a chooser. That one is asked about
+  // like a permission (rule, policy, agent, watchdog); the answer is cancel, and the page
+  // gets the browser's own cancel result. Pilot off, the browser's chooser stands. Whichever
+  // settles first wins: a person who picks a device in a headful browser's chooser answers it.
+  const NewDOMException = DOMException;
+  const ANSWER_CANCEL = 2;
+  // The browser's results for a cancelled chooser (measured: a second chooser in a tab
+  // cancels the first; Bluetooth's from Blink's error table).
+  const CANCELS = [
+    { __proto__: null, api: 'usb', iface: 'USB', method: 'requestDevice', message: "Failed to execute 'requestDevice' on 'USB': No device selected." },
+    { __proto__: null, api: 'hid', iface: 'HID', method: 'requestDevice', message: null },
+    { __proto__: null, api: 'serial', iface: 'Serial', method: 'requestPort', message: "Failed to execute 'requestPort' on 'Serial': No port selected by the user." },
+    { __proto__: null, api: 'bluetooth', iface: 'Bluetooth', method: 'requestDevice', message: 'User cancelled the requestDevice() chooser.' },
+  ];
+  const chooserNatives = { __proto__: null };
+
+  const chooserCall = (which, self, args) => {
+    const c = CANCELS[which];
+    const d = deferred();
+    let p;
+    try {
+      p = apply(chooserNatives[which], self, args);
+    } catch (err) {
+      d.reject(withoutOwnFrames(err));
+      return d.promise;
+    }
+    if (p === null || typeof p !== 'object') {
+      d.resolve(p);
+      return d.promise;
+    }
+    let done = false;
+    let asked = 0;
+    const end = () => {
+      if (done) return false;
+      done = true;
+      return true;
+    };
+    // The browser's chooser answered (or the call failed): the page gets that.
+    const settled = () => {
+      if (asked !== 0) apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail: { __proto__: null, settled: asked } })]);
+    };
+    defineProperty(p, 'constructor', { __proto__: null, value: undefined, configurable: true });
+    apply(promiseThen, p, [
+      (v) => {
+        if (!end()) return;
+        d.resolve(v);
+        settled();
+      },
+      (err) => {
+        if (!end()) return;
+        d.reject(withoutOwnFrames(err));
+        settled();
+      },
+    ]);
+    const cancel = () => {
+      if (!end()) return;
+      if (c.message === null) d.resolve([]);
+      // Made here, in a task of its own: its stack holds our frame only, which is cut.
+      else d.reject(withoutOwnFrames(new NewDOMException(c.message, 'NotFoundError')));
+    };
+    const look = () => {
+      if (done) return;
+      asked = askBrowser(c.api, c.method, true, (code) => {
+        if (code === ANSWER_CANCEL) apply(queueMicrotask, win, [cancel]);
+      });
+    };
+    apply(queueMicrotask, win, [() => apply(queueMicrotask, win, [look])]);
+    return d.promise;
+  };
+  // Method shorthand, one object each: the natives' names, no prototype, not constructible.
+  const chooserHooks = [
+    { requestDevice(...args) { return chooserCall(0, this, args); } }.requestDevice,
+    { requestDevice(...args) { return chooserCall(1, this, args); } }.requestDevice,
+    { requestPort(...args) { return chooserCall(2, this, args); } }.requestPort,
+    { requestDevice(...args) { return chooserCall(3, this, args); } }.requestDevice,
+  ];
+  // Secure contexts only; Bluetooth only where the browser exposes it.
+  for (let i = 0; i < 4; i++) {
+    const owner = protoOf(CANCELS[i].iface);
+    const desc = owner && getOwnPropertyDescriptor(owner, CANCELS[i].method);
+    if (!desc || typeof desc.value !== 'function') continue;
+    const fn = chooserHooks[i];
+    const length = getOwnPropertyDescriptor(desc.value, 'length');
+    if (length) defineProperty(fn, 'length', length);
+    defineProperty(owner, CANCELS[i].method, { __proto__: null, value: fn, writable: desc.writable, enumerable: desc.enumerable, configurable: desc.configurable });
+    chooserNatives[i] = desc.value;
+  }
+  const disguiseChoosers = (as) => {
+    for (let i = 0; i < 4; i++) if (chooserNatives[i] !== undefined) as(chooserHooks[i], CANCELS[i].method);
+  };
