@@ -268,7 +268,8 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     return true;
   }
   if (msg.type === 'chooser_settled') {
-    choosers.settled(msg, sender);
+    // After the request it follows (that one waits for `ready` too).
+    ready.then(() => choosers.settled(msg, sender));
     return;
   }
   if (msg.type === 'hello') {

@@ -165,3 +165,23 @@ pub const CSP_PAGE: &str = r#"<!doctype html><title>csp</title>
   document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective + ' ' + e.sourceFile));
 </script>
 <p>strict</p>"#;
+
+/// A page with one button per device chooser (a click is the gesture a chooser needs). Each
+/// call's outcome lands in `out[name]`: "pending", "resolved <json>" or "<name>: <message>".
+pub const CHOOSERS_PAGE: &str = r#"<!doctype html><title>choosers</title>
+<style>button { position: fixed; left: 0; width: 120px; height: 40px }</style>
+<button id=usb style="top: 0" onclick="ask('usb', () => navigator.usb.requestDevice({filters: []}))">usb</button>
+<button id=hid style="top: 50px" onclick="ask('hid', () => navigator.hid.requestDevice({filters: []}))">hid</button>
+<button id=serial style="top: 100px" onclick="ask('serial', () => navigator.serial.requestPort())">serial</button>
+<button id=bluetooth style="top: 150px" onclick="ask('bluetooth', () => navigator.bluetooth.requestDevice({acceptAllDevices: true}))">bluetooth</button>
+<script>
+window.out = {};
+function ask(k, call) {
+  out[k] = 'pending';
+  try {
+    call().then((v) => { out[k] = 'resolved ' + JSON.stringify(v); }, (e) => { out[k] = e.name + ': ' + e.message; });
+  } catch (e) {
+    out[k] = 'threw ' + e.name + ': ' + e.message;
+  }
+}
+</script>"#;

@@ -1,6 +1,7 @@
 //! Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth): what headless Chromium lets
-//! an extension see and do, pinned. Unmodal does not handle them yet (README, "Limits
-//! today"); these tests fail the day the platform changes what the design rests on.
+//! an extension see and do, pinned, with the pilot off (the browser's own behaviour; how
+//! Unmodal answers choosers is in `choosers.rs`). These tests fail the day the platform
+//! changes what the design rests on.
 //!
 //! - `DeviceAccess` (the only protocol domain for choosers) is not offered to extensions:
 //!   `chrome.debugger` refuses all of it, so no extension can list a chooser's devices, pick
@@ -17,25 +18,8 @@
 
 use serde_json::{Value, json};
 use std::time::Duration;
+use unmodal_e2e::web::CHOOSERS_PAGE as PAGE;
 use unmodal_e2e::{Options, Session, cdp, eventually};
-
-const PAGE: &str = r#"<!doctype html><title>choosers</title>
-<style>button { position: fixed; left: 0; width: 120px; height: 40px }</style>
-<button id=usb style="top: 0" onclick="ask('usb', () => navigator.usb.requestDevice({filters: []}))">usb</button>
-<button id=hid style="top: 50px" onclick="ask('hid', () => navigator.hid.requestDevice({filters: []}))">hid</button>
-<button id=serial style="top: 100px" onclick="ask('serial', () => navigator.serial.requestPort())">serial</button>
-<button id=bluetooth style="top: 150px" onclick="ask('bluetooth', () => navigator.bluetooth.requestDevice({acceptAllDevices: true}))">bluetooth</button>
-<script>
-window.out = {};
-function ask(k, call) {
-  out[k] = 'pending';
-  try {
-    call().then((v) => { out[k] = 'resolved ' + JSON.stringify(v); }, (e) => { out[k] = e.name + ': ' + e.message; });
-  } catch (e) {
-    out[k] = 'threw ' + e.name + ': ' + e.message;
-  }
-}
-</script>"#;
 
 /// Each chooser call, as a page script makes it.
 const CALLS: [(&str, &str); 3] = [
