@@ -11,12 +11,17 @@ const PAGE: &str = r#"<!doctype html><title>Projects</title>
 <button id="delete">Delete project alpha</button>
 <button id="rename">Rename project</button>
 <button id="save">Save</button>
+<button id="notify">Turn on notifications</button>
+<button id="connect">Connect a USB device</button>
 <p id="out">nothing yet</p>
 <script>
   const out = (t) => (document.getElementById('out').textContent = t);
   document.getElementById('delete').onclick = () => out(confirm('Delete project alpha?') ? 'alpha deleted' : 'delete cancelled');
   document.getElementById('rename').onclick = () => out('renamed to ' + JSON.stringify(prompt('New name?', 'alpha')));
   document.getElementById('save').onclick = () => { alert('Saved!'); out('saved'); };
+  document.getElementById('notify').onclick = () => Notification.requestPermission().then((r) => out('notifications: ' + r));
+  document.getElementById('connect').onclick = () => navigator.usb.requestDevice({ filters: [] })
+    .then((d) => out('device: ' + d.productName), (e) => out(e.name + ': ' + e.message));
 </script>"#;
 
 fn step(n: u32, text: &str) {
@@ -149,6 +154,23 @@ async fn main() -> Result<()> {
     let r = s.agent.ok("manage_state", json!({"action": "load", "snapshot_name": "projects"})).await?;
     show("manage_state load", &json!({"restored": r["restored"], "navigated": r["navigated"]}));
     show("the page's storage again", &s.page.eval("[localStorage.getItem('draft'), document.cookie]").await?);
+
+    step(10, "Beyond JS dialogs: a permission prompt and a device chooser");
+    let r = s
+        .agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "permission", "permission": "notifications"}))
+        .await?;
+    show("rule", &r["message"]);
+    println!("   page: {}", click(&s, "notify").await?);
+    println!("   no rule for the USB chooser (in headless it would never settle): the default cancels it");
+    println!("   page: {}", click(&s, "connect").await?);
+    let chooser = eventually(std::time::Duration::from_secs(10), "the chooser's record", || async {
+        let d = s.dialogs().await?;
+        let recent = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
+        Ok(recent.into_iter().rev().find(|r| r["type"] == "device_chooser"))
+    })
+    .await?;
+    println!("   observe: {}", describe(&chooser));
 
     println!("\nAfter the pilot went on, no dialog blocked the tab except the one the agent chose to hold. Done.");
     Ok(())
