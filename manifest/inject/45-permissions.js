@@ -177,7 +177,8 @@
       // Static: the receiver does not matter. The callback form is the native's own work.
       return later(permNatives.requestPermission, this, args, 'notifications', 'requestPermission');
     },
-    getCurrentPosition(...args) {
+    getCurrentPosition(successCallback) {
+      const args = arguments;
       if (!isGeolocation(this) || !callbackOk(args[0], false) || !callbackOk(args[1], true) || !allowed('geolocation')) {
         return direct(permNatives.getCurrentPosition, this, args);
       }
@@ -191,7 +192,8 @@
       });
       return undefined;
     },
-    watchPosition(...args) {
+    watchPosition(successCallback) {
+      const args = arguments;
       if (!isGeolocation(this) || !callbackOk(args[0], false) || !callbackOk(args[1], true) || !allowed('geolocation')) {
         return direct(permNatives.watchPosition, this, args);
       }
@@ -209,7 +211,8 @@
       });
       return ours;
     },
-    clearWatch(...args) {
+    clearWatch(watchId) {
+      const args = arguments;
       const id = args[0];
       const mapped = watches === null || !isGeolocation(this) ? undefined : apply(mapGet, watches, [id]);
       if (mapped === undefined) return direct(permNatives.clearWatch, this, args);
@@ -227,26 +230,27 @@
     },
   };
 
-  // Replaces a method, keeping its flags and its length (what the native declares).
+  // Replaces a method. No page script has run: a plain read and assignment keep the
+  // native's flags (an own writable data property) and cost a frame far less than reading
+  // descriptors and defining properties. Each hook declares the native's length (a named
+  // parameter where the native has one; `arguments` is then the call's own list).
   const installPermission = (owner, name) => {
-    const desc = owner && getOwnPropertyDescriptor(owner, name);
-    if (!desc || typeof desc.value !== 'function') return;
-    const fn = permHooks[name];
-    const length = getOwnPropertyDescriptor(desc.value, 'length');
-    if (length) defineProperty(fn, 'length', length);
-    defineProperty(owner, name, { __proto__: null, value: fn, writable: desc.writable, enumerable: desc.enumerable, configurable: desc.configurable });
-    permNatives[name] = desc.value;
+    const native = owner ? owner[name] : undefined;
+    if (typeof native !== 'function') return;
+    owner[name] = permHooks[name];
+    permNatives[name] = native;
   };
+  // An interface's prototype; null where this frame has no such interface.
   const protoOf = (name) => {
-    const d = getOwnPropertyDescriptor(win, name);
-    return d && typeof d.value === 'function' ? d.value.prototype : null;
+    const iface = win[name];
+    return typeof iface === 'function' ? iface.prototype : null;
   };
   // Secure contexts only (MediaDevices, Clipboard); absent interfaces are skipped.
   const mediaDevicesProto = protoOf('MediaDevices');
   deviceChangeOf = getterOf(mediaDevicesProto, 'ondevicechange');
   installPermission(mediaDevicesProto, 'getUserMedia');
-  const notificationDesc = getOwnPropertyDescriptor(win, 'Notification');
-  installPermission(notificationDesc && notificationDesc.value, 'requestPermission');
+  const notification = win.Notification;
+  installPermission(typeof notification === 'function' ? notification : null, 'requestPermission');
   const geolocationProto = protoOf('Geolocation');
   installPermission(geolocationProto, 'getCurrentPosition');
   installPermission(geolocationProto, 'watchPosition');

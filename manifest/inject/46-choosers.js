@@ -72,23 +72,24 @@
     apply(queueMicrotask, win, [() => apply(queueMicrotask, win, [look])]);
     return d.promise;
   };
-  // Method shorthand, one object each: the natives' names, no prototype, not constructible.
+  // Method shorthand, one object each: the natives' names and lengths (a named parameter
+  // where the native declares one, so no `length` needs defining), no prototype, not
+  // constructible. `arguments` is our own object: applying it reads only its own members.
   const chooserHooks = [
-    { requestDevice(...args) { return chooserCall(0, this, args); } }.requestDevice,
-    { requestDevice(...args) { return chooserCall(1, this, args); } }.requestDevice,
-    { requestPort(...args) { return chooserCall(2, this, args); } }.requestPort,
-    { requestDevice(...args) { return chooserCall(3, this, args); } }.requestDevice,
+    { requestDevice(options) { return chooserCall(0, this, arguments); } }.requestDevice,
+    { requestDevice(options) { return chooserCall(1, this, arguments); } }.requestDevice,
+    { requestPort() { return chooserCall(2, this, arguments); } }.requestPort,
+    { requestDevice() { return chooserCall(3, this, arguments); } }.requestDevice,
   ];
-  // Secure contexts only; Bluetooth only where the browser exposes it.
+  // Secure contexts only; Bluetooth only where the browser exposes it. No page script has
+  // run: plain reads and assignment (as 60-install.js) cost a frame far less than reading
+  // descriptors and defining properties, and keep the natives' flags.
   for (let i = 0; i < 4; i++) {
     const owner = protoOf(CANCELS[i].iface);
-    const desc = owner && getOwnPropertyDescriptor(owner, CANCELS[i].method);
-    if (!desc || typeof desc.value !== 'function') continue;
-    const fn = chooserHooks[i];
-    const length = getOwnPropertyDescriptor(desc.value, 'length');
-    if (length) defineProperty(fn, 'length', length);
-    defineProperty(owner, CANCELS[i].method, { __proto__: null, value: fn, writable: desc.writable, enumerable: desc.enumerable, configurable: desc.configurable });
-    chooserNatives[i] = desc.value;
+    const native = owner ? owner[CANCELS[i].method] : undefined;
+    if (typeof native !== 'function') continue;
+    owner[CANCELS[i].method] = chooserHooks[i];
+    chooserNatives[i] = native;
   }
   const disguiseChoosers = (as) => {
     for (let i = 0; i < 4; i++) if (chooserNatives[i] !== undefined) as(chooserHooks[i], CANCELS[i].method);
