@@ -165,6 +165,24 @@ impl Session {
         tokio::time::timeout(Duration::from_millis(400), self.page.eval("1")).await.is_err()
     }
 
+    /// Who decided the first record of type `kind` in each of `tabs`, waiting until every
+    /// tab has one.
+    pub async fn decided_in_tabs(&self, kind: &str, tabs: &[Value]) -> Result<Vec<Value>> {
+        eventually(LIMIT, &format!("a {kind} record in each of {} tab(s)", tabs.len()), || async {
+            let mut out = Vec::new();
+            for tab in tabs {
+                let d = self.agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
+                let rec = d["recent_dialogs"].as_array().into_iter().flatten().find(|r| r["type"] == kind);
+                match rec {
+                    Some(r) => out.push(r["decided_by"].clone()),
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(out))
+        })
+        .await
+    }
+
     pub async fn dialogs(&self) -> Result<Value> {
         self.agent.ok("observe", json!({"what": "dialogs"})).await
     }

@@ -252,3 +252,28 @@ async fn the_browser_answering_first_wins() -> anyhow::Result<()> {
     assert!(recs[0]["explanation"].as_str().unwrap_or_default().contains("settled first"), "{recs:?}");
     Ok(())
 }
+
+/// A chooser rule set for one tab cancels there; another tab's chooser gets its own tab's
+/// default.
+#[tokio::test(flavor = "multi_thread")]
+async fn rules_belong_to_their_tab() -> anyhow::Result<()> {
+    let s = session(true).await?;
+    let first = s.agent.ok("observe", json!({"what": "tabs"})).await?["tracked_tab"].clone();
+    let url = s.web.page("/second", PAGE, &[]);
+    let second_page = s.browser.new_page(&url).await?;
+    let second = s.agent.wait_for_tab_listed(&url).await?;
+    s.agent.ok("interact", rule(json!({"tab_id": second, "once": false}))).await?;
+    for (page, tab) in [(&second_page, json!(second)), (&s.page, first.clone())] {
+        page.bring_to_front().await?;
+        page.click("#usb").await?;
+        let got = eventually(Duration::from_secs(10), "the chooser settling", || async {
+            let v = page.eval("out.usb ?? null").await?;
+            Ok((!v.is_null() && v != json!("pending")).then_some(v))
+        })
+        .await?;
+        assert_eq!(got, json!(USB_CANCEL), "tab {tab}");
+    }
+    let by_tab = s.decided_in_tabs("device_chooser", &[json!(second), first]).await?;
+    assert_eq!(by_tab, vec![json!("rule"), json!("default_policy")]);
+    Ok(())
+}

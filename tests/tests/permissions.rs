@@ -474,3 +474,21 @@ async fn the_wrappers_pass_the_stealth_battery() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// A permission rule set for one tab decides there; another tab (another site: the decision
+/// is the origin's setting) gets its own tab's default.
+#[tokio::test(flavor = "multi_thread")]
+async fn rules_belong_to_their_tab() -> anyhow::Result<()> {
+    let s = session("/first", PAGE, &[], true).await?;
+    let first = s.agent.ok("observe", json!({"what": "tabs"})).await?["tracked_tab"].clone();
+    let other = unmodal_e2e::web::WebServer::other_site()?;
+    let url = other.page("/second", PAGE, &[]);
+    let second_page = s.browser.new_page(&url).await?;
+    let second = json!(s.agent.wait_for_tab_listed(&url).await?);
+    s.agent.ok("interact", rule(json!({"tab_id": second, "once": false, "permission": "notifications"}))).await?;
+    assert_eq!(second_page.eval(NOTIFICATIONS).await?, json!(["granted", "granted"]));
+    assert_eq!(s.page_value(NOTIFICATIONS).await?, json!(["denied", "denied"]));
+    let by_tab = s.decided_in_tabs("permission", &[second, first]).await?;
+    assert_eq!(by_tab, vec![json!("rule"), json!("default_policy")]);
+    Ok(())
+}
