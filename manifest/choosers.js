@@ -1,11 +1,11 @@
-// Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth): the page hook
+// Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth, the screen-share picker): the page hook
 // (inject/46-choosers.js) saw one open and asks here; the host (the state of record) decides
 // — cancel now, or hold for the agent (whose only answer is cancel: no extension can pick a
 // device) — or, pilot off, the browser's chooser stands. Never a hang: with no host the
 // chooser is cancelled at once; a request no answer reaches in time is cancelled here.
 const FIRST_WAIT_MS = 5000;
 const MAX_HOLD_MS = 11 * 60 * 1000;
-const APIS = ['usb', 'hid', 'serial', 'bluetooth'];
+const APIS = ['usb', 'hid', 'serial', 'bluetooth', 'display'];
 const MAX_URL = 2048;
 
 export function createChoosers(toHost, pilotOn, connected) {

@@ -1,4 +1,4 @@
-  // ---- Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth) ----
+  // ---- Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth; the screen-share picker) ----
   // No extension can list, pick or cancel a chooser (chrome.debugger refuses the
   // DeviceAccess domain), and in headless Chromium one opened after a gesture never settles.
   // So the browser's own code makes the call — it converts and checks the arguments, the
@@ -7,15 +7,19 @@
   // like a permission (rule, policy, agent, watchdog); the answer is cancel, and the page
   // gets the browser's own cancel result. Pilot off, the browser's chooser stands. Whichever
   // settles first wins: a person who picks a device in a headful browser's chooser answers it.
+  // getDisplayMedia's picker (screen, window or tab) is one more chooser: it needs no
+  // gesture, and in headless it never settles either.
   const NewDOMException = DOMException;
   const ANSWER_CANCEL = 2;
   // The browser's results for a cancelled chooser (measured: a second chooser in a tab
-  // cancels the first; Bluetooth's from Blink's error table).
+  // cancels the first; Bluetooth's from Blink's error table; the picker's is the refusal
+  // Blink gives any media request the user denied, as getUserMedia's).
   const CANCELS = [
-    { __proto__: null, api: 'usb', iface: 'USB', method: 'requestDevice', message: "Failed to execute 'requestDevice' on 'USB': No device selected." },
-    { __proto__: null, api: 'hid', iface: 'HID', method: 'requestDevice', message: null },
-    { __proto__: null, api: 'serial', iface: 'Serial', method: 'requestPort', message: "Failed to execute 'requestPort' on 'Serial': No port selected by the user." },
-    { __proto__: null, api: 'bluetooth', iface: 'Bluetooth', method: 'requestDevice', message: 'User cancelled the requestDevice() chooser.' },
+    { __proto__: null, api: 'usb', iface: 'USB', method: 'requestDevice', name: 'NotFoundError', message: "Failed to execute 'requestDevice' on 'USB': No device selected." },
+    { __proto__: null, api: 'hid', iface: 'HID', method: 'requestDevice', name: null, message: null },
+    { __proto__: null, api: 'serial', iface: 'Serial', method: 'requestPort', name: 'NotFoundError', message: "Failed to execute 'requestPort' on 'Serial': No port selected by the user." },
+    { __proto__: null, api: 'bluetooth', iface: 'Bluetooth', method: 'requestDevice', name: 'NotFoundError', message: 'User cancelled the requestDevice() chooser.' },
+    { __proto__: null, api: 'display', iface: 'MediaDevices', method: 'getDisplayMedia', name: 'NotAllowedError', message: 'Permission denied' },
   ];
   const chooserNatives = { __proto__: null };
 
@@ -61,7 +65,7 @@
       if (!end()) return;
       if (c.message === null) d.resolve([]);
       // Made here, in a task of its own: its stack holds our frame only, which is cut.
-      else d.reject(withoutOwnFrames(new NewDOMException(c.message, 'NotFoundError')));
+      else d.reject(withoutOwnFrames(new NewDOMException(c.message, c.name)));
     };
     const look = () => {
       if (done) return;
@@ -80,11 +84,12 @@
     { requestDevice(options) { return chooserCall(1, this, arguments); } }.requestDevice,
     { requestPort() { return chooserCall(2, this, arguments); } }.requestPort,
     { requestDevice() { return chooserCall(3, this, arguments); } }.requestDevice,
+    { getDisplayMedia() { return chooserCall(4, this, arguments); } }.getDisplayMedia,
   ];
   // Secure contexts only; Bluetooth only where the browser exposes it. No page script has
   // run: plain reads and assignment (as 60-install.js) cost a frame far less than reading
   // descriptors and defining properties, and keep the natives' flags.
-  for (let i = 0; i < 4; i++) {
+  for (let i = 0; i < 5; i++) {
     const owner = protoOf(CANCELS[i].iface);
     const native = owner ? owner[CANCELS[i].method] : undefined;
     if (typeof native !== 'function') continue;
@@ -92,5 +97,5 @@
     chooserNatives[i] = native;
   }
   const disguiseChoosers = (as) => {
-    for (let i = 0; i < 4; i++) if (chooserNatives[i] !== undefined) as(chooserHooks[i], CANCELS[i].method);
+    for (let i = 0; i < 5; i++) if (chooserNatives[i] !== undefined) as(chooserHooks[i], CANCELS[i].method);
   };

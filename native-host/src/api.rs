@@ -160,10 +160,13 @@ pub enum ChooserApi {
     Serial,
     /// Web Bluetooth: navigator.bluetooth.requestDevice (where the browser exposes it).
     Bluetooth,
+    /// The screen-share picker: navigator.mediaDevices.getDisplayMedia (a screen, window or
+    /// tab to capture).
+    Display,
 }
 
 impl ChooserApi {
-    pub const ALL: [Self; 4] = [Self::Usb, Self::Hid, Self::Serial, Self::Bluetooth];
+    pub const ALL: [Self; 5] = [Self::Usb, Self::Hid, Self::Serial, Self::Bluetooth, Self::Display];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -171,6 +174,18 @@ impl ChooserApi {
             Self::Hid => "hid",
             Self::Serial => "serial",
             Self::Bluetooth => "bluetooth",
+            Self::Display => "display",
+        }
+    }
+
+    /// What the chooser offers, and where the page calls it from.
+    pub fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Usb => ("USB device chooser", "navigator.usb"),
+            Self::Hid => ("HID device chooser", "navigator.hid"),
+            Self::Serial => ("serial port chooser", "navigator.serial"),
+            Self::Bluetooth => ("Bluetooth device chooser", "navigator.bluetooth"),
+            Self::Display => ("screen-share picker", "navigator.mediaDevices"),
         }
     }
 

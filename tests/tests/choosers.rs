@@ -74,8 +74,13 @@ async fn the_default_cancels_each_chooser_with_the_browsers_own_result() -> anyh
     assert_eq!(chooser_outcome(&s, "hid").await?, json!(HID_CANCEL));
     assert_eq!(chooser_outcome(&s, "serial").await?, json!(SERIAL_CANCEL));
     let recs = chooser_records(&s, 3, closed).await?;
-    for (rec, (api, method)) in
-        recs.iter().zip([("usb", "requestDevice"), ("hid", "requestDevice"), ("serial", "requestPort")])
+    let messages = [
+        "USB device chooser (navigator.usb.requestDevice)",
+        "HID device chooser (navigator.hid.requestDevice)",
+        "serial port chooser (navigator.serial.requestPort)",
+    ];
+    for ((rec, (api, method)), message) in
+        recs.iter().zip([("usb", "requestDevice"), ("hid", "requestDevice"), ("serial", "requestPort")]).zip(messages)
     {
         assert_eq!(
             (rec["chooser"].as_str(), rec["method"].as_str(), rec["decided_by"].as_str(), rec["closed_by"].as_str()),
@@ -83,8 +88,17 @@ async fn the_default_cancels_each_chooser_with_the_browsers_own_result() -> anyh
             "{rec}"
         );
         assert_eq!((&rec["accepted"], &rec["frame_id"], &rec["url"]), (&json!(false), &json!(0), &url), "{rec}");
-        assert_eq!(rec["message"], format!("{api} device chooser (navigator.{api}.{method})"));
+        assert_eq!(rec["message"], message);
     }
+    // The screen-share picker needs no gesture, and is cancelled with the refusal the browser
+    // gives any media request the user denied.
+    let display = "navigator.mediaDevices.getDisplayMedia({video: true}).then(() => 'resolved', (e) => [e.name, e.message, e instanceof DOMException])";
+    assert_eq!(s.page_value(display).await?, json!(["NotAllowedError", "Permission denied", true]));
+    let recs = chooser_records(&s, 4, closed).await?;
+    assert_eq!(
+        (recs[3]["chooser"].as_str(), recs[3]["message"].as_str(), recs[3]["decided_by"].as_str()),
+        (Some("display"), Some("screen-share picker (navigator.mediaDevices.getDisplayMedia)"), Some("default_policy"))
+    );
     Ok(())
 }
 
@@ -156,6 +170,11 @@ async fn pilot_off_the_browsers_chooser_stands_and_is_recorded() -> anyhow::Resu
     .await?;
     assert_eq!(got, json!(USB_CANCEL));
     chooser_records(&s, 2, closed).await?;
+    // The screen-share picker likewise: recorded, and the page's call waits on the browser.
+    s.page_value("window.shared = 'pending'; navigator.mediaDevices.getDisplayMedia({video: true}).then(() => { shared = 'ok'; }, (e) => { shared = e.name; }); 0").await?;
+    let recs = chooser_records(&s, 3, closed).await?;
+    assert_eq!((recs[2]["chooser"].as_str(), recs[2]["decided_by"].as_str()), (Some("display"), Some("pilot_off")));
+    assert_eq!(s.page_value("shared").await?, json!("pending"));
     Ok(())
 }
 

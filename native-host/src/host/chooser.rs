@@ -152,9 +152,9 @@ impl State {
             None => (
                 DecidedBy::PilotOff,
                 format!(
-                    "AI Web Pilot is off: the browser's {} chooser stands (in headless Chromium it never settles, and \
-the page's call waits); a human must switch the pilot on in the Unmodal popup",
-                    api.as_str()
+                    "AI Web Pilot is off: the browser's {} stands (in headless Chromium it never settles, and the \
+page's call waits); a human must switch the pilot on in the Unmodal popup",
+                    api.describe().0
                 ),
             ),
             Some(v) => (v.by, v.why.clone()),
@@ -163,7 +163,10 @@ the page's call waits); a human must switch the pilot on in the Unmodal popup",
         let record = DialogRecord {
             id,
             kind: Kind::DeviceChooser,
-            message: format!("{} device chooser (navigator.{}.{method})", api.as_str(), api.as_str()),
+            message: {
+                let (what, from) = api.describe();
+                format!("{what} ({from}.{method})")
+            },
             message_truncated: false,
             default_text: None,
             state: if waits { DialogState::Open } else { DialogState::Closed },
@@ -348,7 +351,7 @@ mod tests {
             (j["type"].as_str(), j["chooser"].as_str(), j["method"].as_str()),
             (Some("device_chooser"), Some("usb"), Some("requestDevice"))
         );
-        assert_eq!(j["message"], "usb device chooser (navigator.usb.requestDevice)");
+        assert_eq!(j["message"], "USB device chooser (navigator.usb.requestDevice)");
         // A record read back (persist.rs) keeps what it was.
         let back: DialogRecord = serde_json::from_value(j).unwrap();
         assert_eq!(back.chooser, rec.chooser);
