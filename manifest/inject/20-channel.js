@@ -61,6 +61,15 @@
       apply(queueMicrotask, win, [flush]);
     }
   };
+  // One more call the flood limit kept from asking (45-permissions, 46-choosers): counted
+  // with the dialogs, sent with the next batch.
+  const fold = () => {
+    folded++;
+    if (!flushQueued) {
+      flushQueued = true;
+      apply(queueMicrotask, win, [flush]);
+    }
+  };
 
   // content.js's stand-in while the tab's config is on its way (engine `fallback_configs`).
   // It never replaces a config: the debugger's new-document script may have handed the real

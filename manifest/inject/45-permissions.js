@@ -64,6 +64,7 @@
   const isClipboard = (self) => self !== null && typeof self === 'object' && clipboardProto !== null && getPrototypeOf(self) === clipboardProto;
 
   let permSeq = 0;
+  const ANSWER_CANCEL = 2; // a chooser's (46-choosers.js)
   let permWaiting = null; // request number -> continuation(answer code)
   const ANSWER_NATIVE = 0;
   const onPermissionAnswer = (event) => {
@@ -79,8 +80,16 @@
   };
   // Asks for a decision; `go` runs once it came (for a permission, whatever it is, the real
   // call follows: the browser's setting already says grant or deny). `chooser`: a device
-  // chooser that opened (46-choosers.js). Returns the request's number.
+  // chooser that opened (46-choosers.js). Returns the request's number (0: not asked).
+  // The dialogs' flood limit applies: past it a request is not asked but counted, and gets
+  // the answer that needs nobody (a permission: the browser's own; a chooser: cancel), so a
+  // page calling in a loop cannot push the agent's records out of the history.
   const askBrowser = (names, api, chooser, go) => {
+    if (!admit()) {
+      fold();
+      go(chooser ? ANSWER_CANCEL : ANSWER_NATIVE);
+      return 0;
+    }
     if (permWaiting === null) {
       permWaiting = new NewMap();
       apply(addEventListener, win, [secret + 'p', onPermissionAnswer]);

@@ -10,7 +10,6 @@
   // getDisplayMedia's picker (screen, window or tab) is one more chooser: it needs no
   // gesture, and in headless it never settles either.
   const NewDOMException = DOMException;
-  const ANSWER_CANCEL = 2;
   // The browser's results for a cancelled chooser (measured: a second chooser in a tab
   // cancels the first; Bluetooth's from Blink's error table; the picker's is the refusal
   // Blink gives any media request the user denied, as getUserMedia's).

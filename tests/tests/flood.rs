@@ -68,3 +68,36 @@ async fn every_dialog_is_also_a_log_entry_with_its_origin() -> anyhow::Result<()
     assert!(e[1]["summary"].as_str().unwrap().contains("default policy"));
     Ok(())
 }
+
+/// Choosers called in a loop (the screen-share picker needs no gesture) are all cancelled,
+/// and past the same flood limit they are counted instead of asked: the agent's history is
+/// not pushed out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_loop_of_choosers_is_cancelled_and_folded() -> anyhow::Result<()> {
+    const PICKERS: u64 = 2000;
+    let (s, _) = Session::with_pilot("/pickers", "<!doctype html><title>pickers</title>").await?;
+    s.page_value(&format!(
+        "window.t0 = performance.now(); window.done = 0; window.span = 0; window.results = {{}};
+         for (let i = 0; i < {PICKERS}; i++) navigator.mediaDevices.getDisplayMedia({{video: true}}).then(
+           () => {{ results.resolved = (results.resolved || 0) + 1; }},
+           (e) => {{ done++; span = performance.now() - t0; results[e.name + ': ' + e.message] = (results[e.name + ': ' + e.message] || 0) + 1; }}); 0"
+    ))
+    .await?;
+    eventually(Duration::from_secs(60), "every picker cancelled", || async {
+        Ok((s.page.eval("done").await? == json!(PICKERS)).then_some(()))
+    })
+    .await?;
+    assert_eq!(s.page.eval("results").await?, json!({"NotAllowedError: Permission denied": PICKERS}));
+    let span_ms = s.page.eval("span").await?.as_f64().unwrap_or(f64::MAX);
+    let most = 10 + (span_ms / 100.0).ceil() as u64 + 1;
+    let (d, records) = eventually(Duration::from_secs(10), "the counts adding up", || async {
+        let d = s.dialogs().await?;
+        let records = d["recent_dialogs"].as_array().map_or(0, Vec::len) as u64 + d["evicted"].as_u64().unwrap_or(0);
+        let folded = d["folded_by_flood_limit"].as_u64().unwrap_or(0);
+        Ok((folded + records >= PICKERS).then_some((d, records)))
+    })
+    .await?;
+    assert_eq!(d["folded_by_flood_limit"].as_u64().unwrap_or(0) + records, PICKERS, "every call counted once: {d}");
+    assert!(records <= most, "{records} pickers were asked about in {span_ms:.0} ms (at most {most})");
+    Ok(())
+}
