@@ -59,9 +59,17 @@
     ]);
     const cancel = () => {
       if (!end()) return;
-      if (c.message === null) d.resolve([]);
-      // Made here, in a task of its own: its stack holds our frame only, which is cut.
-      else d.reject(withoutOwnFrames(new NewDOMException(c.message, 'NotFoundError')));
+      if (c.message === null) {
+        d.resolve([]);
+        return;
+      }
+      // The browser's own has a `stack` (V8's accessor, as captureStackTrace makes it) with
+      // no frames: it is made in a task of the browser's. A script's DOMException has none;
+      // capturing from above `cancel` (our only frame) leaves none either, so not even a
+      // page's Error.prepareStackTrace sees one of ours.
+      const err = new NewDOMException(c.message, 'NotFoundError');
+      captureStackTrace(err, cancel);
+      d.reject(err);
     };
     const look = () => {
       if (done) return;

@@ -21,7 +21,8 @@ const FACTS: &str = r#"const facts = (e) => (e === null || typeof e !== 'object'
   e.constructor.name, e.name, e.message, String(e.code), e instanceof DOMException,
   Object.getPrototypeOf(e) === DOMException.prototype, e instanceof Error, String(e.stack),
   Reflect.ownKeys(e).map(String).join(),
-  JSON.stringify(Object.getOwnPropertyDescriptor(e, 'stack') ?? null, (k, v) => typeof v === 'function' ? 'a function' : v)];"#;
+  JSON.stringify(Object.getOwnPropertyDescriptor(e, 'stack') ?? null, (k, v) => typeof v === 'function' ? 'a function' : v),
+  Object.getOwnPropertyDescriptor(e, 'stack')?.get === Object.getOwnPropertyDescriptor(new Error(), 'stack')?.get];"#;
 
 /// Buttons that open each chooser with a gesture; `out[key]` holds what the page got.
 fn chooser_page(extra: &str) -> String {
@@ -274,4 +275,184 @@ async fn the_chooser_wrappers_pass_the_stealth_battery() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_bluetooth_wrapper_passes_the_stealth_battery() -> anyhow::Result<()> {
     stealth_battery(&[EXPERIMENTAL], "USB,HID,Serial,Bluetooth").await
+}
+
+/// What the page got from each chooser a second one cancelled, as the browser cancels it
+/// (a second chooser in a tab cancels the first): `(first, second)`.
+const NATIVE_CANCELS: [(&str, &str); 3] = [("usb", "serial"), ("serial", "usb"), ("hid", "serial")];
+
+async fn native_cancels(page: &Page, url: &str) -> anyhow::Result<Value> {
+    let mut got = serde_json::Map::new();
+    for (first, second) in NATIVE_CANCELS {
+        page.goto(url).await?;
+        page.click(&format!("#{first}")).await?;
+        wait_outcome(page, first, true).await?;
+        page.click(&format!("#{second}")).await?;
+        got.insert(first.into(), wait_outcome(page, first, false).await?);
+    }
+    Ok(Value::Object(got))
+}
+
+/// A page that formats stacks itself: V8 hands it the frames (a frame of ours would show).
+const PREPARES_STACKS: &str = "<script>Error.prepareStackTrace = (e, sites) =>
+  'prepared: ' + sites.length + ' frame(s) ' + sites.map(String).join(' | ');</script>";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cancel_looks_like_the_browsers_own() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
+    let bpage = baseline.first_page().await?;
+    let pages = [("/cancel", chooser_page("")), ("/prepared", chooser_page(PREPARES_STACKS))];
+    let mut native = Vec::new();
+    for (path, html) in &pages {
+        let url = s.open(path, html, &[]).await?;
+        let theirs = native_cancels(&bpage, &url).await?;
+        // The browser's own, through the wrappers with the pilot off: untouched.
+        assert_eq!(native_cancels(&s.page, &url).await?, theirs, "{path}: pilot off");
+        native.push((url, theirs));
+    }
+    let theirs = &native[0].1;
+    assert_eq!(theirs["usb"][2], "NotFoundError", "baseline: {theirs}");
+    assert_eq!(theirs["hid"][0], "resolved", "baseline: {theirs}");
+    assert_eq!(native[1].1["usb"][8], "prepared: 0 frame(s) ", "baseline: {}", native[1].1);
+
+    s.enable_pilot().await?;
+    for (url, theirs) in &native {
+        let before = s.dialogs().await?["recent_dialogs"].as_array().map_or(0, Vec::len);
+        for (first, _) in NATIVE_CANCELS {
+            s.page.goto(url).await?;
+            s.page.click(&format!("#{first}")).await?;
+            let ours = wait_outcome(&s.page, first, false).await?;
+            assert_eq!(ours, theirs[first], "{url}: {first}: our cancel differs from the browser's own");
+        }
+        // Each was ours: cancelled by the default policy, one record each.
+        let recs = chooser_records(&s, before + 3).await?;
+        let ours: Vec<_> = recs[before..].iter().map(|r| (r["chooser"].clone(), r["decided_by"].clone())).collect();
+        let want: Vec<_> = NATIVE_CANCELS.iter().map(|(api, _)| (json!(api), json!("default_policy"))).collect();
+        assert_eq!(ours, want, "{recs:?}");
+    }
+    Ok(())
+}
+
+// After the hook installed itself, the page sets traps where a careless wrapper would read,
+// write, iterate, call or construct; each notes that it ran while armed. The page's own
+// work (taking the results) runs disarmed; the calls themselves run armed.
+const TRAPS: &str = r#"<!doctype html><title>traps</title>
+<style>button { position: fixed; left: 0; width: 120px; height: 40px }</style>
+<button id=usb style="top: 0">usb</button>
+<button id=hid style="top: 50px">hid</button>
+<script>
+  window.armed = false;
+  window.spied = '';
+  window.out = {};
+  const note = (k) => { if (armed) spied += k + '; '; };
+  const define = Object.defineProperty;
+  const apply = Reflect.apply;
+  const then = Promise.prototype.then;
+  const wrap = (obj, key, name) => {
+    const orig = obj[key];
+    define(obj, key, { configurable: true, writable: true,
+      value: function (...a) { note(name); return apply(orig, this, a); } });
+  };
+  // Filters the browser iterates with an iterator of their own (an array's would be the
+  // page's trapped Array.prototype[Symbol.iterator], which the browser itself calls).
+  const none = () => ({ *[Symbol.iterator]() {} });
+  const watch = (k, call) => {
+    out[k] = 'pending';
+    const p = call();
+    armed = false;
+    apply(then, p, [(v) => { out[k] = 'resolved ' + Array.isArray(v) + ' ' + v.length; },
+      (e) => { out[k] = e.name + ': ' + e.message; }]);
+    armed = true;
+  };
+  document.getElementById('usb').onclick = () => watch('usb', () => navigator.usb.requestDevice({ filters: none() }));
+  document.getElementById('hid').onclick = () => watch('hid', () => navigator.hid.requestDevice({ filters: none() }));
+  // Not `then` on Object.prototype: resolving a promise with an object reads it, the
+  // browser's own promise too (HID resolves with an array).
+  for (const key of ['settled', 'permission', 'names', 'api', 'chooser', 'detail']) {
+    define(Object.prototype, key, { configurable: true,
+      get() { note('get ' + key); return undefined; }, set(v) { note('set ' + key); } });
+  }
+  const ctor = Promise.prototype.constructor;
+  define(Promise.prototype, 'constructor', { configurable: true, get() { note('get Promise constructor'); return ctor; } });
+  wrap(Promise.prototype, 'then', 'then');
+  wrap(Array.prototype, Symbol.iterator, 'Symbol.iterator');
+  wrap(Map.prototype, 'get', 'Map.get');
+  wrap(Map.prototype, 'set', 'Map.set');
+  wrap(Map.prototype, 'delete', 'Map.delete');
+  wrap(Function.prototype, 'call', 'call');
+  wrap(Function.prototype, 'apply', 'apply');
+  wrap(Reflect, 'apply', 'Reflect.apply');
+  wrap(Object, 'defineProperty', 'defineProperty');
+  wrap(Object, 'getOwnPropertyDescriptor', 'getOwnPropertyDescriptor');
+  wrap(EventTarget.prototype, 'dispatchEvent', 'dispatchEvent');
+  wrap(EventTarget.prototype, 'addEventListener', 'addEventListener');
+  window.CustomEvent = function () { note('CustomEvent'); };
+  window.Promise = function () { note('Promise'); };
+  window.DOMException = function () { note('DOMException'); };
+  window.queueMicrotask = function () { note('queueMicrotask'); };
+  // Last (they make every later descriptor literal of the page's own odd): a descriptor read
+  // through its prototype would find these.
+  for (const key of ['get', 'set', 'value']) {
+    define(Object.prototype, key, { configurable: true, get() { note('get ' + key); return undefined; } });
+  }
+</script>"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn page_traps_never_see_the_chooser_wrappers_at_work() -> anyhow::Result<()> {
+    let (s, _) = Session::with_pilot("/traps", TRAPS).await?;
+    s.page.eval("armed = true; 0").await?;
+    s.page.click("#usb").await?;
+    let usb = wait_outcome(&s.page, "usb", false).await?;
+    assert_eq!(usb, json!("NotFoundError: Failed to execute 'requestDevice' on 'USB': No device selected."));
+    s.page.click("#hid").await?;
+    assert_eq!(wait_outcome(&s.page, "hid", false).await?, json!("resolved true 0"));
+    let recs = chooser_records(&s, 2).await?;
+    let apis: Vec<_> = recs.iter().map(|r| (r["chooser"].clone(), r["decided_by"].clone())).collect();
+    assert_eq!(apis, [(json!("usb"), json!("default_policy")), (json!("hid"), json!("default_policy"))]);
+    assert_eq!(s.page.eval("armed = false; spied").await?, json!(""), "the page's traps saw the hook at work");
+
+    // Pilot off: the hook asks, hears `native`, and tells when the browser's chooser
+    // answered (a second chooser cancels the first).
+    let off = Session::start().await?;
+    off.open("/traps", TRAPS, &[]).await?;
+    off.page.eval("armed = true; 0").await?;
+    off.page.click("#usb").await?;
+    wait_outcome(&off.page, "usb", true).await?;
+    off.page.click("#hid").await?;
+    let usb = wait_outcome(&off.page, "usb", false).await?;
+    assert_eq!(usb, json!("NotFoundError: Failed to execute 'requestDevice' on 'USB': No device selected."));
+    let recs = eventually(LIMIT, "both choosers recorded, the first closed by the browser", || async {
+        let d = off.dialogs().await?;
+        let recs = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
+        Ok((recs.len() == 2 && recs[0]["closed_by"] == "remote").then_some(recs))
+    })
+    .await?;
+    let apis: Vec<_> = recs.iter().map(|r| (r["chooser"].clone(), r["decided_by"].clone())).collect();
+    assert_eq!(apis, [(json!("usb"), json!("pilot_off")), (json!("hid"), json!("pilot_off"))]);
+    assert_eq!(off.page.eval("armed = false; spied").await?, json!(""), "pilot off: the traps saw the hook at work");
+    // The traps are live: the page's own use of what they guard is seen.
+    let seen = s
+        .page
+        .eval(
+            "armed = true; [...[1]]; new Map().set(1, 2).get(1); ({}).detail; (async () => 0)().then(() => 0);
+             Reflect.apply(Math.max, null, []); new CustomEvent('x'); queueMicrotask(() => 0); new DOMException('x');
+             armed = false; spied",
+        )
+        .await?;
+    let seen = seen.as_str().unwrap_or_default();
+    for trap in [
+        "Symbol.iterator",
+        "Map.set",
+        "Map.get",
+        "get detail",
+        "then",
+        "Reflect.apply",
+        "CustomEvent",
+        "queueMicrotask",
+        "DOMException",
+    ] {
+        assert!(seen.contains(trap), "the `{trap}` trap did not fire: {seen}");
+    }
+    Ok(())
 }
