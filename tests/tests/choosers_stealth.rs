@@ -203,11 +203,12 @@ const PROBE: &str = r#"(async () => {
 })()"#;
 
 /// The battery in a browser with the extension (pilot on) and in one without, `args` for both.
-async fn stealth_battery(args: &[&str], exposed: &str) -> anyhow::Result<()> {
+async fn stealth_battery(args: &[&str], exposed: &str, extra: &str) -> anyhow::Result<(Value, Value)> {
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let probe = PROBE.replace("FACTS", FACTS);
     let s = Session::start_with(Options { args: args.clone(), ..Options::default() }).await?;
-    let page = chooser_page(r#"<iframe id="f" src="/child" style="position: fixed; top: 300px"></iframe>"#);
+    let frame = r#"<iframe id="f" src="/child" style="position: fixed; top: 300px"></iframe>"#;
+    let page = chooser_page(&format!("{frame}{extra}"));
     let url = s.open("/stealth", &page, &[]).await?;
     s.web.page("/child", "<!doctype html><p>child</p>", &[]);
     s.enable_pilot().await?;
@@ -232,6 +233,12 @@ async fn stealth_battery(args: &[&str], exposed: &str) -> anyhow::Result<()> {
         native["calls"]["USB.noGesture"][5], "SecurityError",
         "baseline: without a gesture the call fails at once"
     );
+    Ok((ours, native))
+}
+
+/// Asserts the battery's results the same but for `ticks`; `fix` may first rewrite a call's
+/// result of ours (a known difference, pinned by the caller).
+fn assert_same(ours: &Value, native: &Value, fix: impl Fn(&Value) -> Value) {
     let (ours, theirs) = (ours.as_object().unwrap(), native.as_object().unwrap());
     assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
     assert_eq!(ours["calls"].as_object().map(|o| o.len()), theirs["calls"].as_object().map(|o| o.len()));
@@ -242,8 +249,9 @@ async fn stealth_battery(args: &[&str], exposed: &str) -> anyhow::Result<()> {
             continue;
         } else if key == "calls" {
             for (call, v) in value.as_object().unwrap() {
-                if &ours[key][call] != v {
-                    differs.push(format!("`{call}`: ours {} / native {v}", ours[key][call]));
+                let mine = fix(&ours[key][call]);
+                if &mine != v {
+                    differs.push(format!("`{call}`: ours {mine} / native {v}"));
                 }
             }
         } else if &ours[key] != value {
@@ -263,18 +271,65 @@ async fn stealth_battery(args: &[&str], exposed: &str) -> anyhow::Result<()> {
         assert_eq!(native_ticks, &json!(0), "`{call}`: the browser's promise is settled as it returns");
         assert_eq!(our_ticks[call], json!(1), "`{call}`: the wrapper's settles one microtask later");
     }
-    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_chooser_wrappers_pass_the_stealth_battery() -> anyhow::Result<()> {
-    stealth_battery(&[], "USB,HID,Serial").await
+    let (ours, native) = stealth_battery(&[], "USB,HID,Serial", "").await?;
+    assert_same(&ours, &native, Value::clone);
+    Ok(())
 }
 
 /// With the experimental web platform features, `navigator.bluetooth` exists: its wrapper too.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_bluetooth_wrapper_passes_the_stealth_battery() -> anyhow::Result<()> {
-    stealth_battery(&[EXPERIMENTAL], "USB,HID,Serial,Bluetooth").await
+    let (ours, native) = stealth_battery(&[EXPERIMENTAL], "USB,HID,Serial,Bluetooth", "").await?;
+    assert_same(&ours, &native, Value::clone);
+    Ok(())
+}
+
+/// `PREPARES_STACKS`' text of a stack without the frames from our extension's script, and
+/// how many there were.
+fn without_our_frames(stack: &str) -> (String, usize) {
+    let Some((_, sites)) = stack.split_once(" frame(s) ") else { return (stack.to_owned(), 0) };
+    let all: Vec<&str> = sites.split(" | ").filter(|s| !s.is_empty()).collect();
+    let kept: Vec<&str> = all.iter().copied().filter(|s| !s.contains("chrome-extension://")).collect();
+    (format!("prepared: {} frame(s) {}", kept.len(), kept.join(" | ")), all.len() - kept.len())
+}
+
+/// KNOWN LEAK, pinned (for the lead: `30-errors.js` is shared by every wrapper): a page with
+/// its own `Error.prepareStackTrace` gets V8's frames of an error the browser made during
+/// the wrapper's call to it, and two of them are the wrapper's, with the extension's URL.
+/// `withoutOwnFrames` cuts them from the text only while the page has no
+/// `prepareStackTrace` (reading the stack would run the page's with our frames on the
+/// stack). Everything else is as without Unmodal; the cancel has no frame at all
+/// (`the_cancel_looks_like_the_browsers_own`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_formatting_stacks_gets_two_frames_of_the_wrappers() -> anyhow::Result<()> {
+    let (ours, native) = stealth_battery(&[], "USB,HID,Serial", PREPARES_STACKS).await?;
+    assert!(native["calls"]["USB.noGesture"].to_string().contains("prepared: 4 frame(s) noGesture"), "{native}");
+    let calls = ours["calls"].as_object().unwrap();
+    for (call, v) in calls {
+        let stack = v.as_array().into_iter().flatten().find_map(|f| f.as_str().filter(|s| s.starts_with("prepared: ")));
+        // The child frame has no prepareStackTrace of the page's: its stacks are cut.
+        if call.ends_with(".otherRealm") {
+            assert_eq!(stack, None, "`{call}`: {v}");
+            continue;
+        }
+        let removed = stack.map_or(0, |s| without_our_frames(s).1);
+        assert_eq!(
+            removed, 2,
+            "`{call}`: the page saw {removed} frame(s) of ours (two expected, while the leak stands): {v}"
+        );
+    }
+    assert_same(&ours, &native, |v| {
+        let fixed = v.as_array().into_iter().flatten().map(|f| match f.as_str() {
+            Some(s) if s.starts_with("prepared: ") => json!(without_our_frames(s).0),
+            _ => f.clone(),
+        });
+        Value::Array(fixed.collect())
+    });
+    Ok(())
 }
 
 /// What the page got from each chooser a second one cancelled, as the browser cancels it
