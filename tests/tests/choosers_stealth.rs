@@ -511,3 +511,31 @@ async fn page_traps_never_see_the_chooser_wrappers_at_work() -> anyhow::Result<(
     }
     Ok(())
 }
+
+/// Bluetooth (exposed with the experimental features): without an adapter the browser fails
+/// a call made with a gesture by itself, but not within two microtasks. No chooser opened:
+/// the hook asks the browser's `getAvailability` first, asks nobody, and the page gets the
+/// browser's own failure (a cancel raced it and won 8 times in 32 before).
+#[tokio::test(flavor = "multi_thread")]
+async fn bluetooth_without_an_adapter_fails_by_itself() -> anyhow::Result<()> {
+    let s = Session::start_with(Options { args: vec![EXPERIMENTAL.into()], ..Options::default() }).await?;
+    let url = s.open("/bluetooth", &chooser_page(""), &[]).await?;
+    let args = vec![EXPERIMENTAL.into()];
+    let baseline = Browser::launch(Options { extension: false, args, ..Options::default() }).await?;
+    let bpage = baseline.first_page().await?;
+    bpage.goto(&url).await?;
+    bpage.click("#bluetooth").await?;
+    let native = wait_outcome(&bpage, "bluetooth", false).await?;
+    assert_eq!(native[3], "Bluetooth adapter not available.", "baseline: {native}");
+
+    s.enable_pilot().await?;
+    for n in 0..8 {
+        s.page.goto(&url).await?;
+        s.page.click("#bluetooth").await?;
+        assert_eq!(wait_outcome(&s.page, "bluetooth", false).await?, native, "click {n}");
+    }
+    // Settled, nothing asked: the host never heard of a chooser.
+    let d = s.dialogs().await?;
+    assert_eq!(d["recent_dialogs"], json!([]), "{d}");
+    Ok(())
+}
