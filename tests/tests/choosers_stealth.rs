@@ -197,6 +197,25 @@ const PROBE: &str = r#"(async () => {
     for (const [key, f] of Object.entries(cases[iface])) out.calls[iface + '.' + key] = await call(iface + '.' + key, f);
   }
   out.getterReads = reads;
+  // A call nobody handles: the page's promise is reported unhandled, once (the browser's own,
+  // which the wrapper handles, never).
+  const unhandled = (f) => new Promise((done) => {
+    const seen = [];
+    const on = (e) => seen.push([e.constructor.name, e.isTrusted, e.promise === p, facts(e.reason)[1]]);
+    addEventListener('unhandledrejection', on);
+    const p = f();
+    let tasks = 0;
+    const wait = () => {
+      if (seen.length > 0 || ++tasks > 50) { removeEventListener('unhandledrejection', on); done([seen, tasks > 50]); }
+      else setTimeout(wait, 0);
+    };
+    wait();
+  });
+  out.unhandled = {};
+  for (const [iface] of targets) {
+    out.unhandled[iface] = await unhandled(cases[iface].noGesture);
+    out.unhandled[iface + ' wrong receiver'] = await unhandled(cases[iface].plainObject);
+  }
   out.activation = navigator.userActivation.hasBeenActive;
   out.globals = Object.getOwnPropertyNames(window).filter((k) => /unmodal|engine|secret|chooser|cancel/i.test(k));
   return out;
@@ -222,6 +241,9 @@ async fn stealth_battery(args: &[&str], exposed: &str, extra: &str) -> anyhow::R
     assert_eq!(got[2], "NotFoundError", "{got}");
     let recs = chooser_records(&s, 1).await?;
     assert_eq!((&recs[0]["chooser"], &recs[0]["method"]), (&json!("usb"), &json!("requestDevice")), "{recs:?}");
+    // And only that one (a call of the battery asked about would have been recorded first).
+    let all = s.dialogs().await?["recent_dialogs"].clone();
+    assert_eq!(all.as_array().map(Vec::len), Some(1), "{all}");
 
     let baseline = Browser::launch(Options { extension: false, args, ..Options::default() }).await?;
     let bpage = baseline.first_page().await?;
@@ -232,6 +254,11 @@ async fn stealth_battery(args: &[&str], exposed: &str, extra: &str) -> anyhow::R
     assert_eq!(
         native["calls"]["USB.noGesture"][5], "SecurityError",
         "baseline: without a gesture the call fails at once"
+    );
+    assert_eq!(
+        native["unhandled"]["USB"],
+        json!([[["PromiseRejectionEvent", true, true, "SecurityError"]], false]),
+        "baseline: an unhandled call is reported"
     );
     Ok((ours, native))
 }
