@@ -12,15 +12,18 @@
   const NewDOMException = DOMException;
   // The browser's results for a cancelled chooser (measured: a second chooser in a tab
   // cancels the first; Bluetooth's from Blink's error table; the picker's is the refusal
-  // Blink gives any media request the user denied, as getUserMedia's).
+  // Blink gives any media request the user denied, as getUserMedia's). `stack`: whether the
+  // browser's error has one (USB's and Serial's do; a denied getUserMedia's has none; Bluetooth
+  // makes all its errors one way, and its "Bluetooth adapter not available." has none).
   const CANCELS = [
-    { __proto__: null, api: 'usb', iface: 'USB', method: 'requestDevice', name: 'NotFoundError', message: "Failed to execute 'requestDevice' on 'USB': No device selected." },
-    { __proto__: null, api: 'hid', iface: 'HID', method: 'requestDevice', name: null, message: null },
-    { __proto__: null, api: 'serial', iface: 'Serial', method: 'requestPort', name: 'NotFoundError', message: "Failed to execute 'requestPort' on 'Serial': No port selected by the user." },
-    { __proto__: null, api: 'bluetooth', iface: 'Bluetooth', method: 'requestDevice', name: 'NotFoundError', message: 'User cancelled the requestDevice() chooser.' },
-    { __proto__: null, api: 'display', iface: 'MediaDevices', method: 'getDisplayMedia', name: 'NotAllowedError', message: 'Permission denied' },
+    { __proto__: null, api: 'usb', iface: 'USB', method: 'requestDevice', name: 'NotFoundError', message: "Failed to execute 'requestDevice' on 'USB': No device selected.", stack: true },
+    { __proto__: null, api: 'hid', iface: 'HID', method: 'requestDevice', name: null, message: null, stack: false },
+    { __proto__: null, api: 'serial', iface: 'Serial', method: 'requestPort', name: 'NotFoundError', message: "Failed to execute 'requestPort' on 'Serial': No port selected by the user.", stack: true },
+    { __proto__: null, api: 'bluetooth', iface: 'Bluetooth', method: 'requestDevice', name: 'NotFoundError', message: 'User cancelled the requestDevice() chooser.', stack: false },
+    { __proto__: null, api: 'display', iface: 'MediaDevices', method: 'getDisplayMedia', name: 'NotAllowedError', message: 'Permission denied', stack: false },
   ];
   const chooserNatives = { __proto__: null };
+  let availabilityOf; // Bluetooth.prototype.getAvailability, where Bluetooth is exposed
 
   const chooserCall = (which, self, args) => {
     const c = CANCELS[which];
@@ -62,9 +65,17 @@
     ]);
     const cancel = () => {
       if (!end()) return;
-      if (c.message === null) d.resolve([]);
-      // Made here, in a task of its own: its stack holds our frame only, which is cut.
-      else d.reject(withoutOwnFrames(new NewDOMException(c.message, c.name)));
+      if (c.message === null) {
+        d.resolve([]);
+        return;
+      }
+      // The browser's own cancel errors have a `stack` (V8's accessor, as captureStackTrace
+      // makes it) with no frames: they are made in a task of the browser's. A script's
+      // DOMException has none; capturing from above `cancel` (our only frame) leaves none
+      // either, so not even a page's Error.prepareStackTrace sees ours.
+      const err = new NewDOMException(c.message, c.name);
+      if (c.stack) captureStackTrace(err, cancel);
+      d.reject(err);
     };
     const look = () => {
       if (done) return;
@@ -72,7 +83,23 @@
         if (code === ANSWER_CANCEL) apply(queueMicrotask, win, [cancel]);
       });
     };
-    apply(queueMicrotask, win, [() => apply(queueMicrotask, win, [look])]);
+    // Bluetooth without an adapter fails by itself, but later than two microtasks: no
+    // chooser opened, nothing to ask (a cancel would race the browser's own failure; it won
+    // 8 times in 32 measured).
+    const lookUnlessNoAdapter = () => {
+      if (done) return;
+      if (which !== 3 || availabilityOf === undefined) return look();
+      let q;
+      try {
+        q = apply(availabilityOf, self, []);
+      } catch {
+        return look();
+      }
+      if (q === null || typeof q !== 'object') return look();
+      defineProperty(q, 'constructor', { __proto__: null, value: undefined, configurable: true });
+      apply(promiseThen, q, [(has) => { if (has !== false) look(); }, look]);
+    };
+    apply(queueMicrotask, win, [() => apply(queueMicrotask, win, [lookUnlessNoAdapter])]);
     return d.promise;
   };
   // Method shorthand, one object each: the natives' names and lengths (a named parameter
@@ -94,6 +121,7 @@
     if (typeof native !== 'function') continue;
     owner[CANCELS[i].method] = chooserHooks[i];
     chooserNatives[i] = native;
+    if (i === 3 && typeof owner.getAvailability === 'function') availabilityOf = owner.getAvailability;
   }
   const disguiseChoosers = (as) => {
     for (let i = 0; i < 5; i++) if (chooserNatives[i] !== undefined) as(chooserHooks[i], CANCELS[i].method);

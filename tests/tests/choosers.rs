@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::web::CHOOSERS_PAGE as PAGE;
-use unmodal_e2e::{Options, Session, eventually};
+use unmodal_e2e::{Session, eventually};
 
 const USB_CANCEL: &str = "NotFoundError: Failed to execute 'requestDevice' on 'USB': No device selected.";
 const HID_CANCEL: &str = "resolved []";
@@ -29,6 +29,11 @@ async fn outcome(s: &Session, key: &str) -> anyhow::Result<Value> {
 /// Clicks the chooser's button and waits until the page's call settled.
 async fn chooser_outcome(s: &Session, key: &str) -> anyhow::Result<Value> {
     s.page.click(&format!("#{key}")).await?;
+    settled_outcome(s, key).await
+}
+
+/// Waits until the page's call settled.
+async fn settled_outcome(s: &Session, key: &str) -> anyhow::Result<Value> {
     eventually(Duration::from_secs(10), &format!("the {key} chooser settling"), || async {
         let v = outcome(s, key).await?;
         Ok((!v.is_null() && v != json!("pending")).then_some(v))
@@ -123,11 +128,7 @@ async fn under_must_respond_a_rule_cancels_and_the_agent_can_only_cancel() -> an
     assert!(text.contains("invalid_params") && text.contains("can only be cancelled"), "{text}");
     assert_eq!(s.held(1).await?[0]["dialog_id"], id, "a refused answer leaves it held");
     s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": false})).await?;
-    let got = eventually(Duration::from_secs(10), "the agent's cancel reaching the page", || async {
-        let v = outcome(&s, "usb").await?;
-        Ok((v != json!("pending")).then_some(v))
-    })
-    .await?;
+    let got = settled_outcome(&s, "usb").await?;
     assert_eq!(got, json!(USB_CANCEL));
     let recs = chooser_records(&s, 2, closed).await?;
     assert_eq!(
@@ -163,11 +164,7 @@ async fn pilot_off_the_browsers_chooser_stands_and_is_recorded() -> anyhow::Resu
     assert!(recs[0]["explanation"].as_str().unwrap_or_default().contains("popup"), "{recs:?}");
     assert_eq!(outcome(&s, "usb").await?, json!("pending"), "the browser's chooser still stands");
     s.page.click("#serial").await?;
-    let got = eventually(Duration::from_secs(10), "the browser cancelling the first chooser", || async {
-        let v = outcome(&s, "usb").await?;
-        Ok((v != json!("pending")).then_some(v))
-    })
-    .await?;
+    let got = settled_outcome(&s, "usb").await?;
     assert_eq!(got, json!(USB_CANCEL));
     chooser_records(&s, 2, closed).await?;
     // The screen-share picker likewise: recorded, and the page's call waits on the browser.
@@ -255,20 +252,28 @@ async fn a_strict_csp_page() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where the browser answers a chooser itself first (Bluetooth without an adapter, with the
-/// experimental features on), the page gets the browser's answer and a held record closes as
-/// `remote`, naming it.
+/// Where the browser's own chooser settles first (here: the page opens a second chooser,
+/// which makes the browser cancel the first), the page gets the browser's answer and the
+/// held record closes as `remote`, naming it.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_browser_answering_first_wins() -> anyhow::Result<()> {
-    let opts = Options { args: vec!["--enable-experimental-web-platform-features".into()], ..Options::default() };
-    let s = Session::start_with(opts).await?;
-    s.open("/choosers", PAGE, &[]).await?;
-    s.enable_pilot().await?;
+    let s = session(true).await?;
     s.policy("must_respond", 60).await?;
-    assert_eq!(chooser_outcome(&s, "bluetooth").await?, json!("NotFoundError: Bluetooth adapter not available."));
+    s.page.click("#usb").await?;
+    s.held(1).await?;
+    s.page.click("#serial").await?;
+    let got = settled_outcome(&s, "usb").await?;
+    assert_eq!(got, json!(USB_CANCEL));
     let recs = chooser_records(&s, 1, closed).await?;
-    assert_eq!((recs[0]["chooser"].as_str(), recs[0]["closed_by"].as_str()), (Some("bluetooth"), Some("remote")));
+    assert_eq!((recs[0]["chooser"].as_str(), recs[0]["closed_by"].as_str()), (Some("usb"), Some("remote")));
     assert!(recs[0]["explanation"].as_str().unwrap_or_default().contains("settled first"), "{recs:?}");
+    // The second one is held, until the agent cancels it.
+    let held = s.held(1).await?;
+    assert_eq!(held.len(), 1, "{held:?}");
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": false}))
+        .await?;
+    assert_eq!(settled_outcome(&s, "serial").await?, json!(SERIAL_CANCEL));
     Ok(())
 }
 
