@@ -34,8 +34,10 @@
   // `top`, the outermost function of ours on the stack now: from a hook, the page's frames
   // remain (as the native's); from a reaction of ours, none do. Formats nothing (the page's
   // function runs when the page reads, as without us); only V8's own stack is re-captured
-  // (a value without one would get a property it never had).
+  // (a value without one would get a property it never had). Without a `top` (a caller not
+  // saying where ours start) nothing is done: capturing from here would add frames of ours.
   const recapture = (err, top) => {
+    if (typeof top !== 'function') return err;
     if (v8StackGet === null) v8StackGet = getOwnPropertyDescriptor(new NativeError(), 'stack').get;
     try {
       const d = getOwnPropertyDescriptor(err, 'stack');
