@@ -27,8 +27,30 @@
     if (end >= 0) ownUrlFound = apply(sliceString, text.text, [start, end + 3]);
     return ownUrlFound;
   };
-  // Page code we call (an argument's toString) may throw; its stack must not show us.
-  const withoutOwnFrames = (err) => {
+  // V8's `stack` getter in this realm (its errors' own accessor), found on first need.
+  let v8StackGet = null;
+  // A page's own Error.prepareStackTrace is handed the frames themselves (V8 formats on the
+  // first read, calling it): no text to cut. So the stack is captured again from below
+  // `top`, the outermost function of ours on the stack now: from a hook, the page's frames
+  // remain (as the native's); from a reaction of ours, none do. Formats nothing (the page's
+  // function runs when the page reads, as without us); only V8's own stack is re-captured
+  // (a value without one would get a property it never had). Without a `top` (a caller not
+  // saying where ours start) nothing is done: capturing from here would add frames of ours.
+  const recapture = (err, top) => {
+    if (typeof top !== 'function') return err;
+    if (v8StackGet === null) v8StackGet = getOwnPropertyDescriptor(new NativeError(), 'stack').get;
+    try {
+      const d = getOwnPropertyDescriptor(err, 'stack');
+      if (d !== undefined && hasOwn(d, 'get') && d.get === v8StackGet) captureStackTrace(err, top);
+    } catch {
+      // A primitive or a frozen error: left as it is.
+    }
+    return err;
+  };
+  // An error made during our call (by a native, or page code we call: an argument's
+  // toString) must not show us; `top`: the outermost function of ours running now.
+  const withoutOwnFrames = (err, top) => {
+    if (getOwnPropertyDescriptor(NativeError, 'prepareStackTrace') !== undefined) return recapture(err, top);
     const url = ownUrl();
     const st = url === null ? null : stackText(err);
     if (st === null) return err;

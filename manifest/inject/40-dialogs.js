@@ -6,7 +6,7 @@
     try {
       return `${v}`;
     } catch (err) {
-      throw withoutOwnFrames(err);
+      throw withoutOwnFrames(err, fn);
     }
   };
 

@@ -109,13 +109,14 @@
   // A promise-returning native: the page holds a promise of ours that settles as the
   // native's does, its error without our frames (a TypeError made during the call has them).
   // The native's promise never reaches the page: an own `constructor` of undefined keeps
-  // `then` from reading the page's Promise.prototype.constructor.
-  const settle = (native, self, args, resolve, reject) => {
+  // `then` from reading the page's Promise.prototype.constructor. `top`: the hook (on the
+  // stack when called from it; once asked, from a listener, it is not, and nothing is kept).
+  const settle = (native, self, args, resolve, reject, top) => {
     let p;
     try {
       p = apply(native, self, args);
     } catch (err) {
-      reject(withoutOwnFrames(err));
+      reject(withoutOwnFrames(err, top));
       return;
     }
     if (p === null || typeof p !== 'object') {
@@ -123,7 +124,8 @@
       return;
     }
     defineProperty(p, 'constructor', { __proto__: null, value: undefined, configurable: true });
-    apply(promiseThen, p, [resolve, (err) => reject(withoutOwnFrames(err))]);
+    const rejected = (err) => reject(withoutOwnFrames(err, rejected));
+    apply(promiseThen, p, [resolve, rejected]);
   };
   // Outside the executor: a native called in it would have `new Promise` in its stacks.
   const deferred = () => {
@@ -135,23 +137,23 @@
     return d;
   };
   // Called once decided.
-  const later = (native, self, args, names, api) => {
+  const later = (native, self, args, names, api, top) => {
     const d = deferred();
-    askPermission(names, api, () => settle(native, self, args, d.resolve, d.reject));
+    askPermission(names, api, () => settle(native, self, args, d.resolve, d.reject, top));
     return d.promise;
   };
   // Called now (nothing to ask: a wrong receiver, arguments that ask for nothing).
-  const directPromise = (native, self, args) => {
+  const directPromise = (native, self, args, top) => {
     const d = deferred();
-    settle(native, self, args, d.resolve, d.reject);
+    settle(native, self, args, d.resolve, d.reject, top);
     return d.promise;
   };
   // A native called now, with our frames cut from whatever it throws.
-  const direct = (native, self, args) => {
+  const direct = (native, self, args, top) => {
     try {
       return apply(native, self, args);
     } catch (err) {
-      throw withoutOwnFrames(err);
+      throw withoutOwnFrames(err, top);
     }
   };
   // Which of audio/video a getUserMedia call asks for, from own data properties only (no
@@ -179,17 +181,17 @@
   const permHooks = {
     getUserMedia(...args) {
       const names = isMediaDevices(this) ? mediaNames(args[0]) : null;
-      if (names === null) return directPromise(permNatives.getUserMedia, this, args);
-      return later(permNatives.getUserMedia, this, args, names, 'getUserMedia');
+      if (names === null) return directPromise(permNatives.getUserMedia, this, args, permHooks.getUserMedia);
+      return later(permNatives.getUserMedia, this, args, names, 'getUserMedia', permHooks.getUserMedia);
     },
     requestPermission(...args) {
       // Static: the receiver does not matter. The callback form is the native's own work.
-      return later(permNatives.requestPermission, this, args, 'notifications', 'requestPermission');
+      return later(permNatives.requestPermission, this, args, 'notifications', 'requestPermission', permHooks.requestPermission);
     },
     getCurrentPosition(successCallback) {
       const args = arguments;
       if (!isGeolocation(this) || !callbackOk(args[0], false) || !callbackOk(args[1], true) || !allowed('geolocation')) {
-        return direct(permNatives.getCurrentPosition, this, args);
+        return direct(permNatives.getCurrentPosition, this, args, permHooks.getCurrentPosition);
       }
       const self = this;
       askPermission('geolocation', 'getCurrentPosition', () => {
@@ -204,7 +206,7 @@
     watchPosition(successCallback) {
       const args = arguments;
       if (!isGeolocation(this) || !callbackOk(args[0], false) || !callbackOk(args[1], true) || !allowed('geolocation')) {
-        return direct(permNatives.watchPosition, this, args);
+        return direct(permNatives.watchPosition, this, args, permHooks.watchPosition);
       }
       if (watches === null) watches = new NewMap();
       const ours = ++watchSeq;
@@ -224,18 +226,18 @@
       const args = arguments;
       const id = args[0];
       const mapped = watches === null || !isGeolocation(this) ? undefined : apply(mapGet, watches, [id]);
-      if (mapped === undefined) return direct(permNatives.clearWatch, this, args);
+      if (mapped === undefined) return direct(permNatives.clearWatch, this, args, permHooks.clearWatch);
       apply(mapDelete, watches, [id]);
       if (mapped !== -1) apply(permNatives.clearWatch, this, [mapped]);
       return undefined;
     },
     readText(...args) {
-      if (!isClipboard(this) || !allowed('clipboard-read')) return directPromise(permNatives.readText, this, args);
-      return later(permNatives.readText, this, args, 'clipboard-read', 'readText');
+      if (!isClipboard(this) || !allowed('clipboard-read')) return directPromise(permNatives.readText, this, args, permHooks.readText);
+      return later(permNatives.readText, this, args, 'clipboard-read', 'readText', permHooks.readText);
     },
     read(...args) {
-      if (!isClipboard(this) || !allowed('clipboard-read')) return directPromise(permNatives.read, this, args);
-      return later(permNatives.read, this, args, 'clipboard-read', 'read');
+      if (!isClipboard(this) || !allowed('clipboard-read')) return directPromise(permNatives.read, this, args, permHooks.read);
+      return later(permNatives.read, this, args, 'clipboard-read', 'read', permHooks.read);
     },
   };
 

@@ -32,7 +32,7 @@
     try {
       p = apply(chooserNatives[which], self, args);
     } catch (err) {
-      d.reject(withoutOwnFrames(err));
+      d.reject(withoutOwnFrames(err, chooserHooks[which]));
       return d.promise;
     }
     if (p === null || typeof p !== 'object') {
@@ -50,6 +50,12 @@
     const settled = () => {
       if (asked !== 0) apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail: { __proto__: null, settled: asked } })]);
     };
+    // Named: its stack is re-captured from below it (nothing of the page's is under it).
+    const rejected = (err) => {
+      if (!end()) return;
+      d.reject(withoutOwnFrames(err, rejected));
+      settled();
+    };
     defineProperty(p, 'constructor', { __proto__: null, value: undefined, configurable: true });
     apply(promiseThen, p, [
       (v) => {
@@ -57,11 +63,7 @@
         d.resolve(v);
         settled();
       },
-      (err) => {
-        if (!end()) return;
-        d.reject(withoutOwnFrames(err));
-        settled();
-      },
+      rejected,
     ]);
     const cancel = () => {
       if (!end()) return;

@@ -77,7 +77,7 @@
         try {
           r = apply(fn, this, arguments);
         } catch (err) {
-          throw withoutOwnFrames(err);
+          throw withoutOwnFrames(err, w);
         }
         if (r !== undefined && r !== null && dispatchingUnload(event) && unloadAsk(event)) return undefined;
         return r;

@@ -475,6 +475,65 @@ async fn the_wrappers_pass_the_stealth_battery() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A page formatting stacks itself: V8 hands its `Error.prepareStackTrace` the frames.
+const PREPARES_STACKS: &str = "<!doctype html><title>prepared</title><script>Error.prepareStackTrace = (e, sites) =>
+  'prepared: ' + sites.length + ' frame(s) ' + sites.map(String).join(' | ');</script>";
+
+// Calls the wrappers pass to the browser at once, failing: thrown, or rejected.
+const FAILING_CALLS: &str = r#"(async () => {
+  const facts = (e) => [e.constructor.name, e.name, e.message, String(e.stack), Reflect.ownKeys(e).map(String).join()];
+  const sync = (f) => { try { f(); return 'no error'; } catch (e) { return ['threw', ...facts(e)]; } };
+  const settled = async (f) => { try { await f(); return 'resolved'; } catch (e) { return ['rejected', ...facts(e)]; } };
+  return {
+    positionNoCallback: sync(() => navigator.geolocation.getCurrentPosition()),
+    watchNoCallback: sync(() => navigator.geolocation.watchPosition()),
+    clearWrongThis: sync(() => Geolocation.prototype.clearWatch.call({}, 1)),
+    mediaNoArguments: await settled(() => navigator.mediaDevices.getUserMedia()),
+    readTextWrongThis: await settled(() => Clipboard.prototype.readText.call({})),
+    readWrongThis: await settled(() => Clipboard.prototype.read.call(document)),
+  };
+})()"#;
+
+/// A stack as `PREPARES_STACKS` formats it: how many frames V8 handed the page's function.
+fn prepared_frames(v: &Value) -> Option<usize> {
+    let stack = v.as_array()?.iter().find_map(|f| f.as_str().filter(|s| s.starts_with("prepared: ")))?;
+    stack["prepared: ".len()..].split_once(' ')?.0.parse().ok()
+}
+
+/// A page with its own `Error.prepareStackTrace` never gets a frame of the wrappers (nor the
+/// extension's URL) in an error the browser made during their call: a throw reaches it with
+/// exactly the page's frames, as without Unmodal. KNOWN DIFFERENCE, pinned: a rejection
+/// reaches it with no frame at all (the browser's has the page's frames; the wrapper passes
+/// the error on in a reaction of its own, where only its own frame is on the stack to cut).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_formatting_stacks_gets_no_frame_of_the_wrappers() -> anyhow::Result<()> {
+    let s = session("/prepared", PREPARES_STACKS, &[], true).await?;
+    let url = s.page.eval("location.href").await?.as_str().unwrap_or_default().to_owned();
+    let ours = s.page.eval(FAILING_CALLS).await?;
+    let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
+    let bpage = baseline.first_page().await?;
+    bpage.goto(&url).await?;
+    let native = bpage.eval(FAILING_CALLS).await?;
+    let text = ours.to_string();
+    assert!(!text.contains("chrome-extension://") && !text.contains("inject.js"), "the page saw our script: {ours}");
+    assert_eq!(ours.as_object().map(|o| o.len()), Some(6), "{ours}");
+    for (call, theirs) in native.as_object().unwrap() {
+        let mine = &ours[call];
+        let frames = prepared_frames(theirs);
+        assert!(frames.is_some_and(|n| n > 0), "baseline: `{call}` has the page's frames: {theirs}");
+        if theirs[0] == "threw" {
+            assert_eq!(mine, theirs, "`{call}` differs from a browser without Unmodal");
+            continue;
+        }
+        assert_eq!(theirs[0], "rejected", "baseline: {theirs}");
+        assert_eq!(prepared_frames(mine), Some(0), "`{call}`: the page's prepareStackTrace got frames: {mine}");
+        let mut no_frames = theirs.clone();
+        no_frames[4] = json!("prepared: 0 frame(s) ");
+        assert_eq!(mine, &no_frames, "`{call}` differs from a browser without Unmodal but for its frames");
+    }
+    Ok(())
+}
+
 /// A permission rule set for one tab decides there; another tab (another site: the decision
 /// is the origin's setting) gets its own tab's default.
 #[tokio::test(flavor = "multi_thread")]

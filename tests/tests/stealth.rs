@@ -114,3 +114,65 @@ async fn replaced_functions_look_native() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// A page formatting stacks itself: V8 hands its `Error.prepareStackTrace` the frames.
+const PREPARES_STACKS: &str = "<!doctype html><title>prepared</title><script>Error.prepareStackTrace = (e, sites) =>
+  'prepared: ' + sites.length + ' frame(s) ' + sites.map(String).join(' | ');</script>";
+
+// A message (or prompt's default text) whose conversion throws: the page's own error.
+const THROWING_MESSAGES: &str = r#"(() => {
+  const out = {};
+  const throwing = (text) => ({ toString() { throw new Error(text); } });
+  const call = (f) => { try { f(); return 'no error'; } catch (e) { return [e.constructor.name, e.message, String(e.stack), Reflect.ownKeys(e).map(String).join()]; } };
+  out.alert = call(() => alert(throwing('a')));
+  out.confirm = call(() => confirm(throwing('c')));
+  out.prompt = call(() => prompt(throwing('p')));
+  out.promptDefault = call(() => prompt('m', throwing('d')));
+  // A beforeunload handler that throws (called through the hook's wrapper): the error as
+  // reported to the page.
+  let reported = null;
+  addEventListener('error', (e) => { reported = e.error; });
+  onbeforeunload = function leave() { throw new Error('u'); };
+  (function dispatching() { dispatchEvent(new Event('beforeunload')); })();
+  onbeforeunload = null;
+  out.beforeunload = reported === null ? 'not reported' : [reported.constructor.name, reported.message, String(reported.stack), Reflect.ownKeys(reported).map(String).join()];
+  return out;
+})()"#;
+
+/// `(count, sites)` of a stack as `PREPARES_STACKS` formats it.
+fn prepared_sites(stack: &str) -> Option<(usize, Vec<&str>)> {
+    let (n, sites) = stack.strip_prefix("prepared: ")?.split_once(" frame(s) ")?;
+    Some((n.parse().ok()?, sites.split(" | ").filter(|s| !s.is_empty()).collect()))
+}
+
+/// A message whose toString throws (and a beforeunload handler that throws), on a page with
+/// its own `Error.prepareStackTrace`: the page's function never gets a frame of the
+/// replacement or the handler's wrapper (nor the extension's URL). KNOWN DIFFERENCE, pinned:
+/// it gets the page's frames below the call, without the throwing function's own frame on
+/// top (the browser's has it: a function of ours, not the browser, calls it, so our frames lie
+/// between; the stack is re-captured from below them).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_formatting_stacks_gets_no_frame_of_the_dialog_functions() -> anyhow::Result<()> {
+    let s = Session::start().await?;
+    let url = s.open("/prepared", PREPARES_STACKS, &[]).await?;
+    s.enable_pilot().await?;
+    let ours = s.page_value(THROWING_MESSAGES).await?;
+    let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
+    let bpage = baseline.first_page().await?;
+    bpage.goto(&url).await?;
+    let native = bpage.eval(THROWING_MESSAGES).await?;
+    let text = ours.to_string();
+    assert!(!text.contains("chrome-extension://") && !text.contains("inject.js"), "the page saw our script: {ours}");
+    assert_eq!(ours.as_object().map(|o| o.len()), Some(5), "{ours}");
+    for (call, theirs) in native.as_object().unwrap() {
+        let mine = &ours[call];
+        let (n, sites) = prepared_sites(theirs[2].as_str().unwrap_or_default()).unwrap_or_default();
+        let top = if call == "beforeunload" { "leave" } else { "toString" };
+        assert!(n > 1 && sites[0].contains(top), "baseline: `{call}`: {theirs}");
+        let below = format!("prepared: {} frame(s) {}", n - 1, sites[1..].join(" | "));
+        let mut expected = theirs.clone();
+        expected[2] = json!(below);
+        assert_eq!(mine, &expected, "`{call}` differs from a browser without Unmodal but for {top}'s frame");
+    }
+    Ok(())
+}
