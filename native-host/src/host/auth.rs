@@ -11,19 +11,15 @@
 
 use super::held::PromptOutcome;
 use super::protocol::{AuthChallenge, AuthDone, AuthResult, ToBrowser};
-use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
-use super::state::{MAX_PENDING, State};
+use super::record::{self, DecidedBy, DialogRecord, DialogState, MAX_MESSAGE_CHARS};
+use super::state::State;
 use crate::api::{Credentials, MatchArg};
 use crate::kind::Kind;
 use crate::reply::{ErrorCode, ToolError};
 use ringbuf::traits::Consumer;
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
 use unmodal_engine::Policy;
 
-/// A held challenge the extension waits on this much longer than the watchdog (so the
-/// watchdog's cancel, recorded, comes first).
-const HOLD_MARGIN: Duration = Duration::from_secs(5);
 /// After this many challenges for one request, nothing is tried again (the extension also
 /// stops there on its own).
 pub const MAX_ATTEMPTS: u32 = 5;
@@ -187,7 +183,6 @@ impl State {
             if m.native { None } else { Some(self.auth_verdict(m.tab_id, &url, &m.realm, attempt, tab.policy)) };
         let waits = verdict.as_ref().is_some_and(|v| v.by == DecidedBy::Agent);
         let id = self.next_id();
-        let now = Instant::now();
         let page_url = self.tab(m.tab_id).map(|t| t.url.clone()).unwrap_or_default();
         let (by, explanation) = match &verdict {
             None => (
@@ -245,38 +240,16 @@ human must switch the pilot on in the Unmodal popup"
             return Ok(out);
         };
         if waits {
-            let deadline = now + Duration::from_secs(u64::from(tab.timeout_s));
-            self.armed.push((id, deadline - now));
-            let wait_ms = u64::try_from((deadline - now + HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX);
+            let wait_ms = self.hold_prompt(record, m.challenge, tab.timeout_s);
             out.push(ToBrowser::AuthHold { tab_id: m.tab_id, challenge: m.challenge, wait_ms });
-            self.held.push(HeldDialog {
-                record,
-                hold: m.challenge,
-                opened: now,
-                deadline: Some(deadline),
-                closing: None,
-                answer_error: None,
-            });
             return Ok(out);
         }
         out.push(ToBrowser::AuthAnswer { tab_id: m.tab_id, challenge: m.challenge, credentials: v.credentials });
         if let Some(rule) = v.rule {
             self.spend_auth_rule(m.tab_id, rule);
         }
-        // What the agent did not choose waits for its acknowledgement, as for dialogs.
-        let acknowledge = matches!(v.by, DecidedBy::DefaultPolicy);
-        self.remember(record);
-        if acknowledge {
-            self.pending.push_back(id);
-            self.trim_pending();
-        }
+        self.settle_prompt(record);
         Ok(out)
-    }
-
-    fn trim_pending(&mut self) {
-        while self.pending.len() > MAX_PENDING {
-            self.pending.pop_front();
-        }
     }
 
     /// The tab's auth rules first (not for a challenge that came again: those credentials
@@ -570,7 +543,7 @@ mod tests {
         let mut s = state(Policy::MustRespond);
         challenge(&mut s, 1, "r1", 1);
         let id = s.held[0].record.id;
-        assert_eq!(s.armed, vec![(id, Duration::from_secs(5))]);
+        assert_eq!(s.armed, vec![(id, std::time::Duration::from_secs(5))]);
         assert_eq!(to_json(&s.watchdog(id)), vec![json!({"type":"auth_answer","tab_id":3,"challenge":1})]);
         feed(&mut s, json!({"type":"auth_result","tab_id":3,"challenge":1,"ok":true,"credentials":false})).unwrap();
         let rec = s.record(id).unwrap();

@@ -11,18 +11,14 @@
 
 use super::held::PromptOutcome;
 use super::protocol::{ChooserRequest, ChooserResult, ToBrowser};
-use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog};
-use super::state::{MAX_PENDING, State};
+use super::record::{self, DecidedBy, DialogRecord, DialogState};
+use super::state::State;
 use crate::api::{ChooserApi, MatchArg};
 use crate::kind::Kind;
 use crate::reply::{ErrorCode, ToolError};
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
 use unmodal_engine::Policy;
 
-/// The worker waits this much longer than the watchdog (so the watchdog's cancel, recorded,
-/// comes first).
-const HOLD_MARGIN: Duration = Duration::from_secs(5);
 const MAX_CHOOSER_RULES: usize = 32;
 /// Held choosers, at most (each needs a user gesture, but a page can call in a loop).
 const MAX_HELD_CHOOSERS: usize = 64;
@@ -202,19 +198,8 @@ page's call waits); a human must switch the pilot on in the Unmodal popup",
             return Ok(out);
         };
         if waits {
-            let now = Instant::now();
-            let deadline = now + Duration::from_secs(u64::from(tab.timeout_s));
-            self.armed.push((id, deadline - now));
-            let wait_ms = u64::try_from((deadline - now + HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX);
+            let wait_ms = self.hold_prompt(record, m.request, tab.timeout_s);
             out.push(ToBrowser::ChooserHold { tab_id: m.tab_id, request: m.request, wait_ms });
-            self.held.push(HeldDialog {
-                record,
-                hold: m.request,
-                opened: now,
-                deadline: Some(deadline),
-                closing: None,
-                answer_error: None,
-            });
             return Ok(out);
         }
         out.push(cancel());
@@ -223,14 +208,7 @@ page's call waits); a human must switch the pilot on in the Unmodal popup",
         {
             rules.retain(|r| !(r.id == rule && r.once));
         }
-        // What the agent did not choose waits for its acknowledgement, as for dialogs.
-        if v.by == DecidedBy::DefaultPolicy {
-            self.pending.push_back(id);
-            while self.pending.len() > MAX_PENDING {
-                self.pending.pop_front();
-            }
-        }
-        self.remember(record);
+        self.settle_prompt(record);
         Ok(out)
     }
 

@@ -346,7 +346,11 @@ fn answer_message(tab: i64, hold: u64, accept: bool, text: Option<String>) -> To
     ToBrowser::Answer { tab_id: tab, hold, accept, text }
 }
 
-/// What the extension says became of a browser prompt's answer (auth, permission).
+/// The extension waits this much longer than the watchdog before it answers a held browser
+/// prompt on its own (so the watchdog's answer, recorded, comes first).
+const PROMPT_HOLD_MARGIN: Duration = Duration::from_secs(5);
+
+/// What the extension says became of a browser prompt's answer (auth, permission, chooser).
 pub(super) struct PromptOutcome {
     /// The answer reached the request (false: the request or page was gone).
     pub applied: bool,
@@ -357,6 +361,41 @@ pub(super) struct PromptOutcome {
 }
 
 impl State {
+    /// Holds a browser prompt (auth, permission, chooser) for the agent, with the watchdog
+    /// armed for the tab's timeout. Returns how long the extension waits before it answers
+    /// on its own.
+    pub(super) fn hold_prompt(&mut self, record: DialogRecord, hold: u64, timeout_s: u32) -> u64 {
+        let now = Instant::now();
+        let wait = Duration::from_secs(u64::from(timeout_s));
+        self.armed.push((record.id, wait));
+        self.held.push(HeldDialog {
+            record,
+            hold,
+            opened: now,
+            deadline: Some(now + wait),
+            closing: None,
+            answer_error: None,
+        });
+        u64::try_from((wait + PROMPT_HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A browser prompt answered as it came joins the history; what the agent did not choose
+    /// (the default policy) waits for its acknowledgement, as for dialogs.
+    pub(super) fn settle_prompt(&mut self, record: DialogRecord) {
+        let (id, acknowledge) = (record.id, record.decided_by == DecidedBy::DefaultPolicy);
+        self.remember(record);
+        if acknowledge {
+            self.pending.push_back(id);
+            self.trim_pending();
+        }
+    }
+
+    pub(super) fn trim_pending(&mut self) {
+        while self.pending.len() > super::state::MAX_PENDING {
+            self.pending.pop_front();
+        }
+    }
+
     /// Closes the held browser prompt at `pos` with what the extension reported; `gone` and
     /// `expired` finish the record's explanation in the prompt's own words.
     pub(super) fn close_prompt(&mut self, pos: usize, o: PromptOutcome, gone: &str, expired: &str) {
