@@ -165,6 +165,22 @@ impl Session {
         tokio::time::timeout(Duration::from_millis(400), self.page.eval("1")).await.is_err()
     }
 
+    /// The records of type `kind` (`permission`, `device_chooser`, …) seen through `observe`,
+    /// oldest first, once there are at least `n` and all are closed.
+    pub async fn closed_records(&self, kind: &str, n: usize) -> Result<Vec<Value>> {
+        let found = eventually(LIMIT, &format!("{n} closed {kind} record(s)"), || async {
+            let d = self.dialogs().await?;
+            let recs: Vec<Value> =
+                d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["type"] == kind).cloned().collect();
+            Ok((recs.len() >= n && recs.iter().all(|r| r["state"] == "closed")).then_some(recs))
+        })
+        .await;
+        match found {
+            Ok(recs) => Ok(recs),
+            Err(e) => bail!("{e}: {}", self.dialogs().await?),
+        }
+    }
+
     /// Who decided the first record of type `kind` in each of `tabs`, waiting until every
     /// tab has one.
     pub async fn decided_in_tabs(&self, kind: &str, tabs: &[Value]) -> Result<Vec<Value>> {

@@ -41,34 +41,10 @@ async fn settled_outcome(s: &Session, key: &str) -> anyhow::Result<Value> {
     .await
 }
 
-/// The tab's chooser records, oldest first, once there are `n` and `ready` holds for all.
-async fn chooser_records(s: &Session, n: usize, ready: impl Fn(&Value) -> bool) -> anyhow::Result<Vec<Value>> {
-    let found = eventually(Duration::from_secs(10), &format!("{n} chooser record(s)"), || async {
-        let d = s.dialogs().await?;
-        let recs: Vec<Value> = d["recent_dialogs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|r| r["type"] == "device_chooser")
-            .cloned()
-            .collect();
-        Ok((recs.len() >= n && recs.iter().all(&ready)).then_some(recs))
-    })
-    .await;
-    match found {
-        Ok(recs) => Ok(recs),
-        Err(e) => anyhow::bail!("{e}: {}", s.dialogs().await?),
-    }
-}
-
 fn rule(extra: Value) -> Value {
     let mut a = json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser"});
     a.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
     a
-}
-
-fn closed(r: &Value) -> bool {
-    r["state"] == "closed"
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -78,7 +54,7 @@ async fn the_default_cancels_each_chooser_with_the_browsers_own_result() -> anyh
     assert_eq!(chooser_outcome(&s, "usb").await?, json!(USB_CANCEL));
     assert_eq!(chooser_outcome(&s, "hid").await?, json!(HID_CANCEL));
     assert_eq!(chooser_outcome(&s, "serial").await?, json!(SERIAL_CANCEL));
-    let recs = chooser_records(&s, 3, closed).await?;
+    let recs = s.closed_records("device_chooser", 3).await?;
     let messages = [
         "USB device chooser (navigator.usb.requestDevice)",
         "HID device chooser (navigator.hid.requestDevice)",
@@ -99,7 +75,7 @@ async fn the_default_cancels_each_chooser_with_the_browsers_own_result() -> anyh
     // gives any media request the user denied.
     let display = "navigator.mediaDevices.getDisplayMedia({video: true}).then(() => 'resolved', (e) => [e.name, e.message, e instanceof DOMException])";
     assert_eq!(s.page_value(display).await?, json!(["NotAllowedError", "Permission denied", true]));
-    let recs = chooser_records(&s, 4, closed).await?;
+    let recs = s.closed_records("device_chooser", 4).await?;
     assert_eq!(
         (recs[3]["chooser"].as_str(), recs[3]["message"].as_str(), recs[3]["decided_by"].as_str()),
         (Some("display"), Some("screen-share picker (navigator.mediaDevices.getDisplayMedia)"), Some("default_policy"))
@@ -114,7 +90,7 @@ async fn under_must_respond_a_rule_cancels_and_the_agent_can_only_cancel() -> an
     let v = s.agent.ok("interact", rule(json!({"chooser": "serial"}))).await?;
     assert_eq!((v["dialog_type"].as_str(), v["rules_in_force"].as_bool()), (Some("device_chooser"), Some(true)), "{v}");
     assert_eq!(chooser_outcome(&s, "serial").await?, json!(SERIAL_CANCEL));
-    let recs = chooser_records(&s, 1, closed).await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
     assert_eq!((recs[0]["decided_by"].as_str(), recs[0]["rule_id"].is_u64()), (Some("rule"), true), "{recs:?}");
 
     // No rule for USB: held for the agent, the page's call waits.
@@ -130,7 +106,7 @@ async fn under_must_respond_a_rule_cancels_and_the_agent_can_only_cancel() -> an
     s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": false})).await?;
     let got = settled_outcome(&s, "usb").await?;
     assert_eq!(got, json!(USB_CANCEL));
-    let recs = chooser_records(&s, 2, closed).await?;
+    let recs = s.closed_records("device_chooser", 2).await?;
     assert_eq!(
         (recs[1]["decided_by"].as_str(), recs[1]["closed_by"].as_str(), recs[1]["accepted"].as_bool()),
         (Some("agent"), Some("agent"), Some(false)),
@@ -144,7 +120,7 @@ async fn the_watchdog_cancels_a_chooser_nobody_answers() -> anyhow::Result<()> {
     let s = session(true).await?;
     s.policy("must_respond", 1).await?;
     assert_eq!(chooser_outcome(&s, "hid").await?, json!(HID_CANCEL));
-    let recs = chooser_records(&s, 1, closed).await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
     assert_eq!((recs[0]["closed_by"].as_str(), recs[0]["accepted"].as_bool()), (Some("watchdog"), Some(false)));
     Ok(())
 }
@@ -155,7 +131,7 @@ async fn the_watchdog_cancels_a_chooser_nobody_answers() -> anyhow::Result<()> {
 async fn pilot_off_the_browsers_chooser_stands_and_is_recorded() -> anyhow::Result<()> {
     let s = session(false).await?;
     s.page.click("#usb").await?;
-    let recs = chooser_records(&s, 1, closed).await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
     assert_eq!(
         (recs[0]["decided_by"].as_str(), recs[0]["closed_by"].as_str(), &recs[0]["accepted"]),
         (Some("pilot_off"), Some("remote"), &Value::Null),
@@ -166,10 +142,10 @@ async fn pilot_off_the_browsers_chooser_stands_and_is_recorded() -> anyhow::Resu
     s.page.click("#serial").await?;
     let got = settled_outcome(&s, "usb").await?;
     assert_eq!(got, json!(USB_CANCEL));
-    chooser_records(&s, 2, closed).await?;
+    s.closed_records("device_chooser", 2).await?;
     // The screen-share picker likewise: recorded, and the page's call waits on the browser.
     s.page_value("window.shared = 'pending'; navigator.mediaDevices.getDisplayMedia({video: true}).then(() => { shared = 'ok'; }, (e) => { shared = e.name; }); 0").await?;
-    let recs = chooser_records(&s, 3, closed).await?;
+    let recs = s.closed_records("device_chooser", 3).await?;
     assert_eq!((recs[2]["chooser"].as_str(), recs[2]["decided_by"].as_str()), (Some("display"), Some("pilot_off")));
     assert_eq!(s.page_value("shared").await?, json!("pending"));
     Ok(())
@@ -219,7 +195,7 @@ async fn a_frame_from_another_site() -> anyhow::Result<()> {
         .await?;
         assert_eq!(got, want, "frame {frame}");
     }
-    let recs = chooser_records(&s, 1, closed).await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
     assert_eq!(recs.len(), 1, "the refused frame asked nothing: {recs:?}");
     assert_eq!(
         (recs[0]["decided_by"].as_str(), recs[0]["url"].as_str()),
@@ -246,7 +222,7 @@ async fn a_strict_csp_page() -> anyhow::Result<()> {
     )
     .await?;
     assert_eq!(chooser_outcome(&s, "serial").await?, json!(SERIAL_CANCEL));
-    chooser_records(&s, 1, closed).await?;
+    s.closed_records("device_chooser", 1).await?;
     assert_eq!(s.page_value("violations").await?, json!([]));
     assert_eq!(s.web.hits("/csp-report"), 0);
     Ok(())
@@ -264,7 +240,7 @@ async fn the_browser_answering_first_wins() -> anyhow::Result<()> {
     s.page.click("#serial").await?;
     let got = settled_outcome(&s, "usb").await?;
     assert_eq!(got, json!(USB_CANCEL));
-    let recs = chooser_records(&s, 1, closed).await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
     assert_eq!((recs[0]["chooser"].as_str(), recs[0]["closed_by"].as_str()), (Some("usb"), Some("remote")));
     assert!(recs[0]["explanation"].as_str().unwrap_or_default().contains("settled first"), "{recs:?}");
     // The second one is held, until the agent cancels it.

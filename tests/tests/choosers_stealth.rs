@@ -70,26 +70,6 @@ async fn wait_outcome(page: &Page, key: &str, pending: bool) -> anyhow::Result<V
     .await
 }
 
-/// The tab's device chooser records, once there are `n`, all closed.
-async fn chooser_records(s: &Session, n: usize) -> anyhow::Result<Vec<Value>> {
-    let found = eventually(LIMIT, &format!("{n} closed device chooser record(s)"), || async {
-        let d = s.dialogs().await?;
-        let recs: Vec<Value> = d["recent_dialogs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|r| r["type"] == "device_chooser")
-            .cloned()
-            .collect();
-        Ok((recs.len() >= n && recs.iter().all(|r| r["state"] == "closed")).then_some(recs))
-    })
-    .await;
-    match found {
-        Ok(recs) => Ok(recs),
-        Err(e) => anyhow::bail!("{e}: {}", s.dialogs().await?),
-    }
-}
-
 // The wrappers against the natives: source text (own, through Function.prototype.toString,
 // another realm's toString, the other realm's own wrapper), name, length, prototype,
 // descriptors, key order; and every call that fails before a chooser (no gesture, wrong
@@ -247,7 +227,7 @@ async fn stealth_battery(args: &[&str], exposed: &str, extra: &str) -> anyhow::R
     s.page.click("#usb").await?;
     let got = wait_outcome(&s.page, "usb", false).await?;
     assert_eq!(got[2], "NotFoundError", "{got}");
-    let recs = chooser_records(&s, 1).await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
     assert_eq!((&recs[0]["chooser"], &recs[0]["method"]), (&json!("usb"), &json!("requestDevice")), "{recs:?}");
     // And only that one (a call of the battery asked about would have been recorded first).
     let all = s.dialogs().await?["recent_dialogs"].clone();
@@ -418,7 +398,7 @@ async fn the_cancel_looks_like_the_browsers_own() -> anyhow::Result<()> {
             assert_eq!(ours, theirs[first], "{url}: {first}: our cancel differs from the browser's own");
         }
         // Each was ours: cancelled by the default policy, one record each.
-        let recs = chooser_records(&s, before + 3).await?;
+        let recs = s.closed_records("device_chooser", before + 3).await?;
         let ours: Vec<_> = recs[before..].iter().map(|r| (r["chooser"].clone(), r["decided_by"].clone())).collect();
         let want: Vec<_> = NATIVE_CANCELS.iter().map(|(api, _)| (json!(api), json!("default_policy"))).collect();
         assert_eq!(ours, want, "{recs:?}");
@@ -499,7 +479,7 @@ async fn page_traps_never_see_the_chooser_wrappers_at_work() -> anyhow::Result<(
     assert_eq!(usb, json!("NotFoundError: Failed to execute 'requestDevice' on 'USB': No device selected."));
     s.page.click("#hid").await?;
     assert_eq!(wait_outcome(&s.page, "hid", false).await?, json!("resolved true 0"));
-    let recs = chooser_records(&s, 2).await?;
+    let recs = s.closed_records("device_chooser", 2).await?;
     let apis: Vec<_> = recs.iter().map(|r| (r["chooser"].clone(), r["decided_by"].clone())).collect();
     assert_eq!(apis, [(json!("usb"), json!("default_policy")), (json!("hid"), json!("default_policy"))]);
     assert_eq!(s.page.eval("armed = false; spied").await?, json!(""), "the page's traps saw the hook at work");

@@ -52,26 +52,6 @@ fn rule(extra: Value) -> Value {
     a
 }
 
-/// The tab's permission records, oldest first, once there are `n`, all closed.
-async fn permission_records(s: &Session, n: usize) -> anyhow::Result<Vec<Value>> {
-    let found = eventually(Duration::from_secs(10), &format!("{n} closed permission record(s)"), || async {
-        let d = s.dialogs().await?;
-        let recs: Vec<Value> = d["recent_dialogs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|r| r["type"] == "permission")
-            .cloned()
-            .collect();
-        Ok((recs.len() >= n && recs.iter().all(|r| r["state"] == "closed")).then_some(recs))
-    })
-    .await;
-    match found {
-        Ok(recs) => Ok(recs),
-        Err(e) => anyhow::bail!("{e}: {}", s.dialogs().await?),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rule_grants_and_the_browser_really_grants() -> anyhow::Result<()> {
     let s = session("/grant", PAGE, &[], true).await?;
@@ -99,7 +79,7 @@ async fn a_rule_grants_and_the_browser_really_grants() -> anyhow::Result<()> {
     // The browser's own state says so.
     assert_eq!(s.page_value(QUERY).await?, json!(["granted", "granted", "granted", "granted", "granted"]));
 
-    let recs = permission_records(&s, 7).await?;
+    let recs = s.closed_records("permission", 7).await?;
     let asked: Vec<(&str, &str)> =
         recs.iter().map(|r| (r["message"].as_str().unwrap_or(""), r["api"].as_str().unwrap_or(""))).collect();
     assert_eq!(
@@ -162,7 +142,7 @@ async fn a_rule_denies_with_exactly_the_browsers_errors() -> anyhow::Result<()> 
     ]);
     assert_eq!(browser_own, expected, "the browser's own refusals (pilot off)");
     // Pilot off: reported, left to the browser.
-    let recs = permission_records(&native, 6).await?;
+    let recs = native.closed_records("permission", 6).await?;
     for r in &recs {
         assert_eq!(
             (r["decided_by"].as_str(), r["closed_by"].as_str(), r["accepted"].as_bool()),
@@ -175,7 +155,7 @@ async fn a_rule_denies_with_exactly_the_browsers_errors() -> anyhow::Result<()> 
     let s = session("/deny", PAGE, &[], true).await?;
     s.agent.ok("interact", rule(json!({"accept": false, "once": false}))).await?;
     assert_eq!(denied_calls(&s).await?, browser_own, "a rule's refusal is the browser's own");
-    let recs = permission_records(&s, 6).await?;
+    let recs = s.closed_records("permission", 6).await?;
     for r in &recs {
         assert_eq!(
             (r["decided_by"].as_str(), r["closed_by"].as_str(), r["accepted"].as_bool()),
@@ -195,7 +175,7 @@ async fn without_a_rule_the_default_denies_at_once() -> anyhow::Result<()> {
     let t = std::time::Instant::now();
     assert_eq!(s.page_value(NOTIFICATIONS_CALLBACK).await?, json!(["callback", "denied", "denied"]));
     assert!(t.elapsed() < Duration::from_secs(3), "at once, not after a wait: {:?}", t.elapsed());
-    let recs = permission_records(&s, 1).await?;
+    let recs = s.closed_records("permission", 1).await?;
     assert_eq!(
         (recs[0]["decided_by"].as_str(), recs[0]["accepted"].as_bool(), recs[0]["message"].as_str()),
         (Some("default_policy"), Some(false), Some("notifications")),
@@ -205,7 +185,7 @@ async fn without_a_rule_the_default_denies_at_once() -> anyhow::Result<()> {
     assert!(d["pending_dialogs"].as_array().unwrap().iter().any(|p| p["type"] == "permission"), "{d}");
     assert_eq!(s.page_value(NOTIFICATIONS).await?, json!(["denied", "denied"]));
     assert_eq!(s.page_value(CAMERA).await?[2], "NotAllowedError");
-    let recs = permission_records(&s, 2).await?;
+    let recs = s.closed_records("permission", 2).await?;
     assert_eq!(recs.len(), 2, "the second notifications call was not a prompt: {recs:?}");
     assert_eq!(recs[1]["message"], "camera");
     Ok(())
@@ -237,7 +217,7 @@ async fn must_respond_holds_the_call_for_the_agent_then_the_watchdog() -> anyhow
         Ok((s.page_value("window.got").await? == json!(["granted", "granted"])).then_some(()))
     })
     .await?;
-    let recs = permission_records(&s, 1).await?;
+    let recs = s.closed_records("permission", 1).await?;
     assert_eq!(
         (recs[0]["decided_by"].as_str(), recs[0]["closed_by"].as_str(), recs[0]["accepted"].as_bool()),
         (Some("agent"), Some("agent"), Some(true)),
@@ -253,7 +233,7 @@ async fn must_respond_holds_the_call_for_the_agent_then_the_watchdog() -> anyhow
     })
     .await
     .map(|v| assert_eq!(v[2], "NotAllowedError", "{v}"))?;
-    let recs = permission_records(&s, 2).await?;
+    let recs = s.closed_records("permission", 2).await?;
     assert_eq!(
         (recs[1]["closed_by"].as_str(), recs[1]["accepted"].as_bool()),
         (Some("watchdog"), Some(false)),
@@ -294,7 +274,7 @@ async fn a_frame_from_another_site() -> anyhow::Result<()> {
         Some(vec![json!("error"), json!("DOMException"), json!("NotAllowedError"), json!("Permission denied")]),
         "{refused}"
     );
-    let recs = permission_records(&s, 1).await?;
+    let recs = s.closed_records("permission", 1).await?;
     assert_eq!(recs.len(), 1, "the refused frame asked nothing: {recs:?}");
     assert_eq!((recs[0]["decided_by"].as_str(), recs[0]["url"].as_str()), (Some("rule"), Some(child.as_str())));
     assert_ne!(recs[0]["frame_id"], 0);
@@ -311,7 +291,7 @@ async fn a_strict_csp_page() -> anyhow::Result<()> {
     s.agent.ok("interact", rule(json!({"permission": "camera", "accept": false}))).await?;
     assert_eq!(s.page_value(NOTIFICATIONS).await?, json!(["granted", "granted"]));
     assert_eq!(s.page_value(CAMERA).await?[2], "NotAllowedError");
-    permission_records(&s, 2).await?;
+    s.closed_records("permission", 2).await?;
     s.page_value(
         "document.head.append(Object.assign(document.createElement('script'), {src: 'http://127.0.0.2:9/marker.js'})); 0",
     )
@@ -386,7 +366,7 @@ async fn page_traps_never_see_the_wrappers_at_work() -> anyhow::Result<()> {
         Ok((v == json!("granted,1")).then_some(()))
     })
     .await?;
-    permission_records(&s, 2).await?;
+    s.closed_records("permission", 2).await?;
     assert_eq!(s.page_value("armed = false; spied").await?, json!(""), "the page's traps saw the hook at work");
     Ok(())
 }
@@ -451,7 +431,7 @@ async fn the_wrappers_pass_the_stealth_battery() -> anyhow::Result<()> {
     // They really are the wrappers (a rule decides).
     s.agent.ok("interact", rule(json!({"permission": "notifications"}))).await?;
     assert_eq!(s.page_value(NOTIFICATIONS).await?, json!(["granted", "granted"]));
-    permission_records(&s, 1).await?;
+    s.closed_records("permission", 1).await?;
 
     let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
     let bpage = baseline.first_page().await?;
