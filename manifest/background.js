@@ -1,7 +1,7 @@
 // Unmodal service worker: routes messages between the pages and the native host (the
-// state of record). It keeps only caches: the pilot switch, each tab's config as the host
-// encoded it, and (debugger.js) the debugger sessions the host asked for. Message shapes:
-// native-host/src/host/protocol.rs.
+// state of record). It keeps only caches: the pilot switch as the host keeps it, each tab's
+// config as the host encoded it, and (debugger.js) the debugger sessions the host asked
+// for. Message shapes: native-host/src/host/protocol.rs.
 import { createHolds } from './debugger.js';
 import { createAuth } from './auth.js';
 import { createPermissions } from './permissions.js';
@@ -16,7 +16,11 @@ const MAX_FIELD = 8192;
 
 let port = null;
 let hostState = { connected: false, error: null, since: null };
+// AI Web Pilot: what the host last said (host/pilot_switch.rs). Off until it speaks:
+// nothing in this browser (storage, a page, code a DevTools client runs here) can say on.
 let pilot = false;
+// Why the popup cannot switch the pilot on in this browser (the host says), or null.
+let terminalOnly = null;
 let session = null; // names this browser session to the host (chrome.storage.session)
 let started;
 const ready = new Promise((resolve) => { started = resolve; });
@@ -65,11 +69,16 @@ function connect() {
     auth.releaseAll();
     permissions.releaseAll();
     choosers.releaseAll();
+    for (const [id, waiting] of pilotAsks) {
+      pilotAsks.delete(id);
+      waiting({ on: pilot, refused: 'The Unmodal host stopped; try again.' });
+    }
+    started(); // no host to wait for: serve the pages with what is known
     retry();
   });
   hostState = { connected: true, error: null, since: Date.now() };
   backoff = 250;
-  toHost({ type: 'hello', version: chrome.runtime.getManifest().version, pilot, session, worker, held: holds.open() });
+  toHost({ type: 'hello', version: chrome.runtime.getManifest().version, session, worker, held: holds.open() });
   sendTabs();
   // The reports the host may not have: sent again once it says how far it got (`resume`).
 }
@@ -136,6 +145,8 @@ function onHostMessage(msg) {
     choosers.answer(msg);
   } else if (msg.type === 'chooser_hold' && Number.isInteger(msg.request)) {
     choosers.hold(msg);
+  } else if (msg.type === 'pilot' && typeof msg.on === 'boolean' && Number.isSafeInteger(msg.rev)) {
+    pilotWords = pilotWords.then(() => onPilotWord(msg)).catch(() => {});
   } else if (msg.type === 'pilot_call' && Number.isSafeInteger(msg.id) && Number.isInteger(msg.tab_id) && msg.call && typeof msg.call === 'object') {
     runPilotCall(msg);
   } else if (msg.type === 'sync' && Number.isSafeInteger(msg.id)) {
@@ -149,13 +160,12 @@ function onHostMessage(msg) {
   }
 }
 
-// An AI Web Pilot tool call (highlight, state, JavaScript). The switch is checked here as
-// this worker knows it, from storage only the popup can write: the host's word that it is
-// on is not enough, and nothing the agent calls can turn it on.
+// An AI Web Pilot tool call (highlight, state, JavaScript). The host gates it; the switch
+// is checked here too, as this worker last heard it.
 async function runPilotCall(msg) {
   const reply = pilot
     ? await pilotTools.run(msg.tab_id, msg.call)
-    : { error: { code: 'ai_web_pilot_disabled', message: "Enable 'AI Web Pilot' in the Unmodal popup." } };
+    : { error: { code: 'ai_web_pilot_disabled', message: 'AI Web Pilot is off: a person switches it on with `unmodal pilot on`.' } };
   toHost({ type: 'pilot_result', id: msg.id, ...reply });
 }
 
@@ -249,8 +259,13 @@ const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : v);
 chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   if (sender.id !== chrome.runtime.id || !msg || typeof msg !== 'object') return;
   if (msg.type === 'status') {
-    reply({ host: hostState, pilot, recent });
+    reply({ host: hostState, pilot, terminalOnly, recent });
     return;
+  }
+  if (msg.type === 'pilot_switch') {
+    const failed = () => reply({ on: pilot, refused: 'Unmodal could not ask its host; try again.' });
+    ready.then(() => pilotSwitch(msg.on === true, sender)).then(reply, failed);
+    return true;
   }
   if (!sender.tab) return;
   if (msg.type === 'input' && sender.frameId === 0) {
@@ -293,7 +308,20 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   }
 });
 
-// ---- AI Web Pilot: only a human switches it, in the popup (storage written there) ----
+// ---- AI Web Pilot: the host keeps the switch; a person flips it (host/pilot_switch.rs) ----
+// In a browser open to DevTools clients the agent's own driver can run code in any page,
+// this worker and the popup included, so nothing here can carry a person's "on": the host
+// takes it only from `unmodal pilot on` in a terminal there, and from the toolbar popup
+// elsewhere. This worker checks what only it can see (which view asked, DevTools attached
+// to the popup or to itself) and passes the request on; off is taken from anywhere.
+const HOST_WORD_MS = 3000; // the longest pages wait for the host's word as this worker starts
+let pilotHeard = false;
+let pilotWords = Promise.resolve(); // the host's words, applied one after another
+const pilotAsks = new Map(); // request id -> resolve, for the popup's answer
+let pilotAskSeq = 0;
+const ownWrites = []; // values of `pilot` this worker wrote to storage, not yet seen written
+const POPUP_URL = chrome.runtime.getURL('popup.html');
+
 // Frames with a URL of their own only: about:blank, srcdoc, blob: and data: frames take the
 // switch from their parent's (or opener's) content.js, a script fewer in every frame a page
 // makes (see content.js).
@@ -318,13 +346,93 @@ async function registerPilotScript(on) {
   }
 }
 
-async function applyPilot(on) {
-  pilot = on;
-  await registerPilotScript(on);
-  // Open tabs first, then the host: once the host says "on", the pages know it too.
-  const tabs = await chrome.tabs.query({});
-  await Promise.allSettled(tabs.map((tab) => applyTab(tab.id)));
-  toHost({ type: 'pilot', on });
+// The host's word: applied to the open tabs, cached in storage (for nobody to trust: the
+// popup asks this worker), confirmed to the host.
+async function onPilotWord(msg) {
+  const first = !pilotHeard;
+  pilotHeard = true;
+  terminalOnly = typeof msg.terminal_only === 'string' ? msg.terminal_only : null;
+  const changed = msg.on !== pilot;
+  pilot = msg.on;
+  started();
+  const waiting = pilotAsks.get(msg.id);
+  if (waiting) {
+    pilotAsks.delete(msg.id);
+    waiting({ on: pilot, refused: typeof msg.refused === 'string' ? msg.refused : null });
+  }
+  await cachePilot(pilot);
+  await registerPilotScript(pilot).catch(() => {});
+  // Open tabs first, then the host: once the host hears "applied", the pages know it too.
+  if (changed || first) {
+    const tabs = await chrome.tabs.query({});
+    await Promise.allSettled(tabs.map((tab) => applyTab(tab.id)));
+  }
+  toHost({ type: 'pilot_applied', rev: msg.rev });
+}
+
+async function cachePilot(on) {
+  const { pilot: cached } = await chrome.storage.local.get('pilot').catch(() => ({}));
+  if (cached === on) return;
+  ownWrites.push(on);
+  await chrome.storage.local.set({ pilot: on }).catch(() => ownWrites.splice(ownWrites.indexOf(on), 1));
+}
+
+// `pilot` in storage changed. This worker's own writes aside, something else wrote it: an
+// extension page, or code a DevTools client ran in this worker. Off is taken; on is refused,
+// recorded, and the cache put back.
+function storageWritten(value) {
+  const mine = ownWrites.indexOf(value);
+  if (mine >= 0) return void ownWrites.splice(mine, 1);
+  if (value === false && pilot) return void askHost(false, 'storage');
+  if (value === true && !pilot) {
+    toHost({ type: 'pilot_refused', via: 'storage', reason: 'the switch was written to the extension\'s storage by something other than Unmodal (an extension page, or code run in its service worker)' });
+  }
+  cachePilot(pilot);
+}
+
+function askHost(on, via) {
+  if (!port) return Promise.resolve({ on: pilot, refused: 'The Unmodal host is not connected: run `unmodal doctor`.' });
+  const id = ++pilotAskSeq;
+  return new Promise((resolve) => {
+    pilotAsks.set(id, resolve);
+    toHost({ type: 'pilot', on, via, id });
+    setTimeout(() => pilotAsks.delete(id) && resolve({ on: pilot, refused: 'The Unmodal host did not answer; try again.' }), 3000);
+  });
+}
+
+// Which view asked: the toolbar popup, popup.html in a tab or window (which a program can
+// open, and click), or anything else. The popup's sender names no tab, frame or document
+// (measured), so it is told apart by the views the browser lists: every view of popup.html
+// outside a tab must be a toolbar popup.
+async function viewOf(sender) {
+  if (!sender.url || !sender.url.startsWith(POPUP_URL)) return 'message';
+  if (sender.tab) return 'popup_in_tab';
+  const views = await chrome.runtime.getContexts({}).catch(() => []);
+  const outside = views.filter((c) => String(c.documentUrl).startsWith(POPUP_URL) && c.tabId === -1);
+  return outside.length > 0 && outside.every((c) => c.contextType === 'POPUP') ? 'popup' : 'message';
+}
+
+// Why a DevTools client may be driving the popup or this worker, or null.
+async function devtoolsOnUs() {
+  const targets = await chrome.debugger.getTargets().catch(() => null);
+  if (!targets) return 'Unmodal cannot tell whether DevTools is attached to it';
+  const ours = targets.filter((t) => t.attached && (t.extensionId === chrome.runtime.id || String(t.url).startsWith(POPUP_URL.replace('popup.html', ''))));
+  return ours.length ? `a DevTools client is attached to ${ours.map((t) => t.url).join(', ')}` : null;
+}
+
+// The popup's switch (or something posing as it).
+async function pilotSwitch(on, sender) {
+  const via = await viewOf(sender);
+  if (on && via === 'popup') {
+    const watched = await devtoolsOnUs();
+    if (watched) {
+      const refused = `${watched}, so this switch cannot turn AI Web Pilot on. Close DevTools, or run \`unmodal pilot on\` in a terminal.`;
+      toHost({ type: 'pilot_refused', via, reason: refused });
+      return { on: pilot, refused };
+    }
+  }
+  // The host decides (and records a refusal).
+  return askHost(on, via);
 }
 
 // Its only job is to wake this worker (see WAKE in debugger.js); starting is the work.
@@ -337,7 +445,7 @@ chrome.runtime.onStartup.addListener(() => {});
 const stalledTabs = createStalled();
 
 chrome.storage.onChanged.addListener((changes, area) => {
-  if (area === 'local' && changes.pilot) applyPilot(changes.pilot.newValue === true);
+  if (area === 'local' && changes.pilot) storageWritten(changes.pilot.newValue);
 });
 
 (async () => {
@@ -354,14 +462,17 @@ chrome.storage.onChanged.addListener((changes, area) => {
     session = crypto.randomUUID().replaceAll('-', '');
     await chrome.storage.session.set({ session }).catch(() => {});
   }
-  const { pilot: on } = await chrome.storage.local.get('pilot').catch(() => ({}));
-  pilot = on === true;
-  started();
+  // Pages wait (`ready`) for the host's word on the pilot, which answers `hello` first; a
+  // host that does not come leaves the pilot off.
+  setTimeout(() => {
+    if (pilotHeard) return;
+    started();
+    registerPilotScript(false).catch(() => {});
+  }, HOST_WORD_MS);
   // The host first: a tab that shows a native dialog cannot take its config until the
   // dialog closes, and its report must not wait for that. Pages keep the config they hold
   // (a restarted worker's host takes the old state over and sends it again).
   connect();
-  await registerPilotScript(pilot);
+  await ready;
   await Promise.allSettled(stale.map((tabId) => pushConfig(tabId)));
-  toHost({ type: 'pilot', on: pilot });
 })();

@@ -1,14 +1,38 @@
 'use strict';
+// The toolbar popup: shows the pilot switch as the host keeps it (the worker caches it) and
+// asks the worker to flip it. Where a program can control the browser, only
+// `unmodal pilot on` in a terminal switches it on, and the popup says so.
 const $ = (id) => document.getElementById(id);
 
-async function refresh() {
-  const { pilot } = await chrome.storage.local.get('pilot');
-  $('pilot').checked = pilot === true;
+// Shows `text`, with its `backquoted` parts as code (never as HTML).
+function say(text) {
+  const why = $('why');
+  why.replaceChildren();
+  String(text ?? '').split('`').forEach((part, i) => {
+    if (i % 2) {
+      const code = document.createElement('code');
+      code.textContent = part;
+      why.append(code);
+    } else {
+      why.append(part);
+    }
+  });
+}
+
+async function refresh(refused) {
   let status;
   try {
     status = await chrome.runtime.sendMessage({ type: 'status' });
   } catch {
     status = null;
+  }
+  $('pilot').checked = status?.pilot === true;
+  if (refused) {
+    say(refused);
+  } else if (status && !status.pilot && status.terminalOnly) {
+    say('A program can control this browser, so only `unmodal pilot on` in a terminal switches the pilot on.');
+  } else {
+    say('');
   }
   const host = $('host');
   const ok = status && status.host.connected;
@@ -27,13 +51,19 @@ async function refresh() {
 }
 
 // Only a real click flips the switch: a scripted click() is refused before the box toggles
-// (its change event would count as trusted, the click itself does not).
+// (its change event would count as trusted, the click itself does not). The worker and the
+// host still decide: a program driving the browser can make trusted clicks.
 $('pilot').addEventListener('click', (event) => {
   if (!event.isTrusted) event.preventDefault();
 });
 $('pilot').addEventListener('change', async (event) => {
-  await chrome.storage.local.set({ pilot: event.target.checked });
-  refresh();
+  let answer;
+  try {
+    answer = await chrome.runtime.sendMessage({ type: 'pilot_switch', on: event.target.checked });
+  } catch {
+    answer = { refused: 'Unmodal is not running; reload the extension.' };
+  }
+  refresh(answer?.refused);
 });
 
 refresh();

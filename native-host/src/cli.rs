@@ -1,7 +1,7 @@
 //! Command line: host mode when Chrome starts us, otherwise the user's subcommands.
 
 use crate::paths::Browser;
-use crate::{doctor, host, install, mcp};
+use crate::{doctor, host, install, mcp, pilot_cli};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +28,20 @@ enum Command {
     Uninstall(Target),
     /// Check the set-up and say what is missing and how to fix it.
     Doctor,
+    /// Switch AI Web Pilot on or off, as a person (no MCP tool can), or say how it stands.
+    #[command(after_help = "Whoever can run commands as you can run this: it is the person's switch, kept \
+out of the agent's MCP tools. In a browser started with remote debugging (any browser a driver such as \
+Playwright MCP or chrome-devtools-mcp attaches to) it is the only way to switch the pilot on.")]
+    Pilot(PilotArgs),
+}
+
+#[derive(Args)]
+struct PilotArgs {
+    #[arg(value_enum)]
+    action: pilot_cli::Action,
+    /// The browser to act on, by its profile directory (needed for `on` when several run).
+    #[arg(long, value_name = "DIR")]
+    user_data_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -81,7 +95,9 @@ pub fn main() -> ExitCode {
                 for f in files {
                     println!("registered {}", f.display());
                 }
-                println!("Next: load the Unmodal extension and switch AI Web Pilot on in its popup.");
+                println!(
+                    "Next: load the Unmodal extension; a person switches AI Web Pilot on with `unmodal pilot on`."
+                );
             }))
         }
         Command::Uninstall(t) => {
@@ -95,6 +111,7 @@ pub fn main() -> ExitCode {
             }))
         }
         Command::Doctor => doctor::run(),
+        Command::Pilot(p) => report(pilot_cli::run(p.action, p.user_data_dir.as_deref())),
     }
 }
 

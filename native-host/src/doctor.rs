@@ -57,7 +57,9 @@ ai_web_pilot_disabled)"
                             .into()
                     },
                     fix: (!pilot).then(|| {
-                        "open the Unmodal popup in the browser toolbar and switch AI Web Pilot on (only a human can)".into()
+                        "run `unmodal pilot on` (only a person should: no MCP tool can); in a browser no program controls, the \
+Unmodal toolbar popup also works"
+                            .into()
                     }),
                 },
             ]

@@ -6,7 +6,7 @@ use crate::reply::{ErrorCode, ToolError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -26,6 +26,8 @@ pub enum Tool {
     HighlightElement,
     ManageState,
     ExecuteJavascript,
+    /// `unmodal pilot on|off|status`, typed by a person; `unmodal mcp` never sends it.
+    PilotSwitch,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -146,6 +148,28 @@ async fn call_in_within(dir: &Path, tool: Tool, args: Value, limit: Duration) ->
         }
     }
     Err(last.unwrap_or_else(ToolError::not_connected))
+}
+
+/// Asks every connected host in `dir` (newest first); each answer with its socket.
+pub async fn ask_each(
+    dir: &Path,
+    tool: Tool,
+    args: Value,
+) -> Result<Vec<(PathBuf, Result<Value, ToolError>)>, ToolError> {
+    let line = request_line(tool, args)?;
+    let mut answers = Vec::new();
+    for socket in paths::host_sockets(dir) {
+        if let Some(reply) = ask(&socket, &line, CALL_TIMEOUT).await {
+            answers.push((socket, reply));
+        }
+    }
+    Ok(answers)
+}
+
+/// Asks the host at `socket` alone.
+pub async fn ask_socket(socket: &Path, tool: Tool, args: Value) -> Result<Value, ToolError> {
+    let line = request_line(tool, args)?;
+    ask(socket, &line, CALL_TIMEOUT).await.unwrap_or_else(|| Err(ToolError::not_connected()))
 }
 
 /// Asks every connected host (newest first) and returns each one's answer.

@@ -223,7 +223,7 @@ one calls without tab_id act on."
         description = "AI Web Pilot: outline an element on the user's screen so they can see what you mean (\"this \
 button\"). Draws the browser's own inspector overlay, which the page cannot see; it disappears after duration_ms \
 (default 5000) or when you highlight something else. Answers the element's bounds and how many elements matched. \
-Needs the human to have switched AI Web Pilot on in the Unmodal popup (else ai_web_pilot_disabled)."
+Needs a person to have switched AI Web Pilot on (`unmodal pilot on` in a terminal; else ai_web_pilot_disabled)."
     )]
     async fn highlight_element(
         &self,

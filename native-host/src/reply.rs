@@ -31,8 +31,10 @@ pub enum ErrorCode {
     /// A host answered something `unmodal mcp` cannot read.
     HostProtocol,
     Internal,
-    /// AI Web Pilot is off: only a human can switch it on, in the popup.
+    /// AI Web Pilot is off: only a person can switch it on (`unmodal pilot on`, or the popup).
     AiWebPilotDisabled,
+    /// `unmodal pilot --user-data-dir`: this host serves a browser with another profile.
+    OtherBrowser,
     /// A dialog holds the tab open; the call was refused rather than left hanging.
     DialogBlocking,
     ElementNotFound,

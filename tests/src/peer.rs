@@ -68,6 +68,11 @@ pub struct PeerReply {
 impl Peer {
     /// Starts `driver` attached to the browser whose DevTools listen on `port`.
     pub async fn start(driver: Driver, port: u16) -> Result<Self> {
+        Self::start_with(driver, port, &[]).await
+    }
+
+    /// As `start`, with more command-line options for the driver.
+    pub async fn start_with(driver: Driver, port: u16, extra: &[&str]) -> Result<Self> {
         let bin = peers_dir().join(driver.bin());
         if !bin.exists() {
             bail!("{} is not installed: run `cargo xtask test` (it runs `npm ci` in tests/peers/)", bin.display());
@@ -75,6 +80,7 @@ impl Peer {
         let scratch = tempfile::Builder::new().prefix("unmodal-peer-").tempdir()?;
         let mut cmd = tokio::process::Command::new(bin);
         cmd.args(driver.args(&format!("http://127.0.0.1:{port}"), scratch.path()))
+            .args(extra)
             .current_dir(scratch.path())
             .env("CI", "1")
             .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
@@ -128,7 +134,7 @@ impl Peer {
                     Some((id.trim().parse::<u64>().ok()?, rest))
                 })
                 .find(|(_, rest)| {
-                    url_prefix.is_none_or(|u| rest.contains(&format!("({u}"))) && !rest.contains("(chrome-extension:")
+                    url_prefix.map_or(!rest.contains("(chrome-extension:"), |u| rest.contains(&format!("({u}")))
                 })
                 .map(|(id, _)| id)
                 .with_context(|| format!("no page {url_prefix:?} in {pages}"))?;
@@ -154,7 +160,12 @@ impl Peer {
     /// snapshot for the element's reference, then the driver's click tool. Returns the
     /// click's reply (a driver says there when a dialog opened).
     pub async fn click_button(&self, url: &str, name: &str) -> Result<PeerReply> {
-        let label = format!("button \"{name}\"");
+        self.click_role(url, "button", name).await
+    }
+
+    /// As `click_button`, for an element of any ARIA `role` whose name starts with `name`.
+    pub async fn click_role(&self, url: &str, role: &str, name: &str) -> Result<PeerReply> {
+        let label = format!("{role} \"{name}");
         let (tool, mut args) = match self.driver {
             Driver::PlaywrightMcp => ("browser_snapshot", serde_json::Map::new()),
             Driver::ChromeDevtoolsMcp => ("take_snapshot", self.page_args(Some(url)).await?),
@@ -173,6 +184,19 @@ impl Peer {
                 let r = reference("uid=", ' ').with_context(|| format!("no uid in {line}"))?;
                 args.insert("uid".into(), json!(r));
                 self.call("click", Value::Object(args)).await
+            }
+        }
+    }
+
+    /// Evaluates `function` (`() => …`, awaited) in the page at `url` with the driver's own
+    /// tool; its text reply.
+    pub async fn evaluate(&self, url: &str, function: &str) -> Result<PeerReply> {
+        match self.driver {
+            Driver::PlaywrightMcp => self.call("browser_evaluate", json!({"function": function})).await,
+            Driver::ChromeDevtoolsMcp => {
+                let mut args = self.page_args(Some(url)).await?;
+                args.insert("function".into(), json!(function));
+                self.call("evaluate_script", Value::Object(args)).await
             }
         }
     }

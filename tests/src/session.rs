@@ -75,30 +75,36 @@ impl Session {
         Ok(popup)
     }
 
-    /// Switches AI Web Pilot on the way a human does: opens the popup and clicks the switch.
+    /// Switches AI Web Pilot on the way a person does in a browser a program controls:
+    /// `unmodal pilot on` in a terminal, aimed at this browser's profile.
     pub async fn enable_pilot(&self) -> Result<()> {
-        let popup = self.open_popup().await?;
-        popup.eval("window.__clicks = []; document.querySelector('#pilot').addEventListener('click', (e) => __clicks.push(e.isTrusted))").await?;
-        popup.click("#pilot").await?;
-        let stored = "chrome.storage.local.get('pilot').then((r) => r.pilot === true)";
-        let on = eventually(LIMIT, "the switch turning the pilot on", || {
-            let popup = &popup;
-            async move { Ok((popup.eval(stored).await? == json!(true)).then_some(())) }
-        })
-        .await;
-        if let Err(e) = on {
-            let seen = popup.eval("JSON.stringify([__clicks, document.querySelector('#pilot').checked, document.visibilityState, document.hasFocus()])").await?;
-            bail!("{e} (clicks, checked, visibility, focus: {seen})");
+        let out = self.pilot_command("on")?;
+        if !out.contains("AI Web Pilot is on") || out.contains("not confirmed") {
+            bail!("`unmodal pilot on` said: {out}");
         }
-        self.browser.close_page(&popup).await?;
-        self.page.bring_to_front().await?;
         let here = self.page.eval("location.href").await?;
         self.agent.wait_for_tab(here.as_str().unwrap_or_default()).await?;
-        // The service worker tells the open tabs first, the host last.
-        eventually(LIMIT, "the host hearing that the pilot is on", || async {
-            Ok((self.agent.ok("observe", json!({"what": "tabs"})).await?["pilot_enabled"] == json!(true)).then_some(()))
-        })
-        .await
+        // The command returns once the extension applied it; the host knew it before that.
+        let tabs = self.agent.ok("observe", json!({"what": "tabs"})).await?;
+        if tabs["pilot_enabled"] != json!(true) {
+            bail!("the host does not have the pilot on after `unmodal pilot on`: {tabs}");
+        }
+        Ok(())
+    }
+
+    /// Runs `unmodal pilot <action> --user-data-dir <this browser's profile>`, as a person
+    /// would in a terminal; what it printed (an error if it failed).
+    pub fn pilot_command(&self, action: &str) -> Result<String> {
+        let out = std::process::Command::new(&self.browser.art.host)
+            .args(["pilot", action, "--user-data-dir"])
+            .arg(self.browser.profile.path())
+            .env("UNMODAL_RUNTIME_DIR", &self.browser.runtime)
+            .output()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !out.status.success() {
+            bail!("`unmodal pilot {action}` failed: {}{}", text, String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(text)
     }
 
     /// Runs `expr` in the page. If a native dialog opens, the test answers it (accepting,

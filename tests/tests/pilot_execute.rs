@@ -34,7 +34,7 @@ async fn every_pilot_tool_is_listed_and_refused_until_a_human_switches_it_on() -
     for (tool, args) in calls {
         let e = failed(s.agent.call(tool, args.clone()).await?);
         assert_eq!(e["code"], "ai_web_pilot_disabled", "{tool} {args}: {e}");
-        assert!(e["message"].as_str().unwrap().starts_with("Enable 'AI Web Pilot' in the Unmodal popup"), "{e}");
+        assert!(e["message"].as_str().unwrap().contains("`unmodal pilot on`"), "{e}");
     }
     // No parameter turns it on either.
     let e = failed(s.agent.call("execute_javascript", json!({"script": "1", "pilot": true})).await?);

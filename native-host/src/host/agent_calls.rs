@@ -536,7 +536,7 @@ dialogs.",
                 status: Status::OpenNativeDialog,
                 dialog: Some(rec),
                 message: "The browser's own dialog is open because AI Web Pilot is off; Unmodal cannot answer it. A \
-human must answer it, or switch the pilot on in the Unmodal popup so rules and the default policy apply.",
+person must answer it, or switch the pilot on (`unmodal pilot on` in a terminal) so rules and the default policy apply.",
             };
             return self.answer(&body, tab);
         }

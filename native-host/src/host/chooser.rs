@@ -149,7 +149,7 @@ impl State {
                 DecidedBy::PilotOff,
                 format!(
                     "AI Web Pilot is off: the browser's {} stands (in headless Chromium it never settles, and the \
-page's call waits); a human must switch the pilot on in the Unmodal popup",
+page's call waits); a person must switch the pilot on (`unmodal pilot on` in a terminal)",
                     api.describe().0
                 ),
             ),

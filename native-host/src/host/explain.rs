@@ -10,7 +10,8 @@ use std::time::Duration;
 use unmodal_engine::{DialogKind, Policy};
 
 pub const PILOT_OFF_WARNING: &str = "AI Web Pilot is off in this browser: dialogs keep their native behaviour and \
-rules are stored but not applied until a human switches the pilot on in the Unmodal popup.";
+rules are stored but not applied until a person switches the pilot on: `unmodal pilot on` in a terminal, or the \
+Unmodal toolbar popup in a browser no program controls.";
 
 impl Rule {
     /// How the rule is named in a dialog's explanation.
@@ -65,7 +66,7 @@ impl State {
             }
             DecidedBy::DefaultPolicy => format!("{k} {answer} by the default policy: no auto-response matched"),
             DecidedBy::PilotOff => format!(
-                "AI Web Pilot is off: the browser showed its own {k} dialog; a human must switch the pilot on in the Unmodal popup"
+                "AI Web Pilot is off: the browser showed its own {k} dialog; a person must switch the pilot on (`unmodal pilot on` in a terminal)"
             ),
             DecidedBy::Policy => format!("{k} {answer} by the tab's {} policy", self.policy_of(tab).policy.as_str()),
             DecidedBy::Agent | DecidedBy::Watchdog | DecidedBy::Remote => format!("{k} {answer}"),

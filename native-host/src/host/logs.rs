@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 pub const CAPACITY: usize = 50;
+/// The `tab_id` of entries about the whole browser (no tab has a negative id).
+pub const BROWSER_WIDE: i64 = -1;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LogEntry {
@@ -146,8 +148,17 @@ impl Logs {
         logs
     }
 
+    /// What concerns the whole browser (the pilot switch), not one tab.
+    pub fn browser_note(&mut self, level: &'static str, kind: &'static str, summary: String) {
+        self.note(BROWSER_WIDE, kind, summary);
+        if let Some(last) = self.entries.iter_mut().last() {
+            last.level = level.into();
+        }
+    }
+
+    /// A tab's entries, and those about the whole browser.
     pub fn of_tab(&self, tab: i64) -> Vec<&LogEntry> {
-        self.entries.iter().filter(|e| e.tab_id == tab).collect()
+        self.entries.iter().filter(|e| e.tab_id == tab || e.tab_id == BROWSER_WIDE).collect()
     }
 }
 

@@ -13,6 +13,7 @@ mod opener;
 pub mod permission;
 pub mod persist;
 mod pilot;
+mod pilot_switch;
 mod pilot_value;
 pub mod policy;
 pub mod protocol;
@@ -194,6 +195,8 @@ async fn serve(origin: &str) -> Result<()> {
     tracing::info!(%origin, socket = %path.display(), "host started");
 
     let mut state = State::new();
+    state.browser = crate::parent_browser::ParentBrowser::of_this_process();
+    tracing::info!(browser = ?state.browser.pid, profile = ?state.browser.profile, remote = ?state.browser.remote_control(), "browser");
     match Redactor::load() {
         Ok(r) => state.redactor = r,
         Err(e) => tracing::error!(error = %e, "redaction config unreadable; using the built-in patterns"),

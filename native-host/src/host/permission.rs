@@ -163,7 +163,7 @@ impl State {
                 DecidedBy::PilotOff,
                 format!(
                     "AI Web Pilot is off: the browser answers the {listed} permission request itself (headless Chromium \
-denies at once; a headful one asks a human); a human must switch the pilot on in the Unmodal popup"
+denies at once; a headful one asks a human); a person must switch the pilot on (`unmodal pilot on` in a terminal)"
                 ),
             ),
             Some(v) => (v.by, v.why.clone()),

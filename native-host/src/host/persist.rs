@@ -87,6 +87,10 @@ pub struct Snapshot {
     logs: Vec<LogEntry>,
     logs_evicted: u64,
     reports_seen: ReportsSeen,
+    /// The pilot switch, and the browser process it was switched on for: a host started by
+    /// another browser (one that claims this session's name) does not inherit it.
+    #[serde(default)]
+    pilot_on_for: Option<u32>,
 }
 
 /// A browser session's name as the extension gives it: short, letters and digits only (it
@@ -121,6 +125,7 @@ impl State {
             logs: self.logs.all(),
             logs_evicted: self.logs.evicted,
             reports_seen: self.reports_seen.clone(),
+            pilot_on_for: if self.pilot { self.browser.pid } else { None },
         }
     }
 
@@ -139,6 +144,7 @@ impl State {
         self.folded = s.folded;
         self.logs = Logs::restored(s.logs, s.logs_evicted);
         self.reports_seen = s.reports_seen;
+        self.pilot = s.pilot_on_for.is_some() && s.pilot_on_for == self.browser.pid;
         self.history.clear();
         for rec in s.history {
             self.history.push_overwrite(rec);
@@ -291,7 +297,8 @@ mod tests {
             feed(&mut new, json!({"type":"hello","pilot":true,"held":[{"tab_id":3,"hold":7},{"tab_id":3,"hold":9}]}))
                 .unwrap();
         let answer = |hold| crate::host::protocol::ToBrowser::Answer { tab_id: 3, hold, accept: false, text: None };
-        assert_eq!(out[0], answer(9), "one the host never heard of is dismissed");
+        assert!(matches!(out[0], crate::host::protocol::ToBrowser::Pilot { on: false, .. }), "the switch first");
+        assert_eq!(out[1], answer(9), "one the host never heard of is dismissed");
         assert_eq!(new.held.len(), 1);
         let id = new.held[0].record.id;
         assert_eq!(new.blocking_note().unwrap().dialogs[0].dialog_id, id);

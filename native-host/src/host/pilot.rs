@@ -21,8 +21,9 @@ use tokio::sync::oneshot;
 /// stopping a runaway script, a slow machine).
 pub const MARGIN: Duration = Duration::from_secs(5);
 
-pub const DISABLED: &str = "Enable 'AI Web Pilot' in the Unmodal popup (the extension's toolbar button) to use this \
-tool. Only a human can switch it on; no tool call can. Until then, ask the user to do it.";
+pub const DISABLED: &str = "Enable 'AI Web Pilot' to use this tool. Only a person can switch it on, and no tool \
+call can: ask the user to run `unmodal pilot on` in a terminal (or, in a browser no program controls, to use the \
+Unmodal toolbar popup).";
 
 /// Calls sent to the browser that wait for their `pilot_result`.
 #[derive(Default)]
@@ -346,7 +347,7 @@ mod tests {
     fn the_switch_gates_every_call() {
         let e = state(false).pilot_gate(None).unwrap_err();
         assert_eq!(e.code, ErrorCode::AiWebPilotDisabled);
-        assert!(e.message.contains("Enable 'AI Web Pilot' in the Unmodal popup"), "{}", e.message);
+        assert!(e.message.contains("`unmodal pilot on`"), "{}", e.message);
         assert_eq!(state(true).pilot_gate(None).unwrap().id, 3);
         assert_eq!(state(true).pilot_gate(Some(9)).unwrap_err().code, ErrorCode::TabNotFound);
     }

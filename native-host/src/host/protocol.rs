@@ -16,8 +16,10 @@ pub enum FromBrowser {
     Hello {
         #[serde(default)]
         version: Option<String>,
-        #[serde(default)]
-        pilot: bool,
+        /// What the worker's cache says of the pilot: a claim, never taken (the host keeps
+        /// the switch; `pilot_switch.rs`).
+        #[serde(default, rename = "pilot")]
+        _pilot: Option<bool>,
         /// Names this browser session (it outlives service worker restarts): a host it
         /// starts takes over the state an earlier one left (`persist.rs`).
         #[serde(default)]
@@ -31,8 +33,20 @@ pub enum FromBrowser {
         #[serde(default)]
         held: Vec<HeldRef>,
     },
-    /// The human flipped the AI Web Pilot switch.
-    Pilot { on: bool },
+    /// The AI Web Pilot switch was flipped in the browser (`via`: the toolbar popup, or
+    /// anything for off). Off is always taken; on only where no program can control the
+    /// browser (`pilot_switch.rs`). The host answers `Pilot` with the same `id`.
+    Pilot {
+        on: bool,
+        via: PilotVia,
+        #[serde(default)]
+        id: Option<u64>,
+    },
+    /// The worker refused a way to switch the pilot on (a page in a tab, a storage write,
+    /// DevTools on the popup): recorded in the logs.
+    PilotRefused { via: PilotVia, reason: String },
+    /// The worker applied the `Pilot` message of revision `rev`.
+    PilotApplied { rev: u64 },
     /// The browser's tabs, and the one calls without `tab_id` act on.
     Tabs {
         tabs: Vec<Tab>,
@@ -107,6 +121,7 @@ impl FromBrowser {
                 | Self::AuthRequired(_)
                 | Self::PermissionRequest(_)
                 | Self::ChooserRequest(_)
+                | Self::Pilot { .. }
         )
     }
 }
@@ -459,6 +474,36 @@ pub enum ToBrowser {
     PilotCall { id: u64, tab_id: i64, call: crate::pilot_api::PilotCall },
     /// A barrier (`barrier.rs`): the worker answers `Synced` after what it had before.
     Sync { id: u64 },
+    /// The pilot switch as the host keeps it; the worker applies it, caches it and answers
+    /// `PilotApplied`. `terminal_only` says why the popup cannot switch it on here; `id`
+    /// and `refused` answer a `Pilot` request from the browser.
+    Pilot {
+        on: bool,
+        rev: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        terminal_only: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        refused: Option<String>,
+    },
+}
+
+/// Where in the browser a switch of the pilot came from, as the worker saw it.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PilotVia {
+    /// The extension's toolbar popup (the worker checked it is one, with no DevTools on it).
+    Popup,
+    /// `popup.html` loaded in a tab or a window a program can open.
+    PopupInTab,
+    /// A write to the extension's storage that the worker did not make.
+    Storage,
+    /// A message from a page, or from a view that is not the toolbar popup.
+    Message,
+    /// Anything else the worker could not place.
+    #[serde(other)]
+    Other,
 }
 
 impl ToBrowser {
@@ -487,10 +532,11 @@ impl State {
     /// message was refused (nothing changed).
     pub fn on_browser(&mut self, msg: FromBrowser) -> Result<Vec<ToBrowser>, String> {
         match msg {
-            FromBrowser::Hello { version, pilot, worker, held, .. } => {
+            FromBrowser::Hello { version, worker, held, .. } => {
                 self.extension_version = version;
-                self.pilot = pilot;
-                let mut out = self.keep_held(&held);
+                // The switch first: the worker serves its pages once it knows it.
+                let mut out = vec![self.pilot_message(None, None)];
+                out.extend(self.keep_held(&held));
                 let upto = self.reports_seen.upto_for(worker.as_deref());
                 self.worker = worker;
                 let tabs: Vec<i64> = self.configured_tabs().collect();
@@ -498,8 +544,13 @@ impl State {
                 out.push(ToBrowser::Resume { upto });
                 Ok(out)
             }
-            FromBrowser::Pilot { on } => {
-                self.pilot = on;
+            FromBrowser::Pilot { on, via, id } => Ok(self.on_pilot_from_browser(on, via, id)),
+            FromBrowser::PilotRefused { via, reason } => {
+                self.pilot_refused(via, &reason);
+                Ok(Vec::new())
+            }
+            FromBrowser::PilotApplied { rev } => {
+                self.pilot_seen = self.pilot_seen.max(rev);
                 Ok(Vec::new())
             }
             FromBrowser::Tabs { tabs, tracked } => {
@@ -564,7 +615,7 @@ mod tests {
     fn samples() -> Vec<serde_json::Value> {
         vec![
             json!({"type":"hello","version":"0.1.0","pilot":true,"session":"a1b2c3d4e5f6"}),
-            json!({"type":"pilot","on":false}),
+            json!({"type":"pilot","on":false,"via":"popup"}),
             json!({"type":"tabs","tracked":null,"tabs":[{"id":1,"url":"http://a/"}]}),
             json!({"type":"dialog","tab_id":1,"frame_id":0,"document_id":"d","url":"u","page_url":"p",
                    "report":{"seq":1,"phase":"decided","kind":"confirm","decided_by":"rule","rule_id":3,"t":5}}),
@@ -588,6 +639,8 @@ mod tests {
             json!({"type":"pilot_result","id":3,"error":{"code":"ai_web_pilot_disabled","message":"off"}}),
             json!({"type":"opened","tab_id":2,"opener_tab_id":1}),
             json!({"type":"synced","id":3}),
+            json!({"type":"pilot_refused","via":"storage","reason":"written by an extension page"}),
+            json!({"type":"pilot_applied","rev":2}),
         ]
     }
 
@@ -618,13 +671,15 @@ mod tests {
                 Ok(FromBrowser::PilotResult(_)) => "pilot_result",
                 Ok(FromBrowser::Opened { .. }) => "opened",
                 Ok(FromBrowser::Synced { .. }) => "synced",
+                Ok(FromBrowser::PilotRefused { .. }) => "pilot_refused",
+                Ok(FromBrowser::PilotApplied { .. }) => "pilot_applied",
                 Err(e) => panic!("{m}: {e}"),
             };
             assert_eq!(m["type"], kind);
             seen.insert(kind);
         }
 
-        assert_eq!(seen.len(), 20, "one sample of each kind");
+        assert_eq!(seen.len(), 22, "one sample of each kind");
     }
 
     #[test]
@@ -663,6 +718,7 @@ mod tests {
                 },
             },
             ToBrowser::Sync { id: 1 },
+            ToBrowser::Pilot { on: false, rev: 1, terminal_only: None, id: None, refused: None },
         ];
         for m in sent {
             let v = serde_json::to_value(&m).unwrap();
@@ -700,19 +756,19 @@ mod tests {
         };
         let feed =
             |s: &mut State, v: serde_json::Value| s.on_browser(FromBrowser::parse(v.to_string().as_bytes()).unwrap());
-        assert_eq!(feed(&mut s, hello("w1")).unwrap(), vec![ToBrowser::Resume { upto: 0 }]);
+        assert_eq!(feed(&mut s, hello("w1")).unwrap()[1..], [ToBrowser::Resume { upto: 0 }]);
         for n in [1, 2, 3] {
             feed(&mut s, report(n)).unwrap();
         }
         // A new host of the same worker (restored from disk) says how far it got; the
         // worker sends 2 and 3 again anyway (it could not know): nothing is doubled.
-        assert_eq!(feed(&mut s, hello("w1")).unwrap(), vec![ToBrowser::Resume { upto: 3 }]);
+        assert_eq!(feed(&mut s, hello("w1")).unwrap()[1..], [ToBrowser::Resume { upto: 3 }]);
         for n in [2, 3, 4] {
             feed(&mut s, report(n)).unwrap();
         }
         assert_eq!(s.history.occupied_len(), 4);
         // Another worker (the old one stopped) numbers from 1 again.
-        assert_eq!(feed(&mut s, hello("w2")).unwrap(), vec![ToBrowser::Resume { upto: 0 }]);
+        assert_eq!(feed(&mut s, hello("w2")).unwrap()[1..], [ToBrowser::Resume { upto: 0 }]);
         feed(&mut s, report(1)).unwrap();
         assert_eq!(s.history.occupied_len(), 5);
     }

@@ -93,7 +93,13 @@ pub struct Delivery {
 }
 
 pub struct State {
+    /// AI Web Pilot, as a person switched it (`pilot_switch.rs`); the extension caches it.
     pub pilot: bool,
+    /// The browser that started this host: decides where the pilot may be switched on from.
+    pub browser: crate::parent_browser::ParentBrowser,
+    /// Pilot switches sent to the browser, and the newest it confirmed (`pilot_switch.rs`).
+    pub(super) pilot_sent: u64,
+    pub(super) pilot_seen: u64,
     pub extension_version: Option<String>,
     pub tabs: Vec<Tab>,
     pub tracked: Option<i64>,
@@ -146,6 +152,9 @@ impl State {
     pub fn new() -> Self {
         Self {
             pilot: false,
+            browser: Default::default(),
+            pilot_sent: 0,
+            pilot_seen: 0,
             extension_version: None,
             tabs: Vec::new(),
             tracked: None,
@@ -393,10 +402,14 @@ pub(super) mod tests {
         let mut s = State::new();
         s.add_rule(4, RuleTarget::All, true, false, None, MatchArg::default()).unwrap();
         let out = feed(&mut s, json!({"type":"hello","version":"1","pilot":true})).unwrap();
-        assert_eq!(out.len(), 2);
-        assert_eq!(out[0].config_rev(), Some((4, 1)));
-        assert_eq!(out[1], ToBrowser::Resume { upto: 0 });
-        assert!(s.pilot);
+        assert_eq!(out.len(), 3);
+        assert!(
+            matches!(out[0], ToBrowser::Pilot { on: false, rev: 1, .. }),
+            "the host's switch, not the worker's claim"
+        );
+        assert_eq!(out[1].config_rev(), Some((4, 1)));
+        assert_eq!(out[2], ToBrowser::Resume { upto: 0 });
+        assert!(!s.pilot);
     }
 
     #[test]

@@ -79,7 +79,7 @@ async fn main() -> Result<()> {
         println!("   agent: execute_javascript -> {}: {}", e["error"]["code"], e["error"]["message"]);
     }
 
-    step(2, "A human opens the Unmodal popup and clicks the AI Web Pilot switch");
+    step(2, "A person runs `unmodal pilot on` in a terminal (the only way in a browser a program controls)");
     s.enable_pilot().await?;
     println!("   pilot on");
 
