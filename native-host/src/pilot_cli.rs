@@ -91,3 +91,63 @@ fn describe(status: &Value, switched: Option<bool>) -> String {
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    /// A stand-in host on `socket` serving the profile `profile`: answers `pilot_switch` as a
+    /// host does (the status, switched when asked; another profile is `other_browser`).
+    fn fake_host(socket: PathBuf, profile: &'static str) {
+        let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+        tokio::spawn(async move {
+            let mut on = false;
+            while let Ok((stream, _)) = listener.accept().await {
+                let (r, mut w) = stream.into_split();
+                let mut lines = BufReader::new(r).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let req: Value = serde_json::from_str(&line).unwrap();
+                    assert_eq!(req["tool"], "pilot_switch");
+                    let dir = &req["args"]["user_data_dir"];
+                    let answer = if !dir.is_null() && dir != profile {
+                        json!({"error": {"code": "other_browser", "message": "not mine"}})
+                    } else {
+                        if let Some(v) = req["args"]["on"].as_bool() {
+                            on = v;
+                        }
+                        json!({"ok": {"pilot_enabled": on, "applied": true,
+                            "browser": {"pid": 1, "profile": profile, "remote_control": "started with --remote-debugging-port"}}})
+                    };
+                    w.write_all(format!("{answer}\n").as_bytes()).await.unwrap();
+                }
+            }
+        });
+    }
+
+    #[tokio::test]
+    async fn on_needs_a_browser_named_when_several_run_and_off_takes_them_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = switch(dir.path(), Action::On, None).await.unwrap_err().to_string();
+        assert!(err.contains("No browser with the Unmodal extension"), "{err}");
+
+        // Sockets named after live processes (this one), so they are not taken for stale.
+        fake_host(paths::socket_path(dir.path(), std::process::id()), "/p/a");
+        fake_host(paths::socket_path(dir.path(), 1), "/p/b");
+        let err = switch(dir.path(), Action::On, None).await.unwrap_err().to_string();
+        assert!(err.contains("2 browsers") && err.contains("--user-data-dir") && err.contains("/p/b"), "{err}");
+
+        let said = switch(dir.path(), Action::On, Some(Path::new("/p/b"))).await.unwrap();
+        assert_eq!(said, ["AI Web Pilot is on in the browser with profile /p/b, pid 1."]);
+        let status = switch(dir.path(), Action::Status, None).await.unwrap();
+        assert_eq!(status.len(), 2);
+        assert!(status.iter().any(|l| l.contains("is on") && l.contains("/p/b") && l.contains("only this command")));
+        assert!(status.iter().any(|l| l.contains("is off") && l.contains("/p/a")));
+
+        let said = switch(dir.path(), Action::Off, None).await.unwrap();
+        assert_eq!(said.len(), 2);
+        assert!(said.iter().all(|l| l.contains("is off")), "{said:?}");
+        let err = switch(dir.path(), Action::On, Some(Path::new("/p/c"))).await.unwrap_err().to_string();
+        assert!(err.contains("/p/c") && err.contains("unmodal pilot status"), "{err}");
+    }
+}

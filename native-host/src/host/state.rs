@@ -9,7 +9,8 @@
 //! - `held.rs`: dialogs held open for the agent, their answers and the watchdog;
 //! - `policy.rs`: dialog policies, config acknowledgements and the fallback to `auto`;
 //! - `agent_calls.rs`: what the agent's calls do (`interact`, `observe`) and their answers;
-//! - `explain.rs`: the sentences records and answers explain themselves with.
+//! - `explain.rs`: the sentences records and answers explain themselves with;
+//! - `pilot_switch.rs`: the AI Web Pilot switch, and who may flip it.
 
 use super::logs::Logs;
 use super::policy::TabPolicy;
