@@ -137,7 +137,7 @@ async fn pilot_off_the_browsers_chooser_stands_and_is_recorded() -> anyhow::Resu
         (Some("pilot_off"), Some("remote"), &Value::Null),
         "{recs:?}"
     );
-    assert!(recs[0]["explanation"].as_str().unwrap_or_default().contains("popup"), "{recs:?}");
+    assert!(recs[0]["explanation"].as_str().unwrap_or_default().contains("unmodal pilot on"), "{recs:?}");
     assert_eq!(outcome(&s, "usb").await?, json!("pending"), "the browser's chooser still stands");
     s.page.click("#serial").await?;
     let got = settled_outcome(&s, "usb").await?;

@@ -97,7 +97,10 @@ async fn host_survives_bad_frames_and_keeps_its_socket_private() -> anyhow::Resu
         stdout.read_exact(&mut body)?;
         Ok(serde_json::from_slice(&body)?)
     };
-    // The answer to hello: nothing of this worker's reports yet.
+    // The answer to hello: the pilot switch as the host keeps it (off: the worker's claim
+    // is not taken), then nothing of this worker's reports yet.
+    let pilot = read_frame()?;
+    assert_eq!((&pilot["type"], &pilot["on"]), (&json!("pilot"), &json!(false)), "{pilot}");
     assert_eq!(read_frame()?, json!({"type": "resume", "upto": 0}));
     let first = read_frame()?;
     assert_eq!((first["type"].as_str(), first["message"].as_str().map(str::len)), (Some("recorded"), Some(4096)));

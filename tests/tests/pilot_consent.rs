@@ -4,7 +4,7 @@
 //! each way is refused, recorded, and leaves the pilot off. `unmodal pilot on` in a terminal
 //! switches it on; off works from anywhere; restarts never turn it on by themselves.
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use unmodal_e2e::page::Page;
@@ -264,20 +264,6 @@ async fn the_terminal_command_switches_it_and_off_works_from_anywhere() -> Resul
     Ok(())
 }
 
-/// Stops the extension's service worker, as the browser does when idle.
-async fn stop_worker(s: &Session) -> Result<()> {
-    let worker = format!("chrome-extension://{}/background.js", s.browser.art.extension_id);
-    let targets = s.browser.cdp.call(None, "Target.getTargets", json!({})).await?;
-    let id = targets["targetInfos"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| t["type"] == "service_worker" && t["url"] == worker.as_str())
-        .map(|t| t["targetId"].clone())
-        .context("no service worker target")?;
-    s.browser.cdp.call(None, "Target.closeTarget", json!({"targetId": id})).await.map(drop)
-}
-
 /// Waits until a host other than `old` serves the browser; its pid.
 async fn new_host(s: &Session, old: &Value) -> Result<Value> {
     eventually(Duration::from_secs(15), "a new host", || async {
@@ -302,7 +288,7 @@ async fn the_switch_survives_restarts_and_never_turns_itself_on() -> Result<()> 
         async move {
             let old = host_pid(s).await?;
             if what == "worker" {
-                stop_worker(s).await?;
+                s.stop_worker().await?;
             } else {
                 std::process::Command::new("kill").args(["-9", &old.to_string()]).status()?;
             }

@@ -59,27 +59,12 @@ async fn a_killed_host_is_replaced_and_its_state_comes_back() -> anyhow::Result<
     Ok(())
 }
 
-/// Stops the extension's service worker the way the browser does when it is idle or
-/// crashed.
-async fn stop_worker(s: &Session) -> anyhow::Result<()> {
-    let worker = format!("chrome-extension://{}/background.js", s.browser.art.extension_id);
-    let targets = s.browser.cdp.call(None, "Target.getTargets", json!({})).await?;
-    let id = targets["targetInfos"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| t["type"] == "service_worker" && t["url"] == worker.as_str())
-        .map(|t| t["targetId"].clone())
-        .ok_or_else(|| anyhow::anyhow!("no service worker target"))?;
-    s.browser.cdp.call(None, "Target.closeTarget", json!({"targetId": id})).await.map(drop)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stopped_service_worker_comes_back_with_everything_in_force() -> anyhow::Result<()> {
     let s = working_session().await?;
     let old = host_pid(&s.agent.ok("observe", json!({"what": "tabs"})).await?);
     let start = Instant::now();
-    stop_worker(&s).await?;
+    s.stop_worker().await?;
     // The page still has its rules; its report wakes the worker, which starts a new host.
     assert_eq!(s.page_value("confirm('wakes it?')").await?, json!(true));
     state_is_back(&s, &old).await?;
@@ -98,7 +83,7 @@ async fn a_dialog_held_for_the_agent_survives_a_stopped_service_worker() -> anyh
     let id = s.held(1).await?[0]["dialog_id"].clone();
     let old = host_pid(&s.agent.ok("observe", json!({"what": "tabs"})).await?);
     let start = Instant::now();
-    stop_worker(&s).await?;
+    s.stop_worker().await?;
     // The dialog blocks the page, so nothing there wakes the worker; the agent's call does
     // not either (it goes to the host, which is gone). The browser starts the worker again
     // for its next event; the debugger session's events are such events, so does a tab

@@ -148,12 +148,9 @@ impl Logs {
         logs
     }
 
-    /// What concerns the whole browser (the pilot switch), not one tab.
-    pub fn browser_note(&mut self, level: &'static str, kind: &'static str, summary: String) {
+    /// A warning about the whole browser (a refused pilot switch), not one tab.
+    pub fn browser_note(&mut self, kind: &'static str, summary: String) {
         self.note(BROWSER_WIDE, kind, summary);
-        if let Some(last) = self.entries.iter_mut().last() {
-            last.level = level.into();
-        }
     }
 
     /// A tab's entries, and those about the whole browser.

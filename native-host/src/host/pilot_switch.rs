@@ -63,7 +63,7 @@ impl State {
         if !on {
             if self.pilot {
                 self.pilot = false;
-                self.logs.browser_note("info", "pilot", format!("AI Web Pilot switched off from {}.", via.describe()));
+                tracing::info!(?via, "AI Web Pilot switched off from the browser");
             }
             return vec![self.pilot_message(id, None)];
         }
@@ -79,7 +79,7 @@ impl State {
         match &refusal {
             None if !self.pilot => {
                 self.pilot = true;
-                self.logs.browser_note("info", "pilot", "AI Web Pilot switched on in the toolbar popup.".into());
+                tracing::info!("AI Web Pilot switched on in the toolbar popup");
             }
             None => {}
             Some(why) => self.pilot_refused(via, why),
@@ -92,7 +92,7 @@ impl State {
     pub(super) fn pilot_refused(&mut self, via: PilotVia, reason: &str) {
         let reason: String = reason.chars().take(400).collect();
         tracing::warn!(?via, %reason, "refused to switch AI Web Pilot on");
-        self.logs.browser_note("warning", "pilot", format!("Refused to switch AI Web Pilot on: {reason}"));
+        self.logs.browser_note("pilot", format!("Refused to switch AI Web Pilot on: {reason}"));
     }
 
     /// How the switch stands, for `unmodal pilot`.
@@ -133,8 +133,6 @@ pub(super) async fn from_terminal(shared: &Shared, args: SwitchArgs) -> Result<V
         let Some(on) = args.on else { return Ok(state.pilot_status()) };
         if state.pilot != on {
             state.pilot = on;
-            let word = if on { "on" } else { "off" };
-            state.logs.browser_note("info", "pilot", format!("AI Web Pilot switched {word} from a terminal."));
             tracing::info!(on, "AI Web Pilot switched from a terminal");
         }
         let msg = state.pilot_message(None, None);
