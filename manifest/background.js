@@ -321,6 +321,7 @@ const pilotAsks = new Map(); // request id -> resolve, for the popup's answer
 let pilotAskSeq = 0;
 const ownWrites = []; // values of `pilot` this worker wrote to storage, not yet seen written
 const POPUP_URL = chrome.runtime.getURL('popup.html');
+const OURS = chrome.runtime.getURL('');
 
 // Frames with a URL of their own only: about:blank, srcdoc, blob: and data: frames take the
 // switch from their parent's (or opener's) content.js, a script fewer in every frame a page
@@ -349,10 +350,11 @@ async function registerPilotScript(on) {
 // The host's word: applied to the open tabs, cached in storage (for nobody to trust: the
 // popup asks this worker), confirmed to the host.
 async function onPilotWord(msg) {
-  const first = !pilotHeard;
+  // What the open pages hold: this worker's word, or as it starts, the one its predecessor
+  // cached. The cache only spares pushing the same switch again; it never turns it on.
+  const held = pilotHeard ? pilot : await cachedPilot();
   pilotHeard = true;
   terminalOnly = typeof msg.terminal_only === 'string' ? msg.terminal_only : null;
-  const changed = msg.on !== pilot;
   pilot = msg.on;
   started();
   const waiting = pilotAsks.get(msg.id);
@@ -363,16 +365,17 @@ async function onPilotWord(msg) {
   await cachePilot(pilot);
   await registerPilotScript(pilot).catch(() => {});
   // Open tabs first, then the host: once the host hears "applied", the pages know it too.
-  if (changed || first) {
+  if (held !== pilot) {
     const tabs = await chrome.tabs.query({});
     await Promise.allSettled(tabs.map((tab) => applyTab(tab.id)));
   }
   toHost({ type: 'pilot_applied', rev: msg.rev });
 }
 
+const cachedPilot = () => chrome.storage.local.get('pilot').then((r) => r.pilot === true, () => false);
+
 async function cachePilot(on) {
-  const { pilot: cached } = await chrome.storage.local.get('pilot').catch(() => ({}));
-  if (cached === on) return;
+  if ((await cachedPilot()) === on) return;
   ownWrites.push(on);
   await chrome.storage.local.set({ pilot: on }).catch(() => ownWrites.splice(ownWrites.indexOf(on), 1));
 }
@@ -416,7 +419,9 @@ async function viewOf(sender) {
 async function devtoolsOnUs() {
   const targets = await chrome.debugger.getTargets().catch(() => null);
   if (!targets) return 'Unmodal cannot tell whether DevTools is attached to it';
-  const ours = targets.filter((t) => t.attached && (t.extensionId === chrome.runtime.id || String(t.url).startsWith(POPUP_URL.replace('popup.html', ''))));
+  // Measured: the browser lists our worker and pages by URL (no extensionId), `attached`
+  // once any DevTools client is.
+  const ours = targets.filter((t) => t.attached && String(t.url).startsWith(OURS));
   return ours.length ? `a DevTools client is attached to ${ours.map((t) => t.url).join(', ')}` : null;
 }
 

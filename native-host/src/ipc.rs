@@ -174,15 +174,12 @@ pub async fn ask_socket(socket: &Path, tool: Tool, args: Value) -> Result<Value,
 
 /// Asks every connected host (newest first) and returns each one's answer.
 pub async fn call_all(tool: Tool, args: Value) -> Result<Vec<Value>, ToolError> {
-    let dir = paths::runtime_dir();
-    let line = request_line(tool, args)?;
     let mut answers = Vec::new();
     let mut last = None;
-    for socket in paths::host_sockets(&dir) {
-        match ask(&socket, &line, CALL_TIMEOUT).await {
-            Some(Ok(v)) => answers.push(v),
-            Some(Err(e)) => last = Some(e),
-            None => {}
+    for (_, reply) in ask_each(&paths::runtime_dir(), tool, args).await? {
+        match reply {
+            Ok(v) => answers.push(v),
+            Err(e) => last = Some(e),
         }
     }
     match (answers.is_empty(), last) {

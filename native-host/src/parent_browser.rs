@@ -27,7 +27,7 @@ impl ParentBrowser {
         let Ok(pid) = u32::try_from(ppid) else { return Self::default() };
         if pid <= 1 {
             // Orphaned: the browser is gone (or never was); nothing to learn.
-            return Self { pid: None, args: None, profile: None };
+            return Self::default();
         }
         Self::from_args(pid, command_line(pid))
     }

@@ -42,16 +42,7 @@ pub(super) async fn barrier(shared: &Shared) {
         shared.send(&state, vec![msg]);
         id
     };
-    let wait = async {
-        loop {
-            let spoke = shared.browser_spoke.notified();
-            if shared.state().sync_seen >= id {
-                return;
-            }
-            spoke.await;
-        }
-    };
-    if tokio::time::timeout(WAIT, wait).await.is_err() {
+    if !shared.wait_until(WAIT, |s| s.sync_seen >= id).await {
         tracing::debug!(id, "the worker did not answer a barrier in time");
     }
 }

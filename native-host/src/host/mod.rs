@@ -69,6 +69,21 @@ impl Shared {
         }
     }
 
+    /// Waits (at most `limit`) until `done` holds of the state, checking after each message
+    /// from the browser; whether it did.
+    async fn wait_until(&self, limit: std::time::Duration, done: impl Fn(&State) -> bool) -> bool {
+        let wait = async {
+            loop {
+                let spoke = self.browser_spoke.notified();
+                if done(&self.state()) {
+                    return;
+                }
+                spoke.await;
+            }
+        };
+        tokio::time::timeout(limit, wait).await.is_ok()
+    }
+
     /// The browser named its session: take over what an earlier host of it left on disk.
     fn adopt(&self, session: &str, state: &mut State) {
         if !persist::valid_session(session) {

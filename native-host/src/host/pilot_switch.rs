@@ -41,7 +41,7 @@ impl PilotVia {
 }
 
 /// What the popup shows when it may not switch the pilot on.
-pub const USE_TERMINAL: &str = "A program can control this browser, so this switch cannot turn AI Web Pilot on. \
+const USE_TERMINAL: &str = "A program can control this browser, so this switch cannot turn AI Web Pilot on. \
 Run `unmodal pilot on` in a terminal.";
 
 impl State {
@@ -67,13 +67,14 @@ impl State {
             }
             return vec![self.pilot_message(id, None)];
         }
-        let refusal = match (via, self.browser.remote_control()) {
+        let remote = self.browser.remote_control();
+        let refusal = match (via, &remote) {
             (PilotVia::Popup, None) => None,
             (PilotVia::Popup, Some(why)) => Some(format!("{why}. {USE_TERMINAL}")),
             (other, _) => Some(format!(
                 "{} cannot switch AI Web Pilot on. A person switches it on with `unmodal pilot on` in a terminal{}.",
                 capitalized(other.describe()),
-                if self.browser.remote_control().is_none() { ", or with the toolbar popup" } else { "" }
+                if remote.is_none() { ", or with the toolbar popup" } else { "" }
             )),
         };
         match &refusal {
@@ -141,17 +142,7 @@ pub(super) async fn from_terminal(shared: &Shared, args: SwitchArgs) -> Result<V
         rev
     };
     shared.save();
-    let applied = tokio::time::timeout(APPLY_WAIT, async {
-        loop {
-            let spoke = shared.browser_spoke.notified();
-            if shared.state().pilot_seen >= rev {
-                return;
-            }
-            spoke.await;
-        }
-    })
-    .await
-    .is_ok();
+    let applied = shared.wait_until(APPLY_WAIT, |s| s.pilot_seen >= rev).await;
     let mut status = shared.state().pilot_status();
     status["applied"] = json!(applied);
     Ok(status)

@@ -16,10 +16,6 @@ pub enum FromBrowser {
     Hello {
         #[serde(default)]
         version: Option<String>,
-        /// What the worker's cache says of the pilot: a claim, never taken (the host keeps
-        /// the switch; `pilot_switch.rs`).
-        #[serde(default, rename = "pilot")]
-        _pilot: Option<bool>,
         /// Names this browser session (it outlives service worker restarts): a host it
         /// starts takes over the state an earlier one left (`persist.rs`).
         #[serde(default)]

@@ -185,27 +185,9 @@ tab stays on auto. Close DevTools or other debugging extensions on the tab, or u
 /// Waits (at most `RULES_WAIT`) until the tab acknowledged config `rev`; the caller reads
 /// the ack from the state afterwards, so one that came as time ran out still counts.
 async fn wait_for_delivery(shared: &Shared, tab: i64, rev: u64) {
-    let wait = async {
-        loop {
-            let spoke = shared.browser_spoke.notified();
-            if shared.state().delivery(tab, rev).is_some() {
-                return;
-            }
-            spoke.await;
-        }
-    };
-    let _ = tokio::time::timeout(RULES_WAIT, wait).await;
+    shared.wait_until(RULES_WAIT, |s| s.delivery(tab, rev).is_some()).await;
 }
 
 async fn wait_for_answer(shared: &Shared, id: u64) {
-    let wait = async {
-        loop {
-            let spoke = shared.browser_spoke.notified();
-            if shared.state().answer_outcome(id).is_some() {
-                return;
-            }
-            spoke.await;
-        }
-    };
-    let _ = tokio::time::timeout(ANSWER_WAIT, wait).await;
+    shared.wait_until(ANSWER_WAIT, |s| s.answer_outcome(id).is_some()).await;
 }
