@@ -146,7 +146,7 @@ function onHostMessage(msg) {
   } else if (msg.type === 'chooser_hold' && Number.isInteger(msg.request)) {
     choosers.hold(msg);
   } else if (msg.type === 'pilot' && typeof msg.on === 'boolean' && Number.isSafeInteger(msg.rev)) {
-    pilotWords = pilotWords.then(() => onPilotWord(msg)).catch(() => {});
+    onPilotWord(msg);
   } else if (msg.type === 'pilot_call' && Number.isSafeInteger(msg.id) && Number.isInteger(msg.tab_id) && msg.call && typeof msg.call === 'object') {
     runPilotCall(msg);
   } else if (msg.type === 'sync' && Number.isSafeInteger(msg.id)) {
@@ -316,6 +316,7 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
 // to the popup or to itself) and passes the request on; off is taken from anywhere.
 const HOST_WORD_MS = 3000; // the longest pages wait for the host's word as this worker starts
 let pilotHeard = false;
+let pagesHold = false; // the switch the open pages got from the worker before this one
 let pilotWords = Promise.resolve(); // the host's words, applied one after another
 const pilotAsks = new Map(); // request id -> resolve, for the popup's answer
 let pilotAskSeq = 0;
@@ -347,12 +348,13 @@ async function registerPilotScript(on) {
   }
 }
 
-// The host's word: applied to the open tabs, cached in storage (for nobody to trust: the
-// popup asks this worker), confirmed to the host.
-async function onPilotWord(msg) {
-  // What the open pages hold: this worker's word, or as it starts, the one its predecessor
-  // cached. The cache only spares pushing the same switch again; it never turns it on.
-  const held = pilotHeard ? pilot : await cachedPilot();
+// The host's word. Taken at once (the host's next messages, configs and pilot calls, are
+// read with it), then applied to the open tabs, cached in storage (for nobody to trust:
+// the popup asks this worker) and confirmed to the host, one word after another.
+function onPilotWord(msg) {
+  // What the open pages hold: this worker's word, or as it starts, its predecessor's (the
+  // cache, read before connecting). The cache only spares pushing the same switch again.
+  const held = pilotHeard ? pilot : pagesHold;
   pilotHeard = true;
   terminalOnly = typeof msg.terminal_only === 'string' ? msg.terminal_only : null;
   pilot = msg.on;
@@ -362,14 +364,18 @@ async function onPilotWord(msg) {
     pilotAsks.delete(msg.id);
     waiting({ on: pilot, refused: typeof msg.refused === 'string' ? msg.refused : null });
   }
+  pilotWords = pilotWords.then(() => applyPilotWord(msg.rev, held !== pilot)).catch(() => {});
+}
+
+async function applyPilotWord(rev, changed) {
   await cachePilot(pilot);
   await registerPilotScript(pilot).catch(() => {});
   // Open tabs first, then the host: once the host hears "applied", the pages know it too.
-  if (held !== pilot) {
+  if (changed) {
     const tabs = await chrome.tabs.query({});
     await Promise.allSettled(tabs.map((tab) => applyTab(tab.id)));
   }
-  toHost({ type: 'pilot_applied', rev: msg.rev });
+  toHost({ type: 'pilot_applied', rev });
 }
 
 const cachedPilot = () => chrome.storage.local.get('pilot').then((r) => r.pilot === true, () => false);
@@ -467,6 +473,7 @@ chrome.storage.onChanged.addListener((changes, area) => {
     session = crypto.randomUUID().replaceAll('-', '');
     await chrome.storage.session.set({ session }).catch(() => {});
   }
+  pagesHold = await cachedPilot();
   // Pages wait (`ready`) for the host's word on the pilot, which answers `hello` first; a
   // host that does not come leaves the pilot off.
   setTimeout(() => {
