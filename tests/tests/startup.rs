@@ -34,7 +34,12 @@ async fn the_first_dialog_after_the_browser_starts_is_never_lost() -> anyhow::Re
         let agent = Agent::start(&browser.art.host, &browser.runtime).await?;
         match dialog_reported(&agent, &url, "Right at start?").await {
             Some(t) => slowest = slowest.max(t),
-            None => lost.push(n),
+            None => {
+                // What the host and the browser knew, for whoever looks into a loss.
+                let tabs = agent.call("observe", json!({"what": "tabs"})).await;
+                eprintln!("launch {n}: lost; observe tabs: {tabs:?}\nbrowser and host log:\n{}", browser.log_tail());
+                lost.push(n)
+            }
         }
         agent.close().await?;
     }
