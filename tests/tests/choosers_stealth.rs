@@ -14,6 +14,7 @@
 //!   that passes it on, where no frame but ours is on the stack (`withoutOwnFrames`,
 //!   30-errors.js), so none of ours, with the extension's URL, can reach the page's function.
 
+use anyhow::Context;
 use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::browser::{Browser, Options};
@@ -63,11 +64,17 @@ async fn outcome(page: &Page, key: &str) -> anyhow::Result<Value> {
 /// Waits until `out[key]` is something other than `pending` (or, with `pending`, until it is
 /// exactly that: the click landed and the call is waiting on a chooser).
 async fn wait_outcome(page: &Page, key: &str, pending: bool) -> anyhow::Result<Value> {
-    eventually(LIMIT, &format!("{key}: the call {}", if pending { "pending" } else { "settled" }), || async {
-        let v = outcome(page, key).await?;
-        Ok((if pending { v == json!("pending") } else { !v.is_null() && v != json!("pending") }).then_some(v))
-    })
-    .await
+    let waited =
+        eventually(LIMIT, &format!("{key}: the call {}", if pending { "pending" } else { "settled" }), || async {
+            let v = outcome(page, key).await?;
+            Ok((if pending { v == json!("pending") } else { !v.is_null() && v != json!("pending") }).then_some(v))
+        })
+        .await;
+    match waited {
+        Ok(v) => Ok(v),
+        // What it was instead (null: the click never reached the button).
+        Err(e) => Err(e.context(format!("the outcome stayed {}", outcome(page, key).await.unwrap_or_default()))),
+    }
 }
 
 // The wrappers against the natives: source text (own, through Function.prototype.toString,
@@ -378,9 +385,10 @@ async fn the_cancel_looks_like_the_browsers_own() -> anyhow::Result<()> {
     let mut native = Vec::new();
     for (path, html) in &pages {
         let url = s.open(path, html, &[]).await?;
-        let theirs = native_cancels(&bpage, &url).await?;
+        let theirs = native_cancels(&bpage, &url).await.context("the browser without Unmodal")?;
         // The browser's own, through the wrappers with the pilot off: untouched.
-        assert_eq!(native_cancels(&s.page, &url).await?, theirs, "{path}: pilot off");
+        let ours = native_cancels(&s.page, &url).await.context("with Unmodal, pilot off")?;
+        assert_eq!(ours, theirs, "{path}: pilot off");
         native.push((url, theirs));
     }
     let theirs = &native[0].1;
