@@ -1,48 +1,29 @@
 // HTTP auth challenges (401/407, Basic or Digest): the browser's own login prompt, which no
 // page script sees. `chrome.webRequest.onAuthRequired` with `asyncBlocking` holds each
-// request until the host (the state of record) answers: credentials, or a cancel (the page
-// gets the 401). This file only carries messages; the host decides (native-host/src/host/
-// auth.rs). The password passes through here once, straight into the browser's callback,
-// and is kept nowhere.
+// request while the host decides (prompts.js waits for it): credentials, a cancel (the page
+// gets the 401), or the browser's own prompt. This file only carries messages; the host
+// decides (native-host/src/host/auth.rs). The password passes through here once, straight
+// into the browser's callback, and is kept nowhere. Message shapes:
+// native-host/src/host/protocol.rs.
 //
-// Never a hang: with no host the challenge is cancelled at once; the host answers at once
-// or says how long to hold (`auth_hold`); a challenge no answer reaches in time is
-// cancelled here. Chrome asks again for the same request when credentials are refused;
-// each ask is one more `attempt`, and after MAX_ATTEMPTS nothing is tried.
-const FIRST_WAIT_MS = 5000;
-const MAX_HOLD_MS = 11 * 60 * 1000;
-const MAX_ATTEMPTS = 6;
+// Chrome asks again for the same request when credentials are refused; each ask is one more
+// `attempt`, and the host alone limits how many it answers.
 const MAX_TRACKED = 500;
 const MAX_FIELD = 2048;
 
 const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
 
-// `pilotOn()`: the human's switch (off: the browser keeps its own behaviour, only reported);
-// `connected()`: a host is there to answer.
-export function createAuth(toHost, pilotOn, connected) {
-  let seq = 0;
-  const waiting = new Map(); // challenge -> { tabId, requestId, callback, timer }
+// The host's decision as the browser takes it; true when credentials were given.
+const give = (callback, decision, answer) => {
+  const c = answer?.credentials;
+  const given = decision === 'accept' && typeof c?.username === 'string' && typeof c?.password === 'string';
+  callback(given ? { authCredentials: { username: c.username, password: c.password } } : decision === 'native' ? {} : { cancel: true });
+  return given;
+};
+
+// `pilotOn()`: the human's switch (off: the browser keeps its own behaviour, only reported).
+export function createAuth(prompts, toHost, pilotOn) {
   const requests = new Map(); // requestId -> { tabId, attempts }: challenged, not yet ended
-
-  const settle = (challenge, response) => {
-    const w = waiting.get(challenge);
-    if (!w) return false;
-    waiting.delete(challenge);
-    clearTimeout(w.timer);
-    try {
-      w.callback(response);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-
-  const expire = (challenge) => {
-    const w = waiting.get(challenge);
-    if (w && settle(challenge, { cancel: true })) {
-      toHost({ type: 'auth_result', tab_id: w.tabId, challenge, ok: true, credentials: false, expired: true });
-    }
-  };
 
   // What became of the request: listened to only while some challenged request is alive,
   // so pages without HTTP auth cost nothing.
@@ -50,12 +31,8 @@ export function createAuth(toHost, pilotOn, connected) {
     const r = requests.get(details.requestId);
     if (!r) return;
     requests.delete(details.requestId);
-    for (const [challenge, w] of waiting) {
-      if (w.requestId === details.requestId) {
-        waiting.delete(challenge);
-        clearTimeout(w.timer);
-      }
-    }
+    // Its challenges can no longer be answered; `auth_done` tells the host why.
+    prompts.forget('auth', (requestId) => requestId === details.requestId);
     toHost({ type: 'auth_done', tab_id: r.tabId, request_id: String(details.requestId), ...fields });
     if (requests.size === 0) listen(false);
   };
@@ -86,54 +63,23 @@ export function createAuth(toHost, pilotOn, connected) {
     r.attempts += 1;
     requests.set(details.requestId, r);
     listen(true);
-    const challenge = ++seq;
-    const msg = {
-      type: 'auth_required',
+    const fields = {
       tab_id: details.tabId,
-      challenge,
+      frame_id: details.frameId,
+      url: details.url,
       request_id: String(details.requestId),
-      url: clip(details.url),
-      frame_id: Number.isInteger(details.frameId) ? details.frameId : 0,
       request_type: clip(details.type),
       realm: clip(details.realm),
       scheme: clip(details.scheme),
       is_proxy: details.isProxy === true,
       challenger: { host: clip(details.challenger?.host), port: Number(details.challenger?.port) || 0 },
       attempt: r.attempts,
-      native: false,
     };
     if (!pilotOn()) {
-      toHost({ ...msg, native: true });
+      prompts.native('auth', fields);
       return callback({});
     }
-    if (!connected() || r.attempts > MAX_ATTEMPTS) return callback({ cancel: true });
-    waiting.set(challenge, { tabId: details.tabId, requestId: details.requestId, callback, timer: setTimeout(() => expire(challenge), FIRST_WAIT_MS) });
-    toHost(msg);
+    prompts.ask('auth', fields, { apply: (decision, answer) => give(callback, decision, answer), tag: details.requestId });
   };
   chrome.webRequest.onAuthRequired.addListener(onAuthRequired, { urls: ['<all_urls>'] }, ['asyncBlocking']);
-
-  // The host's answer: credentials, or none (cancel).
-  const answer = (msg) => {
-    const c = msg.credentials;
-    const given = c && typeof c.username === 'string' && typeof c.password === 'string';
-    const ok = settle(msg.challenge, given ? { authCredentials: { username: c.username, password: c.password } } : { cancel: true });
-    const reply = { type: 'auth_result', tab_id: msg.tab_id, challenge: msg.challenge, ok, credentials: ok && given };
-    toHost(ok ? reply : { ...reply, error: 'the request is no longer waiting' });
-  };
-
-  // The host holds it for the agent: wait that long (its watchdog answers first).
-  const hold = (msg) => {
-    const w = waiting.get(msg.challenge);
-    if (!w) return;
-    clearTimeout(w.timer);
-    const ms = Math.min(Math.max(Number(msg.wait_ms) || 0, FIRST_WAIT_MS), MAX_HOLD_MS);
-    w.timer = setTimeout(() => expire(msg.challenge), ms);
-  };
-
-  // The host is gone: nobody can answer, so every held challenge is cancelled now.
-  const releaseAll = () => {
-    for (const challenge of [...waiting.keys()]) settle(challenge, { cancel: true });
-  };
-
-  return { answer, hold, releaseAll };
 }

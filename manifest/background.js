@@ -3,6 +3,7 @@
 // config as the host encoded it, and (debugger.js) the debugger sessions the host asked
 // for. Message shapes: native-host/src/host/protocol.rs.
 import { createHolds } from './debugger.js';
+import { createPrompts } from './prompts.js';
 import { createAuth } from './auth.js';
 import { createPermissions } from './permissions.js';
 import { createChoosers } from './choosers.js';
@@ -37,12 +38,13 @@ const PILOT_ON = 'U1E1';
 const configFor = (tabId) => (pilot ? hostConfigs.get(tabId)?.config ?? PILOT_ON : PILOT_OFF);
 const wantsSession = (tabId) => pilot && hostConfigs.get(tabId)?.debugger === true;
 const holds = createHolds(toHost, wantsSession, configFor);
-// HTTP auth challenges: held for the host's answer while the pilot is on (auth.js).
-const auth = createAuth(toHost, () => pilot, () => port !== null);
-// Permission prompts the page hook holds: decided by the host, applied as content settings.
-const permissions = createPermissions(toHost, () => pilot, () => port !== null);
-// Device choosers the page hook saw open: cancelled or held by the host (choosers.js).
-const choosers = createChoosers(toHost, () => pilot, () => port !== null);
+// Browser prompts held for the host's answer while the pilot is on (prompts.js): HTTP auth
+// challenges, permission requests the page hook holds (applied as content settings), device
+// choosers the page hook saw open (cancelled or held).
+const prompts = createPrompts(toHost, () => port !== null);
+createAuth(prompts, toHost, () => pilot);
+const permissions = createPermissions(prompts, () => pilot);
+const choosers = createChoosers(prompts, () => pilot);
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
 
@@ -66,9 +68,7 @@ function connect() {
     const needHost = [...hostConfigs].filter(([, c]) => c.debugger).map(([tabId]) => tabId);
     for (const tabId of needHost) hostConfigs.delete(tabId);
     holds.releaseAll(Promise.allSettled(needHost.map((tabId) => pushConfig(tabId))));
-    auth.releaseAll();
-    permissions.releaseAll();
-    choosers.releaseAll();
+    prompts.releaseAll();
     for (const [id, waiting] of pilotAsks) {
       pilotAsks.delete(id);
       waiting({ on: pilot, refused: 'The Unmodal host stopped; try again.' });
@@ -119,6 +119,9 @@ function toHost(msg) {
   }
 }
 
+// A browser prompt the host names (prompts.js looks it up by id and checks the kind).
+const isPrompt = (msg) => Number.isInteger(msg.tab_id) && Number.isInteger(msg.id) && typeof msg.kind === 'string';
+
 function onHostMessage(msg) {
   if (!msg || typeof msg !== 'object') return;
   if (msg.type === 'recorded' && typeof msg.kind === 'string') {
@@ -133,18 +136,10 @@ function onHostMessage(msg) {
     applyTab(msg.tab_id).then((ack) => toHost({ type: 'config_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
   } else if (msg.type === 'answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.hold)) {
     holds.answer(msg);
-  } else if (msg.type === 'auth_answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.challenge)) {
-    auth.answer(msg);
-  } else if (msg.type === 'auth_hold' && Number.isInteger(msg.challenge)) {
-    auth.hold(msg);
-  } else if (msg.type === 'permission_answer' && Number.isInteger(msg.request)) {
-    permissions.answer(msg);
-  } else if (msg.type === 'permission_hold' && Number.isInteger(msg.request)) {
-    permissions.hold(msg);
-  } else if (msg.type === 'chooser_answer' && Number.isInteger(msg.request)) {
-    choosers.answer(msg);
-  } else if (msg.type === 'chooser_hold' && Number.isInteger(msg.request)) {
-    choosers.hold(msg);
+  } else if (msg.type === 'prompt_answer' && isPrompt(msg)) {
+    prompts.answer(msg);
+  } else if (msg.type === 'prompt_hold' && isPrompt(msg)) {
+    prompts.hold(msg);
   } else if (msg.type === 'pilot' && typeof msg.on === 'boolean' && Number.isSafeInteger(msg.rev)) {
     onPilotWord(msg);
   } else if (msg.type === 'pilot_call' && Number.isSafeInteger(msg.id) && Number.isInteger(msg.tab_id) && msg.call && typeof msg.call === 'object') {

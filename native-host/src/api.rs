@@ -45,6 +45,21 @@ pub enum DialogTypeArg {
 }
 
 impl DialogTypeArg {
+    /// As agents name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auth => "auth",
+            Self::Permission => "permission",
+            Self::DeviceChooser => "device_chooser",
+            page => page.target().as_str(),
+        }
+    }
+
+    /// alert, confirm, prompt or beforeunload: a dialog the page's engine answers.
+    pub fn is_page_dialog(self) -> bool {
+        matches!(self, Self::Alert | Self::Confirm | Self::Prompt | Self::Beforeunload)
+    }
+
     pub fn target(self) -> RuleTarget {
         use unmodal_engine::DialogKind as K;
         match self {
@@ -52,8 +67,7 @@ impl DialogTypeArg {
             Self::Confirm => RuleTarget::One(K::Confirm),
             Self::Prompt => RuleTarget::One(K::Prompt),
             Self::Beforeunload => RuleTarget::One(K::BeforeUnload),
-            // Auth rules live in the host only (`DialogCall::AuthSetup`), never in a page.
-            // So do permission and chooser rules (`DialogCall::PermissionSetup`, `ChooserSetup`).
+            // Browser prompts' rules live in the host only (`RuleSpec`), never in a page.
             Self::All | Self::Auth | Self::Permission | Self::DeviceChooser => RuleTarget::All,
         }
     }
@@ -301,17 +315,16 @@ pub struct ObserveArgs {
 /// A validated `handle_dialog` call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DialogCall {
+    /// A rule for future dialogs or prompts of one kind.
     Setup {
         tab: Option<i64>,
-        target: RuleTarget,
-        accept: bool,
-        text: Option<String>,
         once: bool,
-        matcher: MatchArg,
+        rule: RuleSpec,
     },
+    /// Removes the tab's rules for `what` (`all`: every kind).
     Clear {
         tab: Option<i64>,
-        target: RuleTarget,
+        what: DialogTypeArg,
     },
     Status {
         tab: Option<i64>,
@@ -322,47 +335,67 @@ pub enum DialogCall {
         text: Option<String>,
         dialog_id: Option<u64>,
     },
-    /// A rule for HTTP auth challenges: credentials to give (accept) or a cancel.
-    AuthSetup {
-        tab: Option<i64>,
-        accept: bool,
-        once: bool,
-        credentials: Option<Credentials>,
-        matcher: MatchArg,
-    },
-    /// Removes the tab's auth rules.
-    AuthClear {
-        tab: Option<i64>,
-    },
     /// Answers a held auth challenge with credentials.
     Authenticate {
         tab: Option<i64>,
         dialog_id: Option<u64>,
         credentials: Credentials,
     },
-    /// A rule for permission prompts: grant (accept) or deny, for one permission or all.
-    PermissionSetup {
-        tab: Option<i64>,
-        accept: bool,
-        once: bool,
-        permission: Option<PermissionName>,
-        matcher: MatchArg,
-    },
-    /// Removes the tab's permission rules.
-    PermissionClear {
-        tab: Option<i64>,
-    },
-    /// A rule for device choosers: cancel them (the only answer there is), for one API or all.
-    ChooserSetup {
-        tab: Option<i64>,
-        once: bool,
-        chooser: Option<ChooserApi>,
-        matcher: MatchArg,
-    },
-    /// Removes the tab's chooser rules.
-    ChooserClear {
-        tab: Option<i64>,
-    },
+}
+
+/// What a rule answers, one shape per kind of modal UI. The page's engine applies `Dialog`
+/// rules; the host applies the others (they never reach a page, and live in memory only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuleSpec {
+    /// alert, confirm, prompt, beforeunload, or all of them.
+    Dialog { target: RuleTarget, accept: bool, text: Option<String>, matcher: MatchArg },
+    /// HTTP auth: credentials to give, or none (cancel: the page gets the 401).
+    Auth { credentials: Option<Credentials>, matcher: MatchArg },
+    /// A permission prompt: grant (accept) or deny, for one permission or all.
+    Permission { accept: bool, permission: Option<PermissionName>, matcher: MatchArg },
+    /// A device chooser: cancel it (the only answer there is), for one chooser or all.
+    DeviceChooser { chooser: Option<ChooserApi>, matcher: MatchArg },
+}
+
+impl RuleSpec {
+    /// The `dialog_type` it answers, as agents name it.
+    pub fn dialog_type(&self) -> &'static str {
+        match self {
+            Self::Dialog { target, .. } => target.as_str(),
+            Self::Auth { .. } => "auth",
+            Self::Permission { .. } => "permission",
+            Self::DeviceChooser { .. } => "device_chooser",
+        }
+    }
+
+    pub fn accept(&self) -> bool {
+        match self {
+            Self::Dialog { accept, .. } | Self::Permission { accept, .. } => *accept,
+            Self::Auth { credentials, .. } => credentials.is_some(),
+            Self::DeviceChooser { .. } => false,
+        }
+    }
+
+    pub fn matcher(&self) -> &MatchArg {
+        match self {
+            Self::Dialog { matcher, .. }
+            | Self::Auth { matcher, .. }
+            | Self::Permission { matcher, .. }
+            | Self::DeviceChooser { matcher, .. } => matcher,
+        }
+    }
+
+    /// Whether `clear` with `what` removes it.
+    pub fn cleared_by(&self, what: DialogTypeArg) -> bool {
+        match (self, what) {
+            (_, DialogTypeArg::All) => true,
+            (Self::Dialog { target, .. }, w) => *target == w.target() && w.is_page_dialog(),
+            (Self::Auth { .. }, DialogTypeArg::Auth)
+            | (Self::Permission { .. }, DialogTypeArg::Permission)
+            | (Self::DeviceChooser { .. }, DialogTypeArg::DeviceChooser) => true,
+            _ => false,
+        }
+    }
 }
 
 /// What answers an HTTP auth challenge (serialized only into the answer to the browser).
@@ -447,17 +480,7 @@ impl InteractArgs {
             return Err(bad("chooser", "only with setup: true and dialog_type \"device_chooser\""));
         }
         if self.clear == Some(true) {
-            if auth {
-                return Ok(DialogCall::AuthClear { tab });
-            }
-            if permission {
-                return Ok(DialogCall::PermissionClear { tab });
-            }
-            if chooser {
-                return Ok(DialogCall::ChooserClear { tab });
-            }
-            let target = self.dialog_type.map_or(RuleTarget::All, DialogTypeArg::target);
-            return Ok(DialogCall::Clear { tab, target });
+            return Ok(DialogCall::Clear { tab, what: self.dialog_type.unwrap_or(DialogTypeArg::All) });
         }
         if setup && auth {
             return self.auth_setup();
@@ -493,14 +516,13 @@ device_chooser, all",
                     _ => {}
                 }
             }
-            return Ok(DialogCall::Setup {
-                tab,
+            let rule = RuleSpec::Dialog {
                 target: kind.target(),
                 accept: self.accept.unwrap_or(true),
                 text: self.text.clone(),
-                once: self.once.unwrap_or(true),
                 matcher,
-            });
+            };
+            return Ok(DialogCall::Setup { tab, once: self.once.unwrap_or(true), rule });
         }
         if self.dialog_type.is_some() {
             return Err(bad("dialog_type", "only with setup: true; to answer the pending dialog, leave it out"));
@@ -582,12 +604,8 @@ pick a device (its DeviceAccess protocol domain is refused to them)",
         if self.text.is_some() {
             return Err(bad("text", "a chooser rule cancels the chooser; it takes no text"));
         }
-        Ok(DialogCall::ChooserSetup {
-            tab: self.tab_id,
-            once: self.once.unwrap_or(true),
-            chooser: self.chooser,
-            matcher,
-        })
+        let rule = RuleSpec::DeviceChooser { chooser: self.chooser, matcher };
+        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 
     fn permission_setup(&self) -> Result<DialogCall, ParamError> {
@@ -598,13 +616,8 @@ pick a device (its DeviceAccess protocol domain is refused to them)",
                 "a permission rule grants (accept: true) or denies (accept: false); it takes no text",
             ));
         }
-        Ok(DialogCall::PermissionSetup {
-            tab: self.tab_id,
-            accept: self.accept.unwrap_or(true),
-            once: self.once.unwrap_or(true),
-            permission: self.permission,
-            matcher,
-        })
+        let rule = RuleSpec::Permission { accept: self.accept.unwrap_or(true), permission: self.permission, matcher };
+        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 
     fn auth_setup(&self) -> Result<DialogCall, ParamError> {
@@ -634,7 +647,8 @@ pick a device (its DeviceAccess protocol domain is refused to them)",
             }
             false => None,
         };
-        Ok(DialogCall::AuthSetup { tab: self.tab_id, accept, once: self.once.unwrap_or(true), credentials, matcher })
+        let rule = RuleSpec::Auth { credentials, matcher };
+        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 }
 
@@ -751,16 +765,18 @@ mod tests {
             call(json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","accept":true,"once":true})),
             Ok(DialogCall::Setup {
                 tab: None,
-                target: RuleTarget::One(DialogKind::Confirm),
-                accept: true,
-                text: None,
                 once: true,
-                matcher: MatchArg::default(),
+                rule: RuleSpec::Dialog {
+                    target: RuleTarget::One(DialogKind::Confirm),
+                    accept: true,
+                    text: None,
+                    matcher: MatchArg::default(),
+                },
             })
         );
         assert_eq!(
             call(json!({"action":"handle_dialog","setup":true,"dialog_type":"all","clear":true})),
-            Ok(DialogCall::Clear { tab: None, target: RuleTarget::All })
+            Ok(DialogCall::Clear { tab: None, what: DialogTypeArg::All })
         );
         assert_eq!(call(json!({"action":"handle_dialog","status":true})), Ok(DialogCall::Status { tab: None }));
         assert_eq!(
@@ -776,17 +792,20 @@ mod tests {
             "accept":false,"once":false,"match":{"url_contains":"/app"}}),
         )
         .unwrap();
-        let DialogCall::PermissionSetup { accept: false, once: false, permission, matcher, .. } = c else {
+        let DialogCall::Setup {
+            once: false, rule: RuleSpec::Permission { accept: false, permission, matcher }, ..
+        } = c
+        else {
             panic!("{c:?}")
         };
         assert_eq!((permission, matcher.url_contains.as_deref()), (Some(PermissionName::ClipboardRead), Some("/app")));
         assert!(matches!(
             call(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission"})),
-            Ok(DialogCall::PermissionSetup { accept: true, once: true, permission: None, .. })
+            Ok(DialogCall::Setup { once: true, rule: RuleSpec::Permission { accept: true, permission: None, .. }, .. })
         ));
         assert_eq!(
             call(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","clear":true})),
-            Ok(DialogCall::PermissionClear { tab: None })
+            Ok(DialogCall::Clear { tab: None, what: DialogTypeArg::Permission })
         );
         let param = |v| call(v).unwrap_err().param;
         assert_eq!(
@@ -817,17 +836,22 @@ mod tests {
         let c = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","chooser":"serial",
             "once":false,"match":{"url_contains":"/flash"}}))
         .unwrap();
-        let DialogCall::ChooserSetup { once: false, chooser: Some(ChooserApi::Serial), matcher, .. } = c else {
+        let DialogCall::Setup {
+            once: false,
+            rule: RuleSpec::DeviceChooser { chooser: Some(ChooserApi::Serial), matcher },
+            ..
+        } = c
+        else {
             panic!("{c:?}")
         };
         assert_eq!(matcher.url_contains.as_deref(), Some("/flash"));
         assert!(matches!(
             call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","accept":false})),
-            Ok(DialogCall::ChooserSetup { once: true, chooser: None, .. })
+            Ok(DialogCall::Setup { once: true, rule: RuleSpec::DeviceChooser { chooser: None, .. }, .. })
         ));
         assert_eq!(
             call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","clear":true})),
-            Ok(DialogCall::ChooserClear { tab: None })
+            Ok(DialogCall::Clear { tab: None, what: DialogTypeArg::DeviceChooser })
         );
         let err = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","accept":true}))
             .unwrap_err();
@@ -857,7 +881,7 @@ mod tests {
         let c = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","username":"ada",
             "password":"pw","once":false,"match":{"realm":"Staff","url_contains":"/admin"}}))
         .unwrap();
-        let DialogCall::AuthSetup { accept: true, once: false, credentials: Some(c), matcher, .. } = c else {
+        let DialogCall::Setup { once: false, rule: RuleSpec::Auth { credentials: Some(c), matcher }, .. } = c else {
             panic!("{c:?}")
         };
         assert_eq!((c.username.as_str(), c.password.expose()), ("ada", "pw"));
@@ -865,11 +889,11 @@ mod tests {
         assert!(!format!("{c:?}").contains("pw\""), "Debug withholds the password");
         assert!(matches!(
             call(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","accept":false})),
-            Ok(DialogCall::AuthSetup { accept: false, credentials: None, .. })
+            Ok(DialogCall::Setup { rule: RuleSpec::Auth { credentials: None, .. }, .. })
         ));
         assert_eq!(
             call(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","clear":true})),
-            Ok(DialogCall::AuthClear { tab: None })
+            Ok(DialogCall::Clear { tab: None, what: DialogTypeArg::Auth })
         );
         assert!(matches!(
             call(json!({"action":"handle_dialog","dialog_id":4,"username":"ada","password":"pw"})),
@@ -908,7 +932,7 @@ mod tests {
     #[test]
     fn defaults_are_accept_and_once() {
         let c = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"prompt"})).unwrap();
-        assert!(matches!(c, DialogCall::Setup { accept: true, once: true, .. }));
+        assert!(matches!(c, DialogCall::Setup { once: true, rule: RuleSpec::Dialog { accept: true, .. }, .. }));
     }
 
     #[test]

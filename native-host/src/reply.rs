@@ -5,6 +5,9 @@
 use crate::api::ParamError;
 use serde::{Deserialize, Serialize};
 
+/// An answer to the agent as it goes on the socket.
+pub type Answered = serde_json::Value;
+
 /// Why a call failed; agents branch on these names.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]

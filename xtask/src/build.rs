@@ -15,6 +15,7 @@ const STATIC_FILES: &[&str] = &[
     "pilot.js",
     "background.js",
     "debugger.js",
+    "prompts.js",
     "auth.js",
     "permissions.js",
     "choosers.js",

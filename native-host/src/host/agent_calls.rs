@@ -1,25 +1,20 @@
 //! What the agent's calls (`interact`, `observe`, `configure` in `policy.rs`) do to the state,
 //! and the answers they get: typed views serialized once, each naming the tab it acted on.
 
-use super::auth::AuthRuleView;
-use super::chooser::ChooserRuleView;
-use super::explain::PILOT_OFF_WARNING;
+use super::explain::{self, PILOT_OFF_WARNING};
 use super::logs::{self, LogEntry};
-use super::permission::PermissionRuleView;
 use super::policy::PolicyView;
 use super::protocol::ToBrowser;
 use super::record::{DecidedBy, DialogRecord};
-use super::state::{HISTORY, Rule, State, Tab};
-use crate::api::{DialogCall, MatchArg, ObserveArgs, ObserveWhat};
+use super::state::{HISTORY, Rule, State, Tab, is_page_rule};
+use crate::api::{ChooserApi, DialogCall, DialogTypeArg, MatchArg, ObserveArgs, ObserveWhat, PermissionName, RuleSpec};
 use crate::kind::Kind;
+pub use crate::reply::Answered;
 use crate::reply::{ErrorCode, ToolError};
 use ringbuf::traits::Consumer;
 use serde::Serialize;
 use serde_json::Value;
 use unmodal_engine::{DialogKind, RuleTarget};
-
-/// An answer as it goes on the socket.
-pub type Answered = Value;
 
 /// What an `interact` call did: its answer, messages for the extension, and the held
 /// dialog whose close the caller should wait for before answering the agent.
@@ -50,7 +45,7 @@ pub enum Status {
 #[derive(Serialize)]
 struct About<'a> {
     tab: TabView<'a>,
-    auto_responses: Vec<AnyRule<'a>>,
+    auto_responses: Vec<RuleView<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dialog_policy: Option<PolicyView>,
     pilot_enabled: bool,
@@ -58,14 +53,46 @@ struct About<'a> {
     warning: Option<&'static str>,
 }
 
-/// A rule of any kind as answers list it.
+/// A rule of any kind as answers show it: what it answers, never a password.
 #[derive(Serialize)]
-#[serde(untagged)]
-enum AnyRule<'a> {
-    Page(&'a Rule),
-    Auth(AuthRuleView<'a>),
-    Permission(PermissionRuleView<'a>),
-    Chooser(ChooserRuleView<'a>),
+pub struct RuleView<'a> {
+    rule_id: u32,
+    dialog_type: &'static str,
+    accept: bool,
+    once: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    username: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission: Option<PermissionName>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chooser: Option<ChooserApi>,
+    #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
+    matcher: &'a MatchArg,
+}
+
+impl<'a> From<&'a Rule> for RuleView<'a> {
+    fn from(r: &'a Rule) -> Self {
+        let mut v = RuleView {
+            rule_id: r.id,
+            dialog_type: r.rule.dialog_type(),
+            accept: r.rule.accept(),
+            once: r.once,
+            text: None,
+            username: None,
+            permission: None,
+            chooser: None,
+            matcher: r.rule.matcher(),
+        };
+        match &r.rule {
+            RuleSpec::Dialog { text, .. } => v.text = text.as_deref(),
+            RuleSpec::Auth { credentials, .. } => v.username = credentials.as_ref().map(|c| c.username.as_str()),
+            RuleSpec::Permission { permission, .. } => v.permission = *permission,
+            RuleSpec::DeviceChooser { chooser, .. } => v.chooser = *chooser,
+        }
+        v
+    }
 }
 
 #[derive(Serialize)]
@@ -117,45 +144,13 @@ impl<'a> From<&'a DialogRecord> for DialogSummary<'a> {
 #[derive(Serialize)]
 struct Configured<'a> {
     status: Status,
-    dialog_type: &'static str,
-    accept: bool,
-    once: bool,
-    rule_id: u32,
+    #[serde(flatten)]
+    rule: RuleView<'a>,
+    message: String,
+    /// Rules the host applies are in force as soon as they are set; a page dialog's rule
+    /// is once the tab confirms it (the socket adds that).
     #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<&'a str>,
-    #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
-    matcher: &'a MatchArg,
-    message: String,
-}
-
-#[derive(Serialize)]
-struct AuthConfigured<'a> {
-    status: Status,
-    #[serde(flatten)]
-    rule: AuthRuleView<'a>,
-    message: String,
-    /// Auth rules are answered by the host: in force as soon as they are set.
-    rules_in_force: bool,
-}
-
-#[derive(Serialize)]
-struct PermissionConfigured<'a> {
-    status: Status,
-    #[serde(flatten)]
-    rule: PermissionRuleView<'a>,
-    message: String,
-    /// Permission rules are applied by the host: in force as soon as they are set.
-    rules_in_force: bool,
-}
-
-#[derive(Serialize)]
-struct ChooserConfigured<'a> {
-    status: Status,
-    #[serde(flatten)]
-    rule: ChooserRuleView<'a>,
-    message: String,
-    /// Chooser rules are applied by the host: in force as soon as they are set.
-    rules_in_force: bool,
+    rules_in_force: Option<bool>,
 }
 
 #[derive(Serialize)]
@@ -256,14 +251,7 @@ impl State {
     pub(super) fn answer(&self, body: &impl Serialize, tab: &Tab) -> Answered {
         let about = About {
             tab: TabView { id: tab.id, url: &tab.url, title: &tab.title },
-            auto_responses: self
-                .rules_of(tab.id)
-                .iter()
-                .map(AnyRule::Page)
-                .chain(self.auth_rules_of(tab.id).iter().map(|r| AnyRule::Auth(r.view())))
-                .chain(self.permission_rules_of(tab.id).iter().map(|r| AnyRule::Permission(r.view())))
-                .chain(self.chooser_rules_of(tab.id).iter().map(|r| AnyRule::Chooser(r.view())))
-                .collect(),
+            auto_responses: self.rules_of(tab.id).iter().map(RuleView::from).collect(),
             dialog_policy: self.policy_view(tab.id),
             pilot_enabled: self.pilot,
             warning: (!self.pilot).then_some(PILOT_OFF_WARNING),
@@ -274,133 +262,43 @@ impl State {
     /// Runs a validated `handle_dialog` call.
     pub fn interact(&mut self, call: DialogCall) -> Result<Done, ToolError> {
         match call {
-            DialogCall::Setup { tab, target, accept, text, once, matcher } => {
+            DialogCall::Setup { tab, once, mut rule } => {
                 let tab = self.resolve_tab(tab)?.clone();
-                let text = if target == RuleTarget::One(DialogKind::Prompt) || target == RuleTarget::All {
-                    text
-                } else {
-                    None
-                };
-                let rule = self
-                    .add_rule(tab.id, target, accept, once, text, matcher)
-                    .map_err(|m| ToolError::new(ErrorCode::TooManyRules, m))?;
-                let verb = if accept { "accept" } else { "dismiss" };
-                let message = if once {
-                    format!(
-                        "Auto-response configured for next {} dialog. Will {verb} and revert to default.",
-                        target.as_str()
-                    )
-                } else {
-                    format!("Auto-response configured for every {} dialog until cleared. Will {verb}.", target.as_str())
-                };
+                if let RuleSpec::Dialog { target, text, .. } = &mut rule
+                    && !matches!(target, RuleTarget::One(DialogKind::Prompt) | RuleTarget::All)
+                {
+                    *text = None;
+                }
+                let page = is_page_rule(&rule);
+                let rule = self.add_rule(tab.id, once, rule)?;
                 let body = Configured {
                     status: Status::Configured,
-                    dialog_type: target.as_str(),
-                    accept,
-                    once,
-                    rule_id: rule.id,
-                    text: rule.text.as_deref(),
-                    matcher: &rule.matcher,
-                    message,
+                    message: explain::rule_set(&rule.rule, once),
+                    rule: RuleView::from(&rule),
+                    rules_in_force: (!page).then_some(true),
                 };
                 let value = self.answer(&body, &tab);
-                Ok(Done::now(value, vec![self.config_message(tab.id)]))
+                let msgs = if page { vec![self.config_message(tab.id)] } else { Vec::new() };
+                Ok(Done::now(value, msgs))
             }
-            DialogCall::Clear { tab, target } => {
+            DialogCall::Clear { tab, what } => {
                 let tab = self.resolve_tab(tab)?.clone();
-                let removed = self.clear_rules(tab.id, target);
+                let removed = self.clear_rules(tab.id, what);
                 let body = Cleared {
                     status: Status::Configured,
-                    dialog_type: target.as_str(),
+                    dialog_type: what.as_str(),
                     removed,
-                    message: format!("Removed {removed} auto-response(s) for {}.", target.as_str()),
+                    message: format!("Removed {removed} auto-response(s) for {}.", what.as_str()),
                 };
                 let value = self.answer(&body, &tab);
-                Ok(Done::now(value, vec![self.config_message(tab.id)]))
+                let page = what == DialogTypeArg::All || what.is_page_dialog();
+                let msgs = if page { vec![self.config_message(tab.id)] } else { Vec::new() };
+                Ok(Done::now(value, msgs))
             }
             DialogCall::Status { tab } => {
                 let tab = self.resolve_tab(tab)?;
                 let body = Pending { status: Status::Ok, pending_dialogs: self.pending_of(tab.id) };
                 Ok(Done::now(self.answer(&body, tab), Vec::new()))
-            }
-            DialogCall::AuthSetup { tab, accept, once, credentials, matcher } => {
-                let tab = self.resolve_tab(tab)?.clone();
-                let rule = self.add_auth_rule(tab.id, accept, once, credentials, matcher)?;
-                let what = if accept { "log in with the username given" } else { "cancel it (the page gets the 401)" };
-                let message = if once {
-                    format!(
-                        "Auto-response configured for the next HTTP auth challenge: will {what}, then revert to default."
-                    )
-                } else {
-                    format!("Auto-response configured for every HTTP auth challenge until cleared: will {what}.")
-                };
-                let body =
-                    AuthConfigured { status: Status::Configured, rule: rule.view(), message, rules_in_force: true };
-                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
-            }
-            DialogCall::PermissionSetup { tab, accept, once, permission, matcher } => {
-                let tab = self.resolve_tab(tab)?.clone();
-                let rule = self.add_permission_rule(tab.id, accept, once, permission, matcher)?;
-                let what = if accept { "grant it" } else { "deny it" };
-                let which = permission.map_or("permission request".to_string(), |p| format!("{} request", p.as_str()));
-                let message = if once {
-                    format!("Auto-response configured for the next {which}: will {what}, then revert to default.")
-                } else {
-                    format!("Auto-response configured for every {which} until cleared: will {what}.")
-                };
-                let body = PermissionConfigured {
-                    status: Status::Configured,
-                    rule: rule.view(),
-                    message,
-                    rules_in_force: true,
-                };
-                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
-            }
-            DialogCall::PermissionClear { tab } => {
-                let tab = self.resolve_tab(tab)?.clone();
-                let removed = self.clear_permission_rules(tab.id);
-                let body = Cleared {
-                    status: Status::Configured,
-                    dialog_type: "permission",
-                    removed,
-                    message: format!("Removed {removed} auto-response(s) for permission."),
-                };
-                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
-            }
-            DialogCall::ChooserSetup { tab, once, chooser, matcher } => {
-                let tab = self.resolve_tab(tab)?.clone();
-                let rule = self.add_chooser_rule(tab.id, once, chooser, matcher)?;
-                let which = chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str()));
-                let message = if once {
-                    format!("Auto-response configured for the next {which}: will cancel it, then revert to default.")
-                } else {
-                    format!("Auto-response configured for every {which} until cleared: will cancel it.")
-                };
-                let body =
-                    ChooserConfigured { status: Status::Configured, rule: rule.view(), message, rules_in_force: true };
-                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
-            }
-            DialogCall::ChooserClear { tab } => {
-                let tab = self.resolve_tab(tab)?.clone();
-                let removed = self.clear_chooser_rules(tab.id);
-                let body = Cleared {
-                    status: Status::Configured,
-                    dialog_type: "device_chooser",
-                    removed,
-                    message: format!("Removed {removed} auto-response(s) for device_chooser."),
-                };
-                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
-            }
-            DialogCall::AuthClear { tab } => {
-                let tab = self.resolve_tab(tab)?.clone();
-                let removed = self.clear_auth_rules(tab.id);
-                let body = Cleared {
-                    status: Status::Configured,
-                    dialog_type: "auth",
-                    removed,
-                    message: format!("Removed {removed} auto-response(s) for auth."),
-                };
-                Ok(Done::now(self.answer(&body, &tab), Vec::new()))
             }
             DialogCall::Authenticate { tab, dialog_id, credentials } => {
                 let Some(id) = self.held_to_answer(tab, dialog_id)? else {
@@ -410,12 +308,12 @@ impl State {
 setup:true, dialog_type:\"auth\", username, password}, then load the page again.",
                     ));
                 };
-                let msg = self.authenticate(id, credentials)?;
+                let msg = self.answer_held(id, true, None, Some(credentials), DecidedBy::Agent)?;
                 Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
             }
             DialogCall::Respond { tab, accept, text, dialog_id } => {
                 if let Some(id) = self.held_to_answer(tab, dialog_id)? {
-                    let msg = self.answer_held(id, accept, text, DecidedBy::Agent)?;
+                    let msg = self.answer_held(id, accept, text, None, DecidedBy::Agent)?;
                     return Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) });
                 }
                 let tab = self.resolve_tab(tab)?.clone();
@@ -626,14 +524,13 @@ mod tests {
     }
 
     fn setup(s: &mut State, tab: Option<i64>) -> Value {
-        let call = DialogCall::Setup {
+        let rule = RuleSpec::Dialog {
             matcher: Default::default(),
-            tab,
             target: RuleTarget::One(DialogKind::Confirm),
             accept: true,
             text: None,
-            once: true,
         };
+        let call = DialogCall::Setup { tab, once: true, rule };
         s.interact(call).unwrap().value
     }
 

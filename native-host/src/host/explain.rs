@@ -1,10 +1,9 @@
 //! The sentences Unmodal explains itself with: why a dialog got its answer, who closed a
 //! held one, what a policy does, why a tab fell back. Written by Unmodal, never page text.
 
-use super::held::Verdict;
-use super::policy::TabPolicy;
 use super::record::{DecidedBy, DialogRecord};
-use super::state::{Rule, State};
+use super::state::{Rule, State, TabPolicy};
+use crate::api::RuleSpec;
 use crate::kind::Kind;
 use std::time::Duration;
 use unmodal_engine::{DialogKind, Policy};
@@ -13,18 +12,20 @@ pub const PILOT_OFF_WARNING: &str = "AI Web Pilot is off in this browser: dialog
 rules are stored but not applied until a person switches the pilot on: `unmodal pilot on` in a terminal, or the \
 Unmodal toolbar popup in a browser no program controls.";
 
-impl Rule {
-    /// How the rule is named in a dialog's explanation.
-    pub fn describe(&self) -> String {
-        let mut d = format!("rule {}", self.id);
-        if let Some(m) = &self.matcher.message_contains {
-            d += &format!(" (message contains {m:?})");
-        }
-        if let Some(u) = &self.matcher.url_contains {
-            d += &format!(" (URL contains {u:?})");
-        }
-        d
+/// How a rule is named in an explanation: its id and what narrows it.
+pub fn rule(r: &Rule) -> String {
+    let m = r.rule.matcher();
+    let mut d = format!("rule {}", r.id);
+    if let Some(m) = &m.message_contains {
+        d += &format!(" (message contains {m:?})");
     }
+    if let Some(u) = &m.url_contains {
+        d += &format!(" (URL contains {u:?})");
+    }
+    if let Some(realm) = &m.realm {
+        d += &format!(" (realm {realm:?})");
+    }
+    d
 }
 
 impl State {
@@ -56,7 +57,7 @@ impl State {
                     .rules_of(tab)
                     .iter()
                     .find(|r| Some(r.id) == rule)
-                    .map_or_else(|| format!("rule {}", rule.unwrap_or(0)), Rule::describe);
+                    .map_or_else(|| format!("rule {}", rule.unwrap_or(0)), self::rule);
                 format!("{k} {answer}: auto-response {named} matched")
             }
             DecidedBy::DefaultPolicy if !loaded && !self.rules_of(tab).is_empty() => {
@@ -95,18 +96,19 @@ fn leave_prompt(by: DecidedBy, rule: Option<u32>, accepted: Option<bool>) -> Str
     }
 }
 
-/// Why a dialog the debugger session holds is (or is not yet) answered.
-pub fn held(kind: DialogKind, verdict: Option<&Verdict>, tab: &TabPolicy) -> String {
+/// Why a dialog the debugger session holds is (or is not yet) answered: `answered` says
+/// who answered it as it opened (and with what), if anyone did.
+pub fn held(kind: DialogKind, answered: Option<(DecidedBy, bool, Option<u32>)>, tab: &TabPolicy) -> String {
     let k = kind.as_str();
-    match verdict {
-        Some(Verdict { by: DecidedBy::Rule, rule, .. }) => format!(
+    match answered {
+        Some((DecidedBy::Rule, _, rule)) => format!(
             "The browser opened a {k} dialog the page hook did not answer; auto-response rule {} answered it.",
             rule.unwrap_or(0)
         ),
-        Some(v) => format!(
+        Some((_, accept, _)) => format!(
             "The browser opened a {k} dialog; the tab's {} policy {} it.",
             tab.policy.as_str(),
-            if v.accept { "accepted" } else { "dismissed" }
+            if accept { "accepted" } else { "dismissed" }
         ),
         None if tab.policy == Policy::MustRespond => format!(
             "A {k} dialog is held open for the agent (policy must_respond); the watchdog dismisses it after {} s.",
@@ -142,6 +144,72 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         (_, Some(a)) => format!("returned {a}"),
     };
     format!("Closed by {who} after {} ms: {answer}.", open_for.as_millis())
+}
+
+/// What a new rule will do, as the setup answers it.
+pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
+    let (what, will) = match rule {
+        RuleSpec::Dialog { target, accept, .. } => {
+            let verb = if *accept { "accept" } else { "dismiss" };
+            let t = target.as_str();
+            return if once {
+                format!("Auto-response configured for next {t} dialog. Will {verb} and revert to default.")
+            } else {
+                format!("Auto-response configured for every {t} dialog until cleared. Will {verb}.")
+            };
+        }
+        RuleSpec::Auth { credentials, .. } => (
+            "HTTP auth challenge".to_string(),
+            if credentials.is_some() { "log in with the username given" } else { "cancel it (the page gets the 401)" },
+        ),
+        RuleSpec::Permission { accept, permission, .. } => (
+            permission.map_or("permission request".to_string(), |p| format!("{} request", p.as_str())),
+            if *accept { "grant it" } else { "deny it" },
+        ),
+        RuleSpec::DeviceChooser { chooser, .. } => {
+            (chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str())), "cancel it")
+        }
+    };
+    if once {
+        format!("Auto-response configured for the next {what}: will {will}, then revert to default.")
+    } else {
+        format!("Auto-response configured for every {what} until cleared: will {will}.")
+    }
+}
+
+/// Why the agent cannot accept a held prompt of `kind` as it tried (`None`: it can).
+pub fn accept_refused(kind: Kind, id: u64, with_credentials: bool) -> Option<String> {
+    match kind {
+        Kind::Auth if !with_credentials => Some(format!(
+            "Dialog {id} is an HTTP auth challenge: accept it with username and password, or send accept: false to \
+cancel it (the page gets the 401)."
+        )),
+        Kind::DeviceChooser => Some(format!(
+            "Dialog {id} is a device chooser: no extension can pick a device (Chromium refuses extensions its \
+DeviceAccess domain), so it can only be cancelled; send accept: false."
+        )),
+        _ => None,
+    }
+}
+
+/// The end of a held prompt's explanation when the answer did not reach it.
+pub fn prompt_gone(kind: Kind, settled: bool) -> &'static str {
+    match kind {
+        Kind::DeviceChooser if settled => {
+            "The browser's own chooser settled first (a person picked or cancelled, or the browser ended the call): \
+the page got the browser's answer."
+        }
+        Kind::Auth => "The request ended before the answer reached it.",
+        _ => "The page was gone before the answer reached it.",
+    }
+}
+
+/// The end of a held prompt's explanation when the extension answered it on its own.
+pub fn prompt_expired(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Permission => "The extension denied it: no answer came from the host in time.",
+        _ => "The extension cancelled it: no answer came from the host in time.",
+    }
 }
 
 /// What a policy does, as `configure` answers it.

@@ -1,14 +1,14 @@
 //! Dialogs the extension's debugger session holds open (tabs under a dialog policy). The
 //! host decides who answers each: a rule (the same engine the page runs), the tab's policy,
-//! the agent, or the watchdog; the browser reports when it closed.
+//! the agent, or the watchdog; the browser reports when it closed. Also what every held
+//! thing shares, page dialog or browser prompt (`prompt.rs`): the agent's and the
+//! watchdog's answers, and the `dialogs_blocking` note.
 
 use super::explain;
-use super::protocol::{
-    AnswerResult, AuthResult, ChooserResult, HeldClosed, HeldOpened, HeldRef, PermissionResult, ToBrowser,
-};
+use super::protocol::{AnswerResult, HeldClosed, HeldOpened, HeldRef, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
 use super::state::State;
-use crate::kind::Kind;
+use crate::api::{Credentials, RuleSpec};
 use crate::reply::{BlockingDialog, BlockingNote, ErrorCode, ToolError};
 use std::time::{Duration, Instant};
 use unmodal_engine::{DialogKind, Engine, Policy, Subject};
@@ -20,7 +20,7 @@ const MAX_HELD: usize = 64;
 const NOTE_CHARS: usize = 200;
 
 /// What answered a held dialog as it opened, if anything did.
-pub(super) struct Verdict {
+struct Verdict {
     pub accept: bool,
     pub text: Option<String>,
     pub by: DecidedBy,
@@ -51,30 +51,17 @@ impl State {
         let id = self.next_id();
         let page_url = self.tab(m.tab_id).map(|t| t.url.clone()).unwrap_or_default();
         let record = DialogRecord {
-            id,
-            kind: kind.into(),
             message: clean,
             message_truncated: cut,
             default_text,
             state: DialogState::Open,
-            accepted: None,
-            response_text: None,
             redacted,
-            decided_by: verdict.as_ref().map_or(DecidedBy::Agent, |v| v.by),
-            closed_by: None,
             rule_id: verdict.as_ref().and_then(|v| v.rule),
-            rules_loaded: true,
-            would_show: None,
-            explanation: explain::held(kind, verdict.as_ref(), &tab),
+            explanation: explain::held(kind, verdict.as_ref().map(|v| (v.by, v.accept, v.rule)), &tab),
             url: m.url,
             page_url,
-            tab_id: m.tab_id,
             frame_id: m.top_frame.then_some(0),
-            timestamp: record::now_rfc3339(),
-            key: None,
-            auth: None,
-            permission: None,
-            chooser: None,
+            ..DialogRecord::new(id, kind.into(), m.tab_id, verdict.as_ref().map_or(DecidedBy::Agent, |v| v.by))
         };
         self.logs.dialog(&record);
         let mut out = vec![ToBrowser::recorded(&record)];
@@ -102,8 +89,9 @@ impl State {
             if let (unmodal_engine::DecidedBy::Rule, Some(slot)) = (d.by, d.slot) {
                 let id = engine.rule_id(usize::from(slot))?;
                 let rule = self.rules_of(tab).iter().find(|r| r.id == id)?;
-                let text = (kind == DialogKind::Prompt && rule.accept).then(|| rule.text.clone().unwrap_or_default());
-                return Some(Verdict { accept: rule.accept, text, by: DecidedBy::Rule, rule: Some(id) });
+                let RuleSpec::Dialog { accept, text, .. } = &rule.rule else { return None };
+                let text = (kind == DialogKind::Prompt && *accept).then(|| text.clone().unwrap_or_default());
+                return Some(Verdict { accept: *accept, text, by: DecidedBy::Rule, rule: Some(id) });
             }
         }
         let accept = match policy {
@@ -188,7 +176,7 @@ impl State {
         unknown
     }
 
-    /// A held page dialog (browser prompts are numbered apart: `auth_pos`, `permission_pos`).
+    /// A held page dialog (browser prompts are numbered apart: `prompt_pos`).
     fn held_pos(&self, tab: i64, hold: u64) -> Option<usize> {
         self.held.iter().position(|h| !h.record.kind.is_browser_prompt() && h.record.tab_id == tab && h.hold == hold)
     }
@@ -198,52 +186,44 @@ impl State {
         self.held.iter().filter(|h| h.closing.is_none())
     }
 
-    /// Sends an answer to a held dialog on behalf of `by` (the agent or the watchdog).
+    /// Sends an answer to a held dialog or prompt on behalf of `by` (the agent or the
+    /// watchdog); `credentials` only for an HTTP auth challenge.
     pub fn answer_held(
         &mut self,
         id: u64,
         accept: bool,
         text: Option<String>,
+        credentials: Option<Credentials>,
         by: DecidedBy,
     ) -> Result<ToBrowser, ToolError> {
-        let Some(h) = self.held.iter_mut().find(|h| h.record.id == id) else {
+        let Some(pos) = self.held.iter().position(|h| h.record.id == id) else {
             return Err(ToolError::new(ErrorCode::DialogNotFound, format!("Dialog {id} is not open.")));
         };
+        let h = &mut self.held[pos];
+        if credentials.is_some() && h.record.kind != crate::kind::Kind::Auth {
+            return Err(ToolError::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "Dialog {id} is a {}; username and password answer only an auth challenge (use accept and text).",
+                    h.record.kind.as_str()
+                ),
+            ));
+        }
         if h.closing.is_some() {
             return Err(ToolError::new(ErrorCode::DialogNotFound, format!("Dialog {id} is being answered already.")));
         }
-        if h.record.kind == Kind::Permission {
-            let pos = self.held.iter().position(|h| h.record.id == id).unwrap_or_default();
-            return Ok(self.answer_permission(pos, accept, by));
-        }
-        if h.record.kind == Kind::DeviceChooser {
-            let pos = self.held.iter().position(|h| h.record.id == id).unwrap_or_default();
-            return self.answer_chooser(pos, accept, by);
-        }
-        if h.record.kind == Kind::Auth {
-            if accept {
-                return Err(ToolError::new(
-                    ErrorCode::InvalidParams,
-                    format!(
-                        "Dialog {id} is an HTTP auth challenge: accept it with username and password, or send accept: \
-false to cancel it (the page gets the 401)."
-                    ),
-                ));
-            }
-            h.closing = Some(by);
-            h.answer_error = None;
-            return Ok(ToBrowser::AuthAnswer { tab_id: h.record.tab_id, challenge: h.hold, credentials: None });
+        if h.record.kind.is_browser_prompt() {
+            return self.answer_prompt(pos, accept, credentials, by);
         }
         h.closing = Some(by);
         h.answer_error = None;
-        let kind = h.record.kind;
-        let text = (kind == DialogKind::Prompt && accept).then(|| text.unwrap_or_default());
+        let text = (h.record.kind == DialogKind::Prompt && accept).then(|| text.unwrap_or_default());
         Ok(answer_message(h.record.tab_id, h.hold, accept, text))
     }
 
     /// The watchdog's turn: dismiss the dialog if nobody answered it.
     pub fn watchdog(&mut self, id: u64) -> Vec<ToBrowser> {
-        self.answer_held(id, false, None, DecidedBy::Watchdog).map(|m| vec![m]).unwrap_or_default()
+        self.answer_held(id, false, None, None, DecidedBy::Watchdog).map(|m| vec![m]).unwrap_or_default()
     }
 
     /// Once the answer to `id` went to the browser: `Some(Ok(record))` when the dialog
@@ -255,59 +235,13 @@ false to cancel it (the page gets the 401)."
         self.record(id).map(Ok)
     }
 
-    /// Held dialogs of tabs that are gone close as `remote`.
+    /// Held dialogs and prompts of tabs that are gone close as `remote`.
     pub(super) fn drop_held_of_closed_tabs(&mut self) {
-        let gone_auth: Vec<AuthResult> = self
-            .held
-            .iter()
-            .filter(|h| h.record.kind == Kind::Auth && self.tab(h.record.tab_id).is_none())
-            .map(|h| AuthResult {
-                tab_id: h.record.tab_id,
-                challenge: h.hold,
-                ok: false,
-                credentials: false,
-                expired: false,
-                error: None,
-            })
-            .collect();
-        for m in &gone_auth {
-            self.on_auth_result(m);
-        }
-        let gone_permissions: Vec<PermissionResult> = self
-            .held
-            .iter()
-            .filter(|h| h.record.kind == Kind::Permission && self.tab(h.record.tab_id).is_none())
-            .map(|h| PermissionResult {
-                tab_id: h.record.tab_id,
-                request: h.hold,
-                ok: false,
-                granted: false,
-                expired: false,
-                error: None,
-            })
-            .collect();
-        for m in &gone_permissions {
-            self.on_permission_result(m);
-        }
-        let gone_choosers: Vec<ChooserResult> = self
-            .held
-            .iter()
-            .filter(|h| h.record.kind == Kind::DeviceChooser && self.tab(h.record.tab_id).is_none())
-            .map(|h| ChooserResult {
-                tab_id: h.record.tab_id,
-                request: h.hold,
-                ok: false,
-                settled: false,
-                expired: false,
-            })
-            .collect();
-        for m in &gone_choosers {
-            self.on_chooser_result(m);
-        }
+        self.drop_prompts_of_closed_tabs();
         let gone: Vec<HeldClosed> = self
             .held
             .iter()
-            .filter(|h| self.tab(h.record.tab_id).is_none())
+            .filter(|h| !h.record.kind.is_browser_prompt() && self.tab(h.record.tab_id).is_none())
             .map(|h| HeldClosed {
                 tab_id: h.record.tab_id,
                 hold: h.hold,
@@ -344,83 +278,6 @@ false to cancel it (the page gets the 401)."
 /// `text` is given only for an accepted prompt (the callers decide that).
 fn answer_message(tab: i64, hold: u64, accept: bool, text: Option<String>) -> ToBrowser {
     ToBrowser::Answer { tab_id: tab, hold, accept, text }
-}
-
-/// The extension waits this much longer than the watchdog before it answers a held browser
-/// prompt on its own (so the watchdog's answer, recorded, comes first).
-const PROMPT_HOLD_MARGIN: Duration = Duration::from_secs(5);
-
-/// What the extension says became of a browser prompt's answer (auth, permission, chooser).
-pub(super) struct PromptOutcome {
-    /// The answer reached the request (false: the request or page was gone).
-    pub applied: bool,
-    /// The extension's own time limit answered: nobody did in time (the host was gone).
-    pub expired: bool,
-    /// What was applied: credentials sent, permission granted (a chooser: always false).
-    pub accepted: bool,
-}
-
-impl State {
-    /// Holds a browser prompt (auth, permission, chooser) for the agent, with the watchdog
-    /// armed for the tab's timeout. Returns how long the extension waits before it answers
-    /// on its own.
-    pub(super) fn hold_prompt(&mut self, record: DialogRecord, hold: u64, timeout_s: u32) -> u64 {
-        let now = Instant::now();
-        let wait = Duration::from_secs(u64::from(timeout_s));
-        self.armed.push((record.id, wait));
-        self.held.push(HeldDialog {
-            record,
-            hold,
-            opened: now,
-            deadline: Some(now + wait),
-            closing: None,
-            answer_error: None,
-        });
-        u64::try_from((wait + PROMPT_HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX)
-    }
-
-    /// A browser prompt answered as it came joins the history; what the agent did not choose
-    /// (the default policy) waits for its acknowledgement, as for dialogs.
-    pub(super) fn settle_prompt(&mut self, record: DialogRecord) {
-        let (id, acknowledge) = (record.id, record.decided_by == DecidedBy::DefaultPolicy);
-        self.remember(record);
-        if acknowledge {
-            self.pending.push_back(id);
-            self.trim_pending();
-        }
-    }
-
-    pub(super) fn trim_pending(&mut self) {
-        while self.pending.len() > super::state::MAX_PENDING {
-            self.pending.pop_front();
-        }
-    }
-
-    /// Closes the held browser prompt at `pos` with what the extension reported; `gone` and
-    /// `expired` finish the record's explanation in the prompt's own words.
-    pub(super) fn close_prompt(&mut self, pos: usize, o: PromptOutcome, gone: &str, expired: &str) {
-        let HeldDialog { mut record, opened, closing, .. } = self.held.remove(pos);
-        let (by, accepted) = match (o.applied, o.expired) {
-            (true, false) => (closing.unwrap_or(DecidedBy::Remote), Some(o.accepted)),
-            (true, true) => (DecidedBy::DefaultPolicy, Some(false)),
-            (false, _) => (DecidedBy::Remote, None),
-        };
-        record.state = DialogState::Closed;
-        record.accepted = accepted;
-        record.closed_by = Some(by);
-        if record.decided_by == DecidedBy::Agent {
-            record.decided_by = by;
-        }
-        let mut summary = explain::closed(&record, by, opened.elapsed());
-        if !o.applied {
-            summary = format!("{summary} {gone}");
-        } else if o.expired {
-            summary = format!("{summary} {expired}");
-        }
-        record.explanation = format!("{}. {summary}", record.explanation);
-        self.logs.closed(&record, summary);
-        self.remember(record);
-    }
 }
 
 #[cfg(test)]
@@ -518,7 +375,13 @@ mod tests {
     fn rules_and_policies_answer_held_dialogs_at_once() {
         let mut s = state(Policy::MustRespond);
         let m = MatchArg { message_contains: Some("alpha".into()), ..MatchArg::default() };
-        let rule = s.add_rule(3, RuleTarget::One(DialogKind::Confirm), true, true, None, m).unwrap();
+        let rule = s
+            .add_rule(
+                3,
+                true,
+                RuleSpec::Dialog { target: RuleTarget::One(DialogKind::Confirm), accept: true, text: None, matcher: m },
+            )
+            .unwrap();
         let out = held(&mut s, 3, 1, "confirm", "Delete ALPHA?");
         assert_eq!(out[1], json!({"type":"answer","tab_id":3,"hold":1,"accept":true}));
         assert_eq!(out[2]["type"], "config", "the once-rule is spent");

@@ -3,22 +3,27 @@
 //! Unix socket that only this user can reach.
 
 pub mod agent_calls;
-pub mod auth;
+mod auth;
 mod barrier;
-pub mod chooser;
+mod chooser;
+mod dispatch;
 mod explain;
 mod held;
+#[cfg(test)]
+mod layers;
 pub mod logs;
 mod opener;
-pub mod permission;
+mod permission;
 pub mod persist;
 mod pilot;
 mod pilot_switch;
 mod pilot_value;
 pub mod policy;
+mod prompt;
 pub mod protocol;
 pub mod record;
 mod reports;
+pub mod rules;
 mod socket;
 pub mod state;
 

@@ -4,23 +4,22 @@
 //! document may find it in place); here the host, the state of record, takes the copy.
 
 use super::protocol::ToBrowser;
-use super::state::{State, Tab};
+use super::state::{State, Tab, is_page_rule};
 
 impl State {
     /// Copies `opener`'s rules (same ids: the copy the worker made carries them) and policy
     /// to `tab`, unless `tab` has its own already. Returns the new tab's config message.
     pub(super) fn on_opened(&mut self, tab: i64, opener: i64) -> Vec<ToBrowser> {
-        if tab == opener || self.rules.contains_key(&tab) || self.policies.contains_key(&tab) {
+        if tab == opener || self.rules.any(tab, is_page_rule) || self.policies.contains_key(&tab) {
             return Vec::new();
         }
-        let rules = self.rules_of(opener).to_vec();
+        let rules = self.rules.any(opener, is_page_rule);
         let policy = self.policies.get(&opener).filter(|p| p.fallback.is_none()).cloned();
-        if rules.is_empty() && policy.is_none() {
+        if !rules && policy.is_none() {
             return Vec::new();
         }
-        if !rules.is_empty() {
-            self.rules.insert(tab, rules);
-        }
+        // Page dialogs' rules only: the others (credentials among them) stay with their tab.
+        self.rules.copy(opener, tab, is_page_rule);
         if let Some(p) = policy {
             self.policies.insert(tab, p);
         }
@@ -38,6 +37,7 @@ impl State {
 mod tests {
     use super::super::state::tests::{feed, to_json};
     use super::*;
+    use crate::api::RuleSpec;
     use crate::api::{MatchArg, PolicyCall};
     use serde_json::json;
     use unmodal_engine::{DialogKind, Policy, RuleTarget};
@@ -53,7 +53,18 @@ mod tests {
     #[test]
     fn an_opened_tab_starts_with_its_openers_rules_and_policy() {
         let mut s = state();
-        let rule = s.add_rule(3, RuleTarget::One(DialogKind::Confirm), true, false, None, MatchArg::default()).unwrap();
+        let rule = s
+            .add_rule(
+                3,
+                false,
+                RuleSpec::Dialog {
+                    target: RuleTarget::One(DialogKind::Confirm),
+                    accept: true,
+                    text: None,
+                    matcher: MatchArg::default(),
+                },
+            )
+            .unwrap();
         s.configure(PolicyCall { tab: Some(3), policy: Policy::MustRespond, timeout_s: 9 }).unwrap();
         let out = to_json(&feed(&mut s, json!({"type":"opened","tab_id":4,"opener_tab_id":3})).unwrap());
         assert_eq!(out.len(), 1);
@@ -65,7 +76,7 @@ mod tests {
         assert_eq!((s.policy_of(4).policy, s.policy_of(4).timeout_s), (Policy::MustRespond, 9));
         assert!(s.tab(4).is_some(), "listed before the next tab list");
         // The copy is the new tab's own: clearing the opener's leaves it.
-        s.clear_rules(3, RuleTarget::All);
+        s.clear_rules(3, crate::api::DialogTypeArg::All);
         assert_eq!(s.rules_of(4).len(), 1);
     }
 
@@ -73,10 +84,25 @@ mod tests {
     fn a_tab_with_its_own_setup_or_an_opener_without_one_changes_nothing() {
         let mut s = state();
         assert!(feed(&mut s, json!({"type":"opened","tab_id":4,"opener_tab_id":3})).unwrap().is_empty());
-        s.add_rule(3, RuleTarget::All, false, false, None, MatchArg::default()).unwrap();
-        s.add_rule(5, RuleTarget::One(DialogKind::Alert), true, false, None, MatchArg::default()).unwrap();
+        s.add_rule(
+            3,
+            false,
+            RuleSpec::Dialog { target: RuleTarget::All, accept: false, text: None, matcher: MatchArg::default() },
+        )
+        .unwrap();
+        s.add_rule(
+            5,
+            false,
+            RuleSpec::Dialog {
+                target: RuleTarget::One(DialogKind::Alert),
+                accept: true,
+                text: None,
+                matcher: MatchArg::default(),
+            },
+        )
+        .unwrap();
         assert!(feed(&mut s, json!({"type":"opened","tab_id":5,"opener_tab_id":3})).unwrap().is_empty());
-        assert_eq!(s.rules_of(5)[0].target, RuleTarget::One(DialogKind::Alert));
+        assert!(matches!(s.rules_of(5)[0].rule, RuleSpec::Dialog { target: RuleTarget::One(DialogKind::Alert), .. }));
         assert!(feed(&mut s, json!({"type":"opened","tab_id":3,"opener_tab_id":3})).unwrap().is_empty());
         assert!(feed(&mut s, json!({"type":"opened","tab_id":"x","opener_tab_id":3})).is_err());
     }

@@ -4,9 +4,10 @@
 //! `hello`), private to the user like the sockets, written whole and renamed into place.
 
 use super::logs::{LogEntry, Logs};
-use super::policy::TabPolicy;
 use super::record::{DecidedBy, DialogRecord, HeldDialog};
-use super::state::{ReportsSeen, Rule, State, Tab};
+use super::rules::Stored;
+use super::state::{ReportsSeen, State, Tab, TabPolicy};
+use crate::api::{MatchArg, RuleSpec};
 use ringbuf::traits::{Consumer, RingBuffer};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
@@ -14,6 +15,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use unmodal_engine::RuleTarget;
 
 const FORMAT: u32 = 2;
 /// Files of browser sessions older than this are removed when a host starts.
@@ -64,6 +66,43 @@ impl SavedHeld {
     }
 }
 
+/// A page dialog's rule on disk (the only kind saved: the others hold credentials or are
+/// the browser's business, and live in memory).
+#[derive(Serialize, Deserialize)]
+struct SavedRule {
+    rule_id: u32,
+    #[serde(rename = "dialog_type", serialize_with = "target_name", deserialize_with = "target_of")]
+    target: RuleTarget,
+    accept: bool,
+    once: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(rename = "match", default, skip_serializing_if = "MatchArg::is_empty")]
+    matcher: MatchArg,
+}
+
+fn target_name<S: serde::Serializer>(t: &RuleTarget, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(t.as_str())
+}
+
+fn target_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<RuleTarget, D::Error> {
+    let name = String::deserialize(d)?;
+    RuleTarget::parse(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown dialog type `{name}`")))
+}
+
+impl SavedRule {
+    fn of(r: &Stored<RuleSpec>) -> Option<Self> {
+        let RuleSpec::Dialog { target, accept, text, matcher } = &r.rule else { return None };
+        let (target, accept, text, matcher) = (*target, *accept, text.clone(), matcher.clone());
+        Some(Self { rule_id: r.id, target, accept, once: r.once, text, matcher })
+    }
+
+    fn into_rule(self) -> Stored<RuleSpec> {
+        let (target, accept, text, matcher) = (self.target, self.accept, self.text, self.matcher);
+        Stored { id: self.rule_id, once: self.once, rule: RuleSpec::Dialog { target, accept, text, matcher } }
+    }
+}
+
 fn wall_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
@@ -73,7 +112,7 @@ pub struct Snapshot {
     format: u32,
     tabs: Vec<Tab>,
     tracked: Option<i64>,
-    rules: HashMap<i64, Vec<Rule>>,
+    rules: HashMap<i64, Vec<SavedRule>>,
     next_rule_id: u32,
     policies: HashMap<i64, TabPolicy>,
     history: Vec<DialogRecord>,
@@ -109,8 +148,13 @@ impl State {
             format: FORMAT,
             tabs: self.tabs.clone(),
             tracked: self.tracked,
-            rules: self.rules.clone(),
-            next_rule_id: self.next_rule_id,
+            rules: self
+                .rules
+                .tabs()
+                .map(|tab| (tab, self.rules.of(tab).iter().filter_map(SavedRule::of).collect::<Vec<_>>()))
+                .filter(|(_, rules)| !rules.is_empty())
+                .collect(),
+            next_rule_id: self.rules.next_id(),
             policies: self.policies.clone(),
             history: self.history.iter().cloned().collect(),
             evicted: self.evicted,
@@ -134,8 +178,9 @@ impl State {
     pub fn restore(&mut self, s: Snapshot) {
         self.tabs = s.tabs;
         self.tracked = s.tracked;
-        self.rules = s.rules;
-        self.next_rule_id = s.next_rule_id.max(1);
+        let rules =
+            s.rules.into_iter().map(|(tab, rules)| (tab, rules.into_iter().map(SavedRule::into_rule).collect()));
+        self.rules.restore(rules, s.next_rule_id);
         self.policies = s.policies;
         self.evicted = s.evicted;
         self.pending = s.pending;
@@ -246,8 +291,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut old = State::new();
         feed(&mut old, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
-        let rule =
-            old.add_rule(3, RuleTarget::One(DialogKind::Confirm), true, false, None, MatchArg::default()).unwrap();
+        let rule = old
+            .add_rule(
+                3,
+                false,
+                RuleSpec::Dialog {
+                    target: RuleTarget::One(DialogKind::Confirm),
+                    accept: true,
+                    text: None,
+                    matcher: MatchArg::default(),
+                },
+            )
+            .unwrap();
         old.configure(PolicyCall { tab: Some(3), policy: Policy::MustRespond, timeout_s: 30 }).unwrap();
         feed(
             &mut old,
@@ -267,7 +322,13 @@ mod tests {
         assert_eq!(new.history.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["hi"]);
         assert_eq!(new.logs.of_tab(3).len(), old.logs.of_tab(3).len());
         // Ids go on where the old host stopped.
-        let next = new.add_rule(3, RuleTarget::All, true, true, None, MatchArg::default()).unwrap();
+        let next = new
+            .add_rule(
+                3,
+                true,
+                RuleSpec::Dialog { target: RuleTarget::All, accept: true, text: None, matcher: MatchArg::default() },
+            )
+            .unwrap();
         assert!(next.id > rule.id);
         // The worker did not keep the held dialog: it was dismissed when the old host died.
         let out = feed(&mut new, json!({"type":"hello","version":"1","pilot":true})).unwrap();

@@ -355,7 +355,7 @@ mod tests {
     #[test]
     fn a_held_dialog_refuses_with_the_dialog_inline() {
         let mut s = state(true);
-        let must = super::super::policy::TabPolicy {
+        let must = super::super::state::TabPolicy {
             policy: unmodal_engine::Policy::MustRespond,
             timeout_s: 60,
             fallback: None,

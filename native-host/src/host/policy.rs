@@ -2,36 +2,15 @@
 //! rule matches, the extension's acknowledgement that a tab's config (and debugger session)
 //! is in place, and the fallback to `auto` when the browser ends the session.
 
-use super::agent_calls::Answered;
 use super::explain;
 use super::protocol::{ConfigAck, ToBrowser};
 use super::record::{self, now_rfc3339};
-use super::state::{Delivery, State};
-use crate::api::{DEFAULT_TIMEOUT_S, PolicyCall};
+use super::state::{Delivery, Fallback, State, TabPolicy};
+use crate::api::PolicyCall;
+use crate::reply::Answered;
 use crate::reply::ToolError;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use unmodal_engine::Policy;
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TabPolicy {
-    pub policy: Policy,
-    pub timeout_s: u32,
-    /// Why the tab is back on `auto` although the agent asked for more.
-    pub fallback: Option<Fallback>,
-}
-
-impl Default for TabPolicy {
-    fn default() -> Self {
-        Self { policy: Policy::Auto, timeout_s: DEFAULT_TIMEOUT_S, fallback: None }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fallback {
-    pub from: Policy,
-    pub reason: String,
-    pub at: String,
-}
 
 /// How a tab's policy shows in answers (only when it is not the plain default).
 #[derive(Clone, Debug, Serialize)]
@@ -150,6 +129,7 @@ impl State {
 mod tests {
     use super::super::state::tests::{feed, to_json};
     use super::*;
+    use crate::api::DEFAULT_TIMEOUT_S;
     use serde_json::json;
 
     fn state() -> State {

@@ -5,7 +5,6 @@
 //! changes nothing. `State::on_browser` dispatches to the handlers in the other files.
 
 use super::record::{DecidedBy, DialogRecord, DialogState};
-use super::state::{State, Tab};
 use serde::{Deserialize, Serialize};
 use unmodal_engine::DialogKind;
 
@@ -74,23 +73,13 @@ pub enum FromBrowser {
         #[serde(default)]
         reason: String,
     },
-    /// An HTTP auth challenge (`manifest/auth.js`): held for the host's answer, or (pilot
-    /// off) left to the browser.
-    AuthRequired(AuthChallenge),
-    /// What became of an `AuthAnswer` (or of a held challenge the extension gave up on).
-    AuthResult(AuthResult),
-    /// The request of a challenge ended.
+    /// A browser prompt (HTTP auth, a permission, a device chooser): held by the extension
+    /// for the host's answer, or (pilot off) left to the browser and only recorded.
+    PromptRequest(PromptRequest),
+    /// What became of a held prompt (answered, given up on, or settled by the browser).
+    PromptResult(PromptResult),
+    /// The request of an HTTP auth challenge ended (auth's own: what the page got).
     AuthDone(AuthDone),
-    /// A page asks for a permission (`manifest/permissions.js`): held for the host's answer,
-    /// or (pilot off) left to the browser.
-    PermissionRequest(PermissionRequest),
-    /// What became of a held request's `PermissionAnswer`.
-    PermissionResult(PermissionResult),
-    /// A page's device chooser opened (`manifest/choosers.js`): held for the host's answer,
-    /// or (pilot off) left to the browser.
-    ChooserRequest(ChooserRequest),
-    /// What became of a held chooser (answered, given up on, or settled by the browser).
-    ChooserResult(ChooserResult),
     /// What became of a `PilotCall` (see `host/pilot.rs`).
     PilotResult(PilotResult),
     /// A tab opened another (`window.open`, `target=_blank`, a popup): it starts with the
@@ -114,12 +103,24 @@ impl FromBrowser {
                 | Self::HeldClosed(_)
                 | Self::DebuggerDetached { .. }
                 | Self::ConfigAck(_)
-                | Self::AuthRequired(_)
-                | Self::PermissionRequest(_)
-                | Self::ChooserRequest(_)
+                | Self::PromptRequest(_)
                 | Self::Pilot { .. }
         )
     }
+}
+
+/// A tab as the worker lists it (`tabs`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct Tab {
+    pub id: i64,
+    #[serde(default)]
+    pub window_id: i64,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub active: bool,
 }
 
 /// Where a page report came from. The browser adds these (`chrome.runtime.MessageSender`);
@@ -252,16 +253,51 @@ pub struct AnswerResult {
     pub error: Option<String>,
 }
 
-/// `chrome.webRequest.onAuthRequired`, as `manifest/auth.js` passes it on.
+/// A browser prompt as the worker passes it on (`manifest/prompts.js`). Tab, frame and URL
+/// come from the browser; what the kind adds is checked by the kind's handler.
 #[derive(Debug, Deserialize)]
-pub struct AuthChallenge {
+pub struct PromptRequest {
     pub tab_id: i64,
-    /// The worker's number for the challenge (answers name it).
-    pub challenge: u64,
-    pub request_id: String,
-    pub url: String,
+    /// The worker's number for the request (answers name it).
+    pub id: u64,
     #[serde(default)]
     pub frame_id: i64,
+    /// The asking frame's URL (auth: the request's).
+    #[serde(default)]
+    pub url: String,
+    /// The pilot is off: the browser handles it (nothing to answer).
+    #[serde(default)]
+    pub native: bool,
+    #[serde(flatten)]
+    pub ask: PromptAsk,
+}
+
+/// What each kind of browser prompt carries, tagged by `kind` (`crate::kind::Kind`'s names).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PromptAsk {
+    /// `chrome.webRequest.onAuthRequired` (`manifest/auth.js`).
+    Auth(AuthAsk),
+    /// A call the page hook holds because it would prompt (`manifest/permissions.js`).
+    Permission(PermissionAsk),
+    /// A chooser the page hook saw open (`manifest/choosers.js`).
+    DeviceChooser(ChooserAsk),
+}
+
+impl PromptAsk {
+    pub fn kind(&self) -> crate::kind::Kind {
+        use crate::kind::Kind;
+        match self {
+            Self::Auth(_) => Kind::Auth,
+            Self::Permission(_) => Kind::Permission,
+            Self::DeviceChooser(_) => Kind::DeviceChooser,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AuthAsk {
+    pub request_id: String,
     #[serde(default)]
     pub request_type: String,
     #[serde(default)]
@@ -275,9 +311,6 @@ pub struct AuthChallenge {
     /// How many challenges this request has had (more than 1: credentials were refused).
     #[serde(default)]
     pub attempt: u32,
-    /// The pilot is off: the browser handles it (nothing to answer).
-    #[serde(default)]
-    pub native: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -289,19 +322,57 @@ pub struct Challenger {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct AuthResult {
-    pub tab_id: i64,
-    pub challenge: u64,
-    /// The answer reached the request (false: the request was gone).
-    pub ok: bool,
-    /// It carried credentials (false: a cancel).
+pub struct PermissionAsk {
+    /// `navigator.permissions.query` names (`api::PermissionName`).
+    pub permissions: Vec<String>,
+    /// The page's call: getUserMedia, requestPermission, …
     #[serde(default)]
-    pub credentials: bool,
-    /// No answer came in time; the extension cancelled on its own.
+    pub method: String,
+    /// The browser's content setting for the origin now: `ask`, `allow` or `block` (the
+    /// strictest of the permissions asked).
+    #[serde(default)]
+    pub stored: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ChooserAsk {
+    /// `usb`, `hid`, `serial`, `bluetooth` or `display` (`api::ChooserApi`).
+    pub chooser: String,
+    /// The page's call: requestDevice, requestPort, getDisplayMedia.
+    #[serde(default)]
+    pub method: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PromptResult {
+    pub kind: crate::kind::Kind,
+    pub tab_id: i64,
+    pub id: u64,
+    /// The answer reached the request or page (false: it was gone).
+    pub ok: bool,
+    /// What was applied was an accept: credentials given, permission granted.
+    #[serde(default)]
+    pub accepted: bool,
+    /// No answer came in time; the worker refused on its own.
     #[serde(default)]
     pub expired: bool,
+    /// The browser's own prompt settled first (a chooser a person answered).
+    #[serde(default)]
+    pub settled: bool,
     #[serde(default)]
     pub error: Option<String>,
+}
+
+/// What the worker does with a held prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptDecision {
+    /// Credentials given, permission granted.
+    Accept,
+    /// Cancelled, denied: the page gets the browser's own refusal.
+    Refuse,
+    /// Left to the browser: it knows the answer already, or its own prompt stands.
+    Native,
 }
 
 #[derive(Debug, Deserialize)]
@@ -331,83 +402,6 @@ pub struct PilotFailure {
     pub code: String,
     #[serde(default)]
     pub message: String,
-}
-
-/// A permission request the page hook holds, as the worker passes it on. Tab, frame and URL
-/// come from the browser (the message's sender); names and API from the page, checked.
-#[derive(Debug, Deserialize)]
-pub struct PermissionRequest {
-    pub tab_id: i64,
-    /// The worker's number for the request (answers name it).
-    pub request: u64,
-    #[serde(default)]
-    pub frame_id: i64,
-    /// The asking frame's URL.
-    #[serde(default)]
-    pub url: String,
-    /// `navigator.permissions.query` names (`api::PermissionName`).
-    pub permissions: Vec<String>,
-    #[serde(default)]
-    pub api: String,
-    /// The browser's content setting for the origin now: `ask`, `allow` or `block` (the
-    /// strictest of the permissions asked).
-    #[serde(default)]
-    pub stored: String,
-    /// The pilot is off: the browser answers it (nothing to answer).
-    #[serde(default)]
-    pub native: bool,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct PermissionResult {
-    pub tab_id: i64,
-    pub request: u64,
-    /// The decision reached the browser's settings and the page (false: the page was gone
-    /// or the setting was refused).
-    pub ok: bool,
-    #[serde(default)]
-    pub granted: bool,
-    /// No answer came in time; the worker denied on its own.
-    #[serde(default)]
-    pub expired: bool,
-    #[serde(default)]
-    pub error: Option<String>,
-}
-
-/// A device chooser the page hook saw open, as the worker passes it on. Tab, frame and URL
-/// come from the browser (the message's sender); the chooser and call from the page, checked.
-#[derive(Debug, Deserialize)]
-pub struct ChooserRequest {
-    pub tab_id: i64,
-    /// The worker's number for the request (answers name it).
-    pub request: u64,
-    #[serde(default)]
-    pub frame_id: i64,
-    /// The asking frame's URL.
-    #[serde(default)]
-    pub url: String,
-    /// `usb`, `hid`, `serial` or `bluetooth` (`api::ChooserApi`).
-    pub api: String,
-    /// The page's call: requestDevice, requestPort.
-    #[serde(default)]
-    pub method: String,
-    /// The pilot is off: the browser's chooser stands (nothing to answer).
-    #[serde(default)]
-    pub native: bool,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ChooserResult {
-    pub tab_id: i64,
-    pub request: u64,
-    /// The answer reached the page (false: the frame was gone).
-    pub ok: bool,
-    /// The browser's own chooser settled first: the page has the browser's answer.
-    #[serde(default)]
-    pub settled: bool,
-    /// No answer came in time; the worker cancelled on its own.
-    #[serde(default)]
-    pub expired: bool,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -442,29 +436,19 @@ pub enum ToBrowser {
         #[serde(skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
-    /// The answer to an auth challenge: credentials, or (none) cancel. The extension
-    /// reports `AuthResult`. The only message that carries a password.
-    AuthAnswer {
+    /// The answer to a browser prompt; the worker reports `PromptResult`. With credentials
+    /// (HTTP auth), the only message that carries a password.
+    PromptAnswer {
+        kind: crate::kind::Kind,
         tab_id: i64,
-        challenge: u64,
+        id: u64,
+        decision: PromptDecision,
         #[serde(skip_serializing_if = "Option::is_none")]
         credentials: Option<crate::api::Credentials>,
     },
-    /// The challenge waits for the agent: the extension holds it this long before it
-    /// cancels on its own (the watchdog comes first).
-    AuthHold { tab_id: i64, challenge: u64, wait_ms: u64 },
-    /// The answer to a permission request: the worker sets the browser's content setting
-    /// (grant: allow, deny: block; native: nothing), then lets the page's call through.
-    PermissionAnswer { tab_id: i64, request: u64, decision: super::permission::PermissionDecision },
-    /// The request waits for the agent: the worker holds it this long before it denies on
+    /// The prompt waits for the agent: the worker holds it this long before it refuses on
     /// its own (the watchdog comes first).
-    PermissionHold { tab_id: i64, request: u64, wait_ms: u64 },
-    /// The answer to a chooser: cancel (the page gets the browser's cancel result) or let
-    /// the browser's chooser stand.
-    ChooserAnswer { tab_id: i64, request: u64, decision: super::chooser::ChooserDecision },
-    /// The chooser waits for the agent: the worker holds it this long before it cancels on
-    /// its own (the watchdog comes first).
-    ChooserHold { tab_id: i64, request: u64, wait_ms: u64 },
+    PromptHold { kind: crate::kind::Kind, tab_id: i64, id: u64, wait_ms: u64 },
     /// An AI Web Pilot tool call for a tab; the extension answers with `PilotResult` `id`.
     /// It checks the human's switch itself: the host's word is not enough.
     PilotCall { id: u64, tab_id: i64, call: crate::pilot_api::PilotCall },
@@ -523,87 +507,10 @@ impl ToBrowser {
     }
 }
 
-impl State {
-    /// Applies one message from the browser; returns what to send back. `Err` says why a
-    /// message was refused (nothing changed).
-    pub fn on_browser(&mut self, msg: FromBrowser) -> Result<Vec<ToBrowser>, String> {
-        match msg {
-            FromBrowser::Hello { version, worker, held, .. } => {
-                self.extension_version = version;
-                // The switch first: the worker serves its pages once it knows it.
-                let mut out = vec![self.pilot_message(None, None)];
-                out.extend(self.keep_held(&held));
-                let upto = self.reports_seen.upto_for(worker.as_deref());
-                self.worker = worker;
-                let tabs: Vec<i64> = self.configured_tabs().collect();
-                out.extend(tabs.into_iter().map(|tab| self.config_message(tab)));
-                out.push(ToBrowser::Resume { upto });
-                Ok(out)
-            }
-            FromBrowser::Pilot { on, via, id } => Ok(self.on_pilot_from_browser(on, via, id)),
-            FromBrowser::PilotRefused { via, reason } => {
-                self.pilot_refused(via, &reason);
-                Ok(Vec::new())
-            }
-            FromBrowser::PilotApplied { rev } => {
-                self.pilot_seen = self.pilot_seen.max(rev);
-                Ok(Vec::new())
-            }
-            FromBrowser::Tabs { tabs, tracked } => {
-                self.set_tabs(tabs, tracked);
-                Ok(Vec::new())
-            }
-            FromBrowser::Dialog(m) if self.seen_before(m.n) => Ok(Vec::new()),
-            FromBrowser::Dialog(m) => self.on_dialog(m),
-            FromBrowser::Folded { n, .. } if self.seen_before(n) => Ok(Vec::new()),
-            FromBrowser::Folded { from, count, .. } => {
-                self.on_folded(&from, count);
-                Ok(Vec::new())
-            }
-            FromBrowser::ConfigAck(ack) => Ok(self.on_config_ack(ack)),
-            FromBrowser::Held(m) => self.on_held(m),
-            FromBrowser::HeldClosed(m) => {
-                self.on_held_closed(&m);
-                Ok(Vec::new())
-            }
-            FromBrowser::AnswerResult(m) => {
-                self.on_answer_result(m);
-                Ok(Vec::new())
-            }
-            FromBrowser::DebuggerDetached { tab_id, reason } => Ok(self.on_detached(tab_id, &reason)),
-            FromBrowser::AuthRequired(m) => self.on_auth_required(m),
-            FromBrowser::AuthResult(m) => {
-                self.on_auth_result(&m);
-                Ok(Vec::new())
-            }
-            FromBrowser::AuthDone(m) => {
-                self.on_auth_done(&m);
-                Ok(Vec::new())
-            }
-            FromBrowser::PermissionRequest(m) => self.on_permission_request(m),
-            FromBrowser::PermissionResult(m) => {
-                self.on_permission_result(&m);
-                Ok(Vec::new())
-            }
-            FromBrowser::ChooserRequest(m) => self.on_chooser_request(m),
-            FromBrowser::ChooserResult(m) => {
-                self.on_chooser_result(&m);
-                Ok(Vec::new())
-            }
-            // Goes to the call waiting for it (`host/mod.rs`), not to the state.
-            FromBrowser::PilotResult(_) => Ok(Vec::new()),
-            FromBrowser::Opened { tab_id, opener_tab_id } => Ok(self.on_opened(tab_id, opener_tab_id)),
-            FromBrowser::Synced { id } => {
-                self.on_synced(id);
-                Ok(Vec::new())
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::state::State;
     use ringbuf::traits::Observer;
     use serde_json::json;
 
@@ -621,17 +528,12 @@ mod tests {
             json!({"type":"held_closed","tab_id":1,"hold":2,"accepted":true,"text":""}),
             json!({"type":"answer_result","tab_id":1,"hold":2,"ok":true}),
             json!({"type":"debugger_detached","tab_id":1,"reason":"canceled_by_user"}),
-            json!({"type":"auth_required","tab_id":1,"challenge":3,"request_id":"77","url":"http://a/","frame_id":0,
-                   "request_type":"main_frame","realm":"Staff","scheme":"basic","is_proxy":false,
+            json!({"type":"prompt_request","kind":"auth","tab_id":1,"id":3,"request_id":"77","url":"http://a/",
+                   "frame_id":0,"request_type":"main_frame","realm":"Staff","scheme":"basic","is_proxy":false,
                    "challenger":{"host":"a","port":80},"attempt":1,"native":false}),
-            json!({"type":"auth_result","tab_id":1,"challenge":3,"ok":true,"credentials":true}),
+            json!({"type":"prompt_result","kind":"auth","tab_id":1,"id":3,"ok":true,"accepted":true,
+                   "expired":false,"settled":false}),
             json!({"type":"auth_done","tab_id":1,"request_id":"77","status_code":200}),
-            json!({"type":"permission_request","tab_id":1,"request":4,"frame_id":0,"url":"http://a/",
-                   "permissions":["camera"],"api":"getUserMedia","stored":"ask","native":false}),
-            json!({"type":"permission_result","tab_id":1,"request":4,"ok":true,"granted":true}),
-            json!({"type":"chooser_request","tab_id":1,"request":5,"frame_id":0,"url":"http://a/","api":"usb",
-                   "method":"requestDevice","native":false}),
-            json!({"type":"chooser_result","tab_id":1,"request":5,"ok":true,"settled":false,"expired":false}),
             json!({"type":"pilot_result","id":3,"error":{"code":"ai_web_pilot_disabled","message":"off"}}),
             json!({"type":"opened","tab_id":2,"opener_tab_id":1}),
             json!({"type":"synced","id":3}),
@@ -657,13 +559,9 @@ mod tests {
                 Ok(FromBrowser::HeldClosed(_)) => "held_closed",
                 Ok(FromBrowser::AnswerResult(_)) => "answer_result",
                 Ok(FromBrowser::DebuggerDetached { .. }) => "debugger_detached",
-                Ok(FromBrowser::AuthRequired(_)) => "auth_required",
-                Ok(FromBrowser::AuthResult(_)) => "auth_result",
+                Ok(FromBrowser::PromptRequest(_)) => "prompt_request",
+                Ok(FromBrowser::PromptResult(_)) => "prompt_result",
                 Ok(FromBrowser::AuthDone(_)) => "auth_done",
-                Ok(FromBrowser::PermissionRequest(_)) => "permission_request",
-                Ok(FromBrowser::PermissionResult(_)) => "permission_result",
-                Ok(FromBrowser::ChooserRequest(_)) => "chooser_request",
-                Ok(FromBrowser::ChooserResult(_)) => "chooser_result",
                 Ok(FromBrowser::PilotResult(_)) => "pilot_result",
                 Ok(FromBrowser::Opened { .. }) => "opened",
                 Ok(FromBrowser::Synced { .. }) => "synced",
@@ -675,16 +573,19 @@ mod tests {
             seen.insert(kind);
         }
 
-        assert_eq!(seen.len(), 22, "one sample of each kind");
+        assert_eq!(seen.len(), 18, "one sample of each kind");
     }
 
     #[test]
     fn the_extension_speaks_the_same_message_names() {
         let worker = include_str!("../../../manifest/background.js");
-        let auth = include_str!("../../../manifest/auth.js");
-        let permissions = include_str!("../../../manifest/permissions.js");
-        let choosers = include_str!("../../../manifest/choosers.js");
-        let js = [worker, include_str!("../../../manifest/debugger.js"), auth, permissions, choosers].concat();
+        let js = [
+            worker,
+            include_str!("../../../manifest/debugger.js"),
+            include_str!("../../../manifest/prompts.js"),
+            include_str!("../../../manifest/auth.js"),
+        ]
+        .concat();
         for m in samples() {
             let tag = m["type"].as_str().unwrap();
             assert!(js.contains(&format!("type: '{tag}'")), "manifest/ never sends `{tag}`");
@@ -694,16 +595,14 @@ mod tests {
             ToBrowser::Config { tab_id: 1, rev: 1, config: String::new(), debugger: false },
             ToBrowser::Answer { tab_id: 1, hold: 1, accept: true, text: None },
             ToBrowser::Resume { upto: 0 },
-            ToBrowser::AuthAnswer { tab_id: 1, challenge: 1, credentials: None },
-            ToBrowser::AuthHold { tab_id: 1, challenge: 1, wait_ms: 1 },
-            ToBrowser::PermissionAnswer {
+            ToBrowser::PromptAnswer {
+                kind: crate::kind::Kind::Permission,
                 tab_id: 1,
-                request: 1,
-                decision: crate::host::permission::PermissionDecision::Grant,
+                id: 1,
+                decision: PromptDecision::Accept,
+                credentials: None,
             },
-            ToBrowser::PermissionHold { tab_id: 1, request: 1, wait_ms: 1 },
-            ToBrowser::ChooserAnswer { tab_id: 1, request: 1, decision: crate::host::chooser::ChooserDecision::Cancel },
-            ToBrowser::ChooserHold { tab_id: 1, request: 1, wait_ms: 1 },
+            ToBrowser::PromptHold { kind: crate::kind::Kind::Auth, tab_id: 1, id: 1, wait_ms: 1 },
             ToBrowser::PilotCall {
                 id: 1,
                 tab_id: 1,

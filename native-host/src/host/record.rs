@@ -1,6 +1,7 @@
 //! The records the host keeps of dialogs (history and held), and who decides and closes
 //! them. Page text in a record is already cut and redacted.
 
+use crate::api::{ChooserApi, PermissionName};
 use crate::kind::Kind;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -88,18 +89,113 @@ pub struct DialogRecord {
     /// a host restart).
     #[serde(skip)]
     pub key: Option<DocSeq>,
-    /// HTTP auth challenges only: realm, scheme, proxy, what became of the request.
+    /// What a browser prompt's record adds (flattened into it).
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub auth: Option<super::auth::AuthDetails>,
-    /// Permission prompts only: what was asked for, by which call.
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub permission: Option<super::permission::PermissionDetails>,
-    /// Device choosers only: which chooser, by which call.
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub chooser: Option<super::chooser::ChooserDetails>,
+    pub details: Option<Details>,
+}
+
+/// What a browser prompt's record says besides a dialog's fields, one shape per kind.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Details {
+    Auth(AuthDetails),
+    Permission(PermissionDetails),
+    Chooser(ChooserDetails),
+}
+
+/// An HTTP auth challenge: realm, scheme, proxy, what became of the request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthDetails {
+    /// The server's realm (its text: data, not instructions); also the record's message.
+    pub realm: String,
+    /// `basic` or `digest` (as the browser names it).
+    pub scheme: String,
+    /// A proxy asked (407), not the site.
+    pub is_proxy: bool,
+    /// host:port that asked.
+    pub challenger: String,
+    /// The request's kind: main_frame, sub_frame, xmlhttprequest (fetch too), image, …
+    pub request_type: String,
+    /// The browser's id of the request (pairs its outcome).
+    pub request_id: String,
+    /// 1 for the first challenge of the request; more when credentials were refused.
+    pub attempt: u32,
+    /// What became of the request once answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<AuthOutcome>,
+    /// Its final HTTP status, when it got one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_code: Option<u16>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthOutcome {
+    /// The response after the answer was not a 401/407.
+    Authenticated,
+    /// The server asked again: the credentials were refused.
+    Refused,
+    /// The page got the 401/407 (cancelled, or no credentials).
+    Unauthorized,
+    /// The request failed or was aborted.
+    Failed,
+}
+
+/// A permission prompt: what was asked for, by which call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionDetails {
+    /// What the call asks for (getUserMedia with audio and video asks for two).
+    pub permissions: Vec<PermissionName>,
+    /// The page's call: getUserMedia, requestPermission, getCurrentPosition, …
+    pub api: String,
+}
+
+/// A device chooser: which one, by which call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChooserDetails {
+    pub chooser: ChooserApi,
+    /// The page's call: requestDevice, requestPort.
+    pub method: String,
 }
 
 impl DialogRecord {
+    /// A record with nothing said yet but who decided it; callers fill in the rest
+    /// (`DialogRecord { message, ..DialogRecord::new(…) }`).
+    pub fn new(id: u64, kind: Kind, tab_id: i64, decided_by: DecidedBy) -> Self {
+        Self {
+            id,
+            kind,
+            message: String::new(),
+            message_truncated: false,
+            default_text: None,
+            state: DialogState::Closed,
+            accepted: None,
+            response_text: None,
+            redacted: Vec::new(),
+            decided_by,
+            closed_by: None,
+            rule_id: None,
+            rules_loaded: true,
+            would_show: None,
+            explanation: String::new(),
+            url: String::new(),
+            page_url: String::new(),
+            tab_id,
+            frame_id: None,
+            timestamp: now_rfc3339(),
+            key: None,
+            details: None,
+        }
+    }
+
+    /// An HTTP auth record's own fields.
+    pub fn auth(&self) -> Option<&AuthDetails> {
+        match &self.details {
+            Some(Details::Auth(a)) => Some(a),
+            _ => None,
+        }
+    }
+
     pub fn is_open(&self) -> bool {
         self.state == DialogState::Open
     }
@@ -149,30 +245,13 @@ pub(super) mod tests {
     /// A closed confirm, for tests that need a record.
     pub fn record() -> DialogRecord {
         DialogRecord {
-            id: 1,
-            kind: Kind::Confirm,
             message: "Sure?".into(),
-            message_truncated: false,
-            default_text: None,
-            state: DialogState::Closed,
             accepted: Some(false),
-            response_text: None,
-            redacted: Vec::new(),
-            decided_by: DecidedBy::DefaultPolicy,
             closed_by: Some(DecidedBy::DefaultPolicy),
-            rule_id: None,
-            rules_loaded: true,
-            would_show: None,
-            explanation: String::new(),
             url: "http://a/".into(),
             page_url: "http://a/".into(),
-            tab_id: 1,
             frame_id: Some(0),
-            timestamp: now_rfc3339(),
-            key: None,
-            auth: None,
-            permission: None,
-            chooser: None,
+            ..DialogRecord::new(1, Kind::Confirm, 1, DecidedBy::DefaultPolicy)
         }
     }
 

@@ -4,7 +4,7 @@
 use super::logs::Origin;
 use super::protocol::{DialogReport, Phase, Source, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, DocSeq, MAX_MESSAGE_CHARS};
-use super::state::{MAX_PENDING, State};
+use super::state::State;
 use ringbuf::traits::Consumer;
 use unmodal_engine::DialogKind;
 
@@ -40,8 +40,6 @@ impl State {
         let rule = if by == DecidedBy::Rule { r.rule_id } else { None };
         let id = self.next_id();
         let rec = DialogRecord {
-            id,
-            kind: kind.into(),
             message,
             message_truncated: cut || r.message_cut,
             default_text,
@@ -49,7 +47,6 @@ impl State {
             accepted: if open { None } else { r.accepted },
             response_text,
             redacted,
-            decided_by: by,
             closed_by: match by {
                 // The browser's own leave prompt (if any) is not ours to close.
                 _ if kind == DialogKind::BeforeUnload && r.accepted != Some(true) => None,
@@ -62,13 +59,9 @@ impl State {
             explanation: self.explain(kind, by, rule, r.rules_loaded, r.accepted, m.from.tab_id),
             url: m.from.url,
             page_url: m.from.page_url,
-            tab_id: m.from.tab_id,
             frame_id: Some(m.from.frame_id),
-            timestamp: record::now_rfc3339(),
             key: Some(key),
-            auth: None,
-            permission: None,
-            chooser: None,
+            ..DialogRecord::new(id, kind.into(), m.from.tab_id, by)
         };
         self.logs.dialog(&rec);
         // The popup shows what the host stored (redacted), never the raw page text.
@@ -77,10 +70,7 @@ impl State {
         self.remember(rec);
         // What the agent did not choose waits for its acknowledgement.
         if matches!(by, DecidedBy::DefaultPolicy | DecidedBy::PilotOff) {
-            self.pending.push_back(id);
-            while self.pending.len() > MAX_PENDING {
-                self.pending.pop_front();
-            }
+            self.queue_pending(id);
         }
         if let Some(rule_id) = rule {
             out.extend(self.spend_rule(tab, rule_id));
@@ -112,10 +102,11 @@ impl State {
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::HISTORY;
     use super::super::state::tests::{feed, to_json};
+    use super::super::state::{HISTORY, MAX_PENDING};
     use super::*;
     use crate::api::MatchArg;
+    use crate::api::RuleSpec;
     use ringbuf::traits::{Consumer, Observer};
     use serde_json::{Value, json};
     use unmodal_engine::RuleTarget;
@@ -142,7 +133,18 @@ mod tests {
     #[test]
     fn a_report_that_spends_a_once_rule_pushes_the_config() {
         let mut s = State::new();
-        let r = s.add_rule(7, RuleTarget::One(DialogKind::Confirm), true, true, None, MatchArg::default()).unwrap();
+        let r = s
+            .add_rule(
+                7,
+                true,
+                RuleSpec::Dialog {
+                    target: RuleTarget::One(DialogKind::Confirm),
+                    accept: true,
+                    text: None,
+                    matcher: MatchArg::default(),
+                },
+            )
+            .unwrap();
         let out = to_json(&feed(&mut s, report(7, 1, "decided", "confirm", "rule", Some(r.id))).unwrap());
         assert!(s.rules_of(7).is_empty());
         assert_eq!(out[0]["type"], "recorded");

@@ -1,29 +1,22 @@
 //! The state of record: tabs, rules and policies per tab, the 50-entry dialog history, the
 //! pending queue and the dialogs held open. Mutated only under one short lock (see
-//! `host/mod.rs`); nothing here waits on the browser.
-//!
-//! `impl State` is split by what it serves, one file each:
-//! - `state.rs` (here): tabs, rules, each tab's config message, the history;
-//! - `protocol.rs`: messages from the browser, dispatched to the handlers below;
-//! - `reports.rs`: dialog reports from the page hooks become records;
-//! - `held.rs`: dialogs held open for the agent, their answers and the watchdog;
-//! - `policy.rs`: dialog policies, config acknowledgements and the fallback to `auto`;
-//! - `agent_calls.rs`: what the agent's calls do (`interact`, `observe`) and their answers;
-//! - `explain.rs`: the sentences records and answers explain themselves with;
-//! - `pilot_switch.rs`: the AI Web Pilot switch, and who may flip it.
+//! `host/mod.rs`); nothing here waits on the browser. ARCHITECTURE.md maps the files that
+//! `impl State` (one each for what they serve).
 
 use super::logs::Logs;
-use super::policy::TabPolicy;
+pub use super::protocol::Tab;
 use super::protocol::ToBrowser;
 use super::record::{DialogRecord, HeldDialog};
-use crate::api::MatchArg;
+use super::rules::{self, RuleStore, Stored};
+use crate::api::{DEFAULT_TIMEOUT_S, DialogTypeArg, RuleSpec};
 use crate::redact::Redactor;
+use crate::reply::{ErrorCode, ToolError};
 use ringbuf::HeapRb;
 use ringbuf::traits::{Consumer, Observer, RingBuffer};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
-use unmodal_engine::{Policy, RuleTarget, config::Encoder};
+use unmodal_engine::{Policy, config::Encoder};
 
 /// Dialogs kept in the history. A fixed-size ring (`ringbuf`): the oldest record goes when
 /// a new one comes, in O(1), and memory stays flat whatever a page does.
@@ -31,40 +24,56 @@ pub const HISTORY: usize = 50;
 /// Default-answered dialogs waiting for the agent's acknowledgement, at most.
 pub const MAX_PENDING: usize = 5;
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-pub struct Tab {
-    pub id: i64,
-    #[serde(default)]
-    pub window_id: i64,
-    #[serde(default)]
-    pub url: String,
-    #[serde(default)]
-    pub title: String,
-    #[serde(default)]
-    pub active: bool,
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TabPolicy {
+    pub policy: Policy,
+    pub timeout_s: u32,
+    /// Why the tab is back on `auto` although the agent asked for more.
+    pub fallback: Option<Fallback>,
+}
+
+impl Default for TabPolicy {
+    fn default() -> Self {
+        Self { policy: Policy::Auto, timeout_s: DEFAULT_TIMEOUT_S, fallback: None }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rule {
-    #[serde(rename = "rule_id")]
-    pub id: u32,
-    #[serde(rename = "dialog_type", serialize_with = "target_name", deserialize_with = "target_of")]
-    pub target: RuleTarget,
-    pub accept: bool,
-    pub once: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    #[serde(rename = "match", default, skip_serializing_if = "MatchArg::is_empty")]
-    pub matcher: MatchArg,
+pub struct Fallback {
+    pub from: Policy,
+    pub reason: String,
+    pub at: String,
 }
 
-fn target_name<S: serde::Serializer>(t: &RuleTarget, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(t.as_str())
+/// A rule as the state keeps it: its id, once, and what it answers.
+pub type Rule = Stored<RuleSpec>;
+
+impl rules::Rule for RuleSpec {
+    fn group(&self) -> &'static str {
+        match self {
+            Self::Dialog { .. } => "dialog",
+            Self::Auth { .. } => "auth",
+            Self::Permission { .. } => "permission",
+            Self::DeviceChooser { .. } => "device chooser",
+        }
+    }
+
+    fn same_slot(&self, other: &Self) -> bool {
+        use RuleSpec as R;
+        self.matcher() == other.matcher()
+            && match (self, other) {
+                (R::Dialog { target: a, .. }, R::Dialog { target: b, .. }) => a == b,
+                (R::Auth { .. }, R::Auth { .. }) => true,
+                (R::Permission { permission: a, .. }, R::Permission { permission: b, .. }) => a == b,
+                (R::DeviceChooser { chooser: a, .. }, R::DeviceChooser { chooser: b, .. }) => a == b,
+                _ => false,
+            }
+    }
 }
 
-fn target_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<RuleTarget, D::Error> {
-    let name = String::deserialize(d)?;
-    RuleTarget::parse(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown dialog type `{name}`")))
+/// A page dialog's rule: the page's engine applies it (the rest never reach a page).
+pub fn is_page_rule(r: &RuleSpec) -> bool {
+    matches!(r, RuleSpec::Dialog { .. })
 }
 
 /// The newest numbered report the host recorded, and from which service worker.
@@ -104,15 +113,9 @@ pub struct State {
     pub extension_version: Option<String>,
     pub tabs: Vec<Tab>,
     pub tracked: Option<i64>,
-    pub rules: HashMap<i64, Vec<Rule>>,
-    /// HTTP auth rules per tab (`auth.rs`): in memory only, never in a page's config or on
-    /// disk (they hold credentials).
-    pub auth_rules: HashMap<i64, Vec<super::auth::AuthRule>>,
-    /// Permission rules per tab (`permission.rs`): in memory only, like auth rules.
-    pub permission_rules: HashMap<i64, Vec<super::permission::PermissionRule>>,
-    /// Device chooser rules per tab (`chooser.rs`): in memory only, like permission rules.
-    pub chooser_rules: HashMap<i64, Vec<super::chooser::ChooserRule>>,
-    pub(super) next_rule_id: u32,
+    /// Every kind's rules per tab. Only page dialogs' rules reach a page (in its config) or
+    /// the disk; the others live here only (auth rules hold credentials).
+    pub rules: RuleStore<RuleSpec>,
     pub history: HeapRb<DialogRecord>,
     pub evicted: u64,
     /// Ids of dialogs that want the agent's attention: open native dialogs, and dialogs the
@@ -159,11 +162,7 @@ impl State {
             extension_version: None,
             tabs: Vec::new(),
             tracked: None,
-            rules: HashMap::new(),
-            auth_rules: HashMap::new(),
-            permission_rules: HashMap::new(),
-            chooser_rules: HashMap::new(),
-            next_rule_id: 1,
+            rules: RuleStore::new(unmodal_engine::MAX_RULES),
             history: HeapRb::new(HISTORY),
             evicted: 0,
             pending: VecDeque::new(),
@@ -189,10 +188,7 @@ impl State {
     /// The browser's new tab list: what belonged to closed tabs goes.
     pub(super) fn set_tabs(&mut self, tabs: Vec<Tab>, tracked: Option<i64>) {
         let open = |id: &i64| tabs.iter().any(|t| t.id == *id);
-        self.rules.retain(|id, _| open(id));
-        self.auth_rules.retain(|id, _| open(id));
-        self.permission_rules.retain(|id, _| open(id));
-        self.chooser_rules.retain(|id, _| open(id));
+        self.rules.retain_tabs(|id| open(&id));
         self.delivered.retain(|id, _| open(id));
         self.sent_rev.retain(|id, _| open(id));
         self.policies.retain(|id, _| open(id));
@@ -207,59 +203,31 @@ impl State {
 
     // ---- Rules and each tab's config ----
 
-    pub fn add_rule(
-        &mut self,
-        tab: i64,
-        target: RuleTarget,
-        accept: bool,
-        once: bool,
-        text: Option<String>,
-        matcher: MatchArg,
-    ) -> Result<Rule, String> {
-        let rules = self.rules.entry(tab).or_default();
-        // A new setup for the same dialog type and the same match replaces the old one.
-        rules.retain(|r| r.target != target || r.matcher != matcher);
-        if rules.len() >= unmodal_engine::MAX_RULES {
-            return Err(format!("a tab holds at most {} rules; clear some first", unmodal_engine::MAX_RULES));
-        }
-        let rule = Rule { id: self.next_rule_id, target, accept, once, text, matcher };
-        self.next_rule_id += 1;
-        rules.push(rule.clone());
-        Ok(rule)
+    /// A new rule for `tab`; one for the same slot replaces the old.
+    pub fn add_rule(&mut self, tab: i64, once: bool, rule: RuleSpec) -> Result<Rule, ToolError> {
+        self.rules.add(tab, once, rule).cloned().map_err(|m| ToolError::new(ErrorCode::TooManyRules, m))
     }
 
-    /// Removes the rules for `target` (all rules for `All`); returns how many.
-    pub fn clear_rules(&mut self, tab: i64, target: RuleTarget) -> usize {
-        // "all" means every kind, HTTP auth too.
-        let auth = if target == RuleTarget::All {
-            self.clear_auth_rules(tab) + self.clear_permission_rules(tab) + self.clear_chooser_rules(tab)
-        } else {
-            0
-        };
-        let Some(rules) = self.rules.get_mut(&tab) else {
-            return auth;
-        };
-        let before = rules.len();
-        rules.retain(|r| target != RuleTarget::All && r.target != target);
-        before - rules.len() + auth
+    /// Removes the tab's rules for `what` (every kind for `all`); returns how many.
+    pub fn clear_rules(&mut self, tab: i64, what: DialogTypeArg) -> usize {
+        self.rules.clear(tab, |r| r.cleared_by(what))
     }
 
     pub fn rules_of(&self, tab: i64) -> &[Rule] {
-        self.rules.get(&tab).map_or(&[], Vec::as_slice)
+        self.rules.of(tab)
     }
 
-    /// A once-rule that answered a dialog leaves the tab's rule set (the page already
-    /// stopped using it); returns the config message if one left.
+    /// A once-rule that answered leaves the tab's rule set; returns the config message if a
+    /// page dialog's rule left (the page already stopped using it).
     pub(super) fn spend_rule(&mut self, tab: i64, rule_id: u32) -> Option<ToBrowser> {
-        let rules = self.rules.get_mut(&tab)?;
-        let before = rules.len();
-        rules.retain(|x| !(x.id == rule_id && x.once));
-        (rules.len() != before).then(|| self.config_message(tab))
+        let spent = self.rules.spend(tab, rule_id)?;
+        is_page_rule(&spent).then(|| self.config_message(tab))
     }
 
     /// Tabs whose config is not the plain default (rules or a policy).
     pub(super) fn configured_tabs(&self) -> impl Iterator<Item = i64> + '_ {
-        let mut tabs: Vec<i64> = self.rules.keys().chain(self.policies.keys()).copied().collect();
+        let with_rules = self.rules.tabs().filter(|&t| self.rules.any(t, is_page_rule));
+        let mut tabs: Vec<i64> = with_rules.chain(self.policies.keys().copied()).collect();
         tabs.sort_unstable();
         tabs.dedup();
         tabs.into_iter()
@@ -284,16 +252,17 @@ impl State {
         let mut enc = Encoder::new();
         enc.pilot(true).policy(policy);
         for r in self.rules_of(tab) {
-            let m = &r.matcher;
-            enc.rule_matching(
-                r.id,
-                r.target,
-                r.accept,
-                r.once,
-                r.text.as_deref(),
-                m.message_contains.as_deref(),
-                m.url_contains.as_deref(),
-            );
+            if let RuleSpec::Dialog { target, accept, text, matcher: m } = &r.rule {
+                enc.rule_matching(
+                    r.id,
+                    *target,
+                    *accept,
+                    r.once,
+                    text.as_deref(),
+                    m.message_contains.as_deref(),
+                    m.url_contains.as_deref(),
+                );
+            }
         }
         enc.finish()
     }
@@ -319,6 +288,14 @@ impl State {
             self.reports_seen = ReportsSeen { worker: worker.to_owned(), upto: n };
         }
         false
+    }
+
+    /// `id` waits for the agent's acknowledgement (the oldest go past `MAX_PENDING`).
+    pub(super) fn queue_pending(&mut self, id: u64) {
+        self.pending.push_back(id);
+        while self.pending.len() > MAX_PENDING {
+            self.pending.pop_front();
+        }
     }
 
     pub(super) fn next_id(&mut self) -> u64 {
@@ -350,9 +327,11 @@ impl State {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::api::MatchArg;
     use crate::host::protocol::FromBrowser;
     use serde_json::{Value, json};
     use unmodal_engine::DialogKind;
+    use unmodal_engine::RuleTarget;
 
     /// Feeds a message as the browser would send it.
     pub fn feed(s: &mut State, msg: Value) -> Result<Vec<ToBrowser>, String> {
@@ -367,7 +346,18 @@ pub(super) mod tests {
     #[test]
     fn spent_once_rule_leaves_and_the_config_is_pushed() {
         let mut s = State::new();
-        let r = s.add_rule(7, RuleTarget::One(DialogKind::Confirm), true, true, None, MatchArg::default()).unwrap();
+        let r = s
+            .add_rule(
+                7,
+                true,
+                RuleSpec::Dialog {
+                    target: RuleTarget::One(DialogKind::Confirm),
+                    accept: true,
+                    text: None,
+                    matcher: MatchArg::default(),
+                },
+            )
+            .unwrap();
         assert_eq!(
             s.spend_rule(7, r.id),
             Some(ToBrowser::Config { tab_id: 7, rev: 1, config: "U1E1".into(), debugger: false })
@@ -380,19 +370,36 @@ pub(super) mod tests {
     fn setup_for_the_same_type_replaces_and_clear_counts() {
         let mut s = State::new();
         let c = RuleTarget::One(DialogKind::Confirm);
-        s.add_rule(1, c, true, true, None, MatchArg::default()).unwrap();
-        s.add_rule(1, c, false, false, None, MatchArg::default()).unwrap();
-        s.add_rule(1, RuleTarget::One(DialogKind::Prompt), true, true, Some("x".into()), MatchArg::default()).unwrap();
+        s.add_rule(1, true, RuleSpec::Dialog { target: c, accept: true, text: None, matcher: MatchArg::default() })
+            .unwrap();
+        s.add_rule(1, false, RuleSpec::Dialog { target: c, accept: false, text: None, matcher: MatchArg::default() })
+            .unwrap();
+        s.add_rule(
+            1,
+            true,
+            RuleSpec::Dialog {
+                target: RuleTarget::One(DialogKind::Prompt),
+                accept: true,
+                text: Some("x".into()),
+                matcher: MatchArg::default(),
+            },
+        )
+        .unwrap();
         assert_eq!(s.rules_of(1).len(), 2);
-        assert_eq!(s.clear_rules(1, c), 1);
-        assert_eq!(s.clear_rules(1, RuleTarget::All), 1);
-        assert_eq!(s.clear_rules(1, RuleTarget::All), 0);
+        assert_eq!(s.clear_rules(1, DialogTypeArg::Confirm), 1);
+        assert_eq!(s.clear_rules(1, DialogTypeArg::All), 1);
+        assert_eq!(s.clear_rules(1, DialogTypeArg::All), 0);
     }
 
     #[test]
     fn closed_tabs_drop_their_rules() {
         let mut s = State::new();
-        s.add_rule(1, RuleTarget::All, true, false, None, MatchArg::default()).unwrap();
+        s.add_rule(
+            1,
+            false,
+            RuleSpec::Dialog { target: RuleTarget::All, accept: true, text: None, matcher: MatchArg::default() },
+        )
+        .unwrap();
         feed(&mut s, json!({"type":"tabs","tracked":2,"tabs":[{"id":2,"url":"http://a/"}]})).unwrap();
         assert!(s.rules_of(1).is_empty());
         assert_eq!(s.tracked, Some(2));
@@ -401,7 +408,12 @@ pub(super) mod tests {
     #[test]
     fn hello_resends_every_configured_tab() {
         let mut s = State::new();
-        s.add_rule(4, RuleTarget::All, true, false, None, MatchArg::default()).unwrap();
+        s.add_rule(
+            4,
+            false,
+            RuleSpec::Dialog { target: RuleTarget::All, accept: true, text: None, matcher: MatchArg::default() },
+        )
+        .unwrap();
         let out = feed(&mut s, json!({"type":"hello","version":"1","pilot":true})).unwrap();
         assert_eq!(out.len(), 3);
         assert!(
@@ -418,14 +430,16 @@ pub(super) mod tests {
         let m = MatchArg { message_contains: Some("alpha".into()), ..MatchArg::default() };
         let rule = Rule {
             id: 2,
-            target: RuleTarget::One(DialogKind::Prompt),
-            accept: true,
             once: false,
-            text: None,
-            matcher: m,
+            rule: RuleSpec::Dialog {
+                target: RuleTarget::One(DialogKind::Prompt),
+                accept: true,
+                text: None,
+                matcher: m,
+            },
         };
         assert_eq!(
-            serde_json::to_value(&rule).unwrap(),
+            serde_json::to_value(super::super::agent_calls::RuleView::from(&rule)).unwrap(),
             json!({"rule_id":2,"dialog_type":"prompt","accept":true,"once":false,"match":{"message_contains":"alpha"}})
         );
     }

@@ -1,0 +1,277 @@
+//! The one way every browser prompt goes (HTTP auth, permission prompts, device choosers:
+//! prompts the browser shows, which the host decides). A kind plugs in with `PromptKind`
+//! (`auth.rs`, `permission.rs`, `chooser.rs`); the pipeline owns the rest, once:
+//! request → verdict (the tab's most specific rule, then its policy, else held for the
+//! agent with the watchdog) → answer → the worker's result → record closed. What nobody
+//! chose waits for the agent's acknowledgement; a closed tab closes what it held.
+
+use super::explain;
+use super::protocol::{PromptDecision, PromptRequest, PromptResult, ToBrowser};
+use super::record::{DecidedBy, Details, DialogRecord, DialogState, HeldDialog};
+use super::state::State;
+use crate::api::{Credentials, RuleSpec};
+use crate::kind::Kind;
+use crate::redact::Redactor;
+use crate::reply::{ErrorCode, ToolError};
+use std::time::{Duration, Instant};
+use unmodal_engine::Policy;
+
+/// Held prompts, at most (a page can ask many times at once); past it, refused at once.
+const MAX_HELD: usize = 64;
+/// The extension waits this much longer than the watchdog before it refuses a held prompt
+/// on its own (so the watchdog's answer, recorded, comes first).
+const HOLD_MARGIN: Duration = Duration::from_secs(5);
+
+/// How a prompt is answered as it comes.
+pub(super) enum Verdict {
+    Answer {
+        decision: PromptDecision,
+        /// HTTP auth's, with `Accept`.
+        credentials: Option<Credentials>,
+        by: DecidedBy,
+        rule: Option<u32>,
+        why: String,
+    },
+    /// Held for the agent (`must_respond`).
+    Hold { why: String },
+}
+
+impl Verdict {
+    /// The policy's answer, for kinds whose words are all the kind's own.
+    pub fn policy(decision: PromptDecision, by: DecidedBy, why: impl Into<String>) -> Self {
+        Self::Answer { decision, credentials: None, by, rule: None, why: why.into() }
+    }
+}
+
+/// What a prompt's record says of it (page text already cut and redacted).
+pub(super) struct Described {
+    pub message: String,
+    pub truncated: bool,
+    pub redacted: Vec<String>,
+    /// The URL rules match and the record shows.
+    pub url: String,
+    pub details: Details,
+}
+
+/// What a kind of browser prompt brings to the pipeline: implemented by its wire request.
+pub(super) trait PromptKind {
+    /// Checks what the worker passed on; `Err` refuses the message whole.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Runs as the request comes, before anything is decided (auth: a challenge that came
+    /// again means the last answer was refused).
+    fn arrived(&self, _s: &mut State) {}
+    fn describe(&self, redactor: &Redactor, url: &str) -> Described;
+    /// How specific `rule` is, if it answers this prompt.
+    fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize>;
+    /// A fitting rule's answer.
+    fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict;
+    /// The tab's policy's answer when no rule fits.
+    fn by_policy(&self, policy: Policy) -> Verdict;
+    /// With no rule fitting: an answer that needs no record (the browser would not prompt).
+    fn unprompted(&self) -> Option<PromptDecision> {
+        None
+    }
+    /// Why it is left to the browser while the pilot is off.
+    fn pilot_off(&self) -> String;
+    /// Pilot off, the browser's own prompt stays open until the request ends (auth).
+    fn open_until_done(&self) -> bool {
+        false
+    }
+}
+
+/// What the worker says became of a held prompt's answer.
+struct Outcome {
+    /// The answer reached the request (false: the request or page was gone).
+    applied: bool,
+    /// The worker's own time limit answered: nobody did in time.
+    expired: bool,
+    /// What was applied was an accept.
+    accepted: bool,
+}
+
+impl State {
+    /// A browser prompt came (or, pilot off, the browser took it): decided, held or recorded.
+    pub(super) fn on_prompt(&mut self, m: &PromptRequest, k: &dyn PromptKind) -> Result<Vec<ToBrowser>, String> {
+        let kind = m.ask.kind();
+        k.check()?;
+        if !m.native && self.prompt_pos(kind, m.tab_id, m.id).is_some() {
+            return Err(format!("{} request {} reported twice", kind.as_str(), m.id));
+        }
+        k.arrived(self);
+        let described = k.describe(&self.redactor, &m.url);
+        let answer =
+            |decision, credentials| ToBrowser::PromptAnswer { kind, tab_id: m.tab_id, id: m.id, decision, credentials };
+        let tab = self.policy_of(m.tab_id);
+        let verdict = if m.native {
+            None
+        } else {
+            let best = self.rules.best(m.tab_id, |r| k.fits(r, &described.url));
+            match (best, k.unprompted()) {
+                (None, Some(decision)) => return Ok(vec![answer(decision, None)]),
+                (Some(r), _) => Some(k.by_rule(r.id, &r.rule)),
+                (None, None) => Some(k.by_policy(tab.policy)),
+            }
+        };
+        let waits = matches!(verdict, Some(Verdict::Hold { .. }));
+        if waits && self.held.len() >= MAX_HELD {
+            return Ok(vec![answer(PromptDecision::Refuse, None)]);
+        }
+        let (by, why, rule) = match &verdict {
+            None => (DecidedBy::PilotOff, k.pilot_off(), None),
+            Some(Verdict::Hold { why }) => (DecidedBy::Agent, why.clone(), None),
+            Some(Verdict::Answer { by, why, rule, .. }) => (*by, why.clone(), *rule),
+        };
+        let open = waits || (verdict.is_none() && k.open_until_done());
+        let record = DialogRecord {
+            message: described.message,
+            message_truncated: described.truncated,
+            redacted: described.redacted,
+            state: if open { DialogState::Open } else { DialogState::Closed },
+            accepted: match &verdict {
+                Some(Verdict::Answer { decision, .. }) => Some(*decision == PromptDecision::Accept),
+                _ => None,
+            },
+            closed_by: match verdict {
+                _ if open => None,
+                None => Some(DecidedBy::Remote),
+                Some(_) => Some(by),
+            },
+            rule_id: rule,
+            explanation: why,
+            url: described.url,
+            page_url: self.tab(m.tab_id).map(|t| t.url.clone()).unwrap_or_default(),
+            frame_id: Some(m.frame_id),
+            details: Some(described.details),
+            ..DialogRecord::new(self.next_id(), kind, m.tab_id, by)
+        };
+        self.logs.dialog(&record);
+        let mut out = vec![ToBrowser::recorded(&record)];
+        match verdict {
+            None => {
+                let id = record.id;
+                self.remember(record);
+                if open {
+                    self.queue_pending(id);
+                }
+            }
+            Some(Verdict::Hold { .. }) => {
+                let wait_ms = self.hold_prompt(record, m.id, tab.timeout_s);
+                out.push(ToBrowser::PromptHold { kind, tab_id: m.tab_id, id: m.id, wait_ms });
+            }
+            Some(Verdict::Answer { decision, credentials, rule, .. }) => {
+                out.push(answer(decision, credentials));
+                if let Some(rule) = rule {
+                    out.extend(self.spend_rule(m.tab_id, rule));
+                }
+                let (id, acknowledge) = (record.id, record.decided_by == DecidedBy::DefaultPolicy);
+                self.remember(record);
+                if acknowledge {
+                    self.queue_pending(id);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Holds a prompt for the agent, with the watchdog armed for the tab's timeout. Returns
+    /// how long the worker waits before it refuses on its own.
+    fn hold_prompt(&mut self, record: DialogRecord, hold: u64, timeout_s: u32) -> u64 {
+        let now = Instant::now();
+        let wait = Duration::from_secs(u64::from(timeout_s));
+        self.armed.push((record.id, wait));
+        self.held.push(HeldDialog {
+            record,
+            hold,
+            opened: now,
+            deadline: Some(now + wait),
+            closing: None,
+            answer_error: None,
+        });
+        u64::try_from((wait + HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    pub(super) fn prompt_pos(&self, kind: Kind, tab: i64, id: u64) -> Option<usize> {
+        self.held.iter().position(|h| h.record.kind == kind && h.record.tab_id == tab && h.hold == id)
+    }
+
+    /// The agent's (or the watchdog's) answer to the held prompt at `pos`.
+    pub(super) fn answer_prompt(
+        &mut self,
+        pos: usize,
+        accept: bool,
+        credentials: Option<Credentials>,
+        by: DecidedBy,
+    ) -> Result<ToBrowser, ToolError> {
+        let h = &mut self.held[pos];
+        let kind = h.record.kind;
+        if accept && let Some(why) = explain::accept_refused(kind, h.record.id, credentials.is_some()) {
+            return Err(ToolError::new(ErrorCode::InvalidParams, why));
+        }
+        h.closing = Some(by);
+        h.answer_error = None;
+        let decision = if accept { PromptDecision::Accept } else { PromptDecision::Refuse };
+        Ok(ToBrowser::PromptAnswer { kind, tab_id: h.record.tab_id, id: h.hold, decision, credentials })
+    }
+
+    /// The worker applied an answer to a held prompt, gave up on it, or the browser's own
+    /// prompt settled first.
+    pub(super) fn on_prompt_result(&mut self, m: &PromptResult) {
+        let Some(pos) = self.prompt_pos(m.kind, m.tab_id, m.id) else {
+            if let Some(e) = &m.error {
+                tracing::warn!(kind = m.kind.as_str(), tab = m.tab_id, id = m.id, error = %e, "an answer was not applied");
+            }
+            return;
+        };
+        let o = Outcome { applied: m.ok && !m.settled, expired: m.expired, accepted: m.accepted };
+        let HeldDialog { mut record, opened, closing, .. } = self.held.remove(pos);
+        let (by, accepted) = match (o.applied, o.expired) {
+            (true, false) => (closing.unwrap_or(DecidedBy::Remote), Some(o.accepted)),
+            (true, true) => (DecidedBy::DefaultPolicy, Some(false)),
+            (false, _) => (DecidedBy::Remote, None),
+        };
+        record.state = DialogState::Closed;
+        record.accepted = accepted;
+        record.closed_by = Some(by);
+        if record.decided_by == DecidedBy::Agent {
+            record.decided_by = by;
+        }
+        let mut summary = explain::closed(&record, by, opened.elapsed());
+        if !o.applied {
+            summary = format!("{summary} {}", explain::prompt_gone(record.kind, m.settled));
+        } else if o.expired {
+            summary = format!("{summary} {}", explain::prompt_expired(record.kind));
+        }
+        record.explanation = format!("{}. {summary}", record.explanation);
+        self.logs.closed(&record, summary);
+        self.remember(record);
+    }
+
+    /// Held prompts of tabs that are gone close as `remote`.
+    pub(super) fn drop_prompts_of_closed_tabs(&mut self) {
+        let gone: Vec<PromptResult> = self
+            .held
+            .iter()
+            .filter(|h| h.record.kind.is_browser_prompt() && self.tab(h.record.tab_id).is_none())
+            .map(|h| PromptResult {
+                kind: h.record.kind,
+                tab_id: h.record.tab_id,
+                id: h.hold,
+                ok: false,
+                accepted: false,
+                expired: false,
+                settled: false,
+                error: None,
+            })
+            .collect();
+        for m in &gone {
+            self.on_prompt_result(m);
+        }
+    }
+}
+
+/// A rule's `url_contains`, case-insensitive; none matches every URL.
+pub(super) fn url_fits(url_contains: Option<&String>, url: &str) -> bool {
+    url_contains.is_none_or(|u| url.to_lowercase().contains(&u.to_lowercase()))
+}
