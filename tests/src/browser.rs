@@ -33,6 +33,9 @@ pub struct Options {
     /// Load this unpacked extension instead of ours, with no host (`extension` must be off):
     /// the benchmark's empty-script floor.
     pub other_extension: Option<PathBuf>,
+    /// Load this build of our extension (same key, so the same id and host) instead of
+    /// target/extension: the build before a change, measured beside it (`bench --variant`).
+    pub extension_dir: Option<PathBuf>,
     /// The page the browser opens as it starts (default `about:blank`).
     pub start_url: Option<String>,
     /// More command-line switches for Chromium.
@@ -46,6 +49,7 @@ impl Default for Options {
             runtime: None,
             env: Vec::new(),
             other_extension: None,
+            extension_dir: None,
             start_url: None,
             args: Vec::new(),
         }
@@ -112,8 +116,9 @@ impl Browser {
             cmd.args(["--enable-logging=stderr", "--v=0"]);
         }
         if opts.extension {
-            cmd.arg(format!("--load-extension={}", art.extension.display()))
-                .arg(format!("--disable-extensions-except={}", art.extension.display()));
+            let dir = opts.extension_dir.as_ref().unwrap_or(&art.extension);
+            cmd.arg(format!("--load-extension={}", dir.display()))
+                .arg(format!("--disable-extensions-except={}", dir.display()));
         } else if let Some(dir) = &opts.other_extension {
             cmd.arg(format!("--load-extension={}", dir.display()))
                 .arg(format!("--disable-extensions-except={}", dir.display()));

@@ -149,7 +149,11 @@ impl State {
             .collect();
         let (kept, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
-            .partition(|h| open.contains(&HeldRef { tab_id: h.record.tab_id, hold: h.hold }));
+            // A browser prompt is the worker's own (numbered anew by each worker): one that
+            // restarted or a host that died let it go.
+            .partition(|h| {
+                !h.record.kind.is_browser_prompt() && open.contains(&HeldRef { tab_id: h.record.tab_id, hold: h.hold })
+            });
         for h in kept {
             let due = if h.closing.is_some() { Some(now) } else { h.deadline };
             if let Some(d) = due {

@@ -1,8 +1,8 @@
 //! The browser ↔ host protocol: what the extension's service worker sends (`FromBrowser`)
 //! and what the host sends it (`ToBrowser`), one JSON object per native-messaging frame,
-//! tagged by `type`. `manifest/background.js` and `manifest/debugger.js` speak the other
-//! side. Each frame is parsed once, here; one that does not fit is refused whole and
-//! changes nothing. `State::on_browser` dispatches to the handlers in the other files.
+//! tagged by `type`. `manifest/background.js`, `debugger.js` and `prompts.js` speak the
+//! other side. Each frame is parsed once, here; one that does not fit is refused whole and
+//! changes nothing. Types only: `dispatch.rs` hands each message to its handler.
 
 use super::record::{DecidedBy, DialogRecord, DialogState};
 use serde::{Deserialize, Serialize};

@@ -36,14 +36,60 @@ fn row(name: &str, s: &Stats, unit: &str) {
 async fn per_call_us(s: &Session, body: &str) -> Result<Vec<f64>> {
     let mut out = Vec::new();
     for _ in 0..RUNS {
-        let expr = format!(
-            "(() => {{ let sink = 0; const t0 = performance.now(); for (let i = 0; i < {CALLS}; i++) {{ {body} }} \
-             return [(performance.now() - t0) * 1000 / {CALLS}, sink]; }})()"
-        );
-        let v: Value = s.page_value(&expr).await?;
-        out.push(v[0].as_f64().unwrap_or(f64::NAN));
+        out.push(one_run(s, body).await?.0);
     }
     Ok(out)
+}
+
+/// One run of `CALLS` calls of `body` in the page: µs per call, and the page's `sink`.
+async fn one_run(s: &Session, body: &str) -> Result<(f64, Value)> {
+    let expr = format!(
+        "(() => {{ let sink = 0; const t0 = performance.now(); for (let i = 0; i < {CALLS}; i++) {{ {body} }} \
+         return [(performance.now() - t0) * 1000 / {CALLS}, sink]; }})()"
+    );
+    let v: Value = s.page_value(&expr).await?;
+    Ok((v[0].as_f64().unwrap_or(f64::NAN), v[1].clone()))
+}
+
+/// The decision time of `confirm()` answered by a rule, ours and each variant build (same
+/// extension id, so the same host) in browsers of their own, measured in turns.
+async fn decision_beside(variants: &[std::path::PathBuf]) -> Result<()> {
+    let page = "<!doctype html><title>bench</title><script>function plain(m) { return m.length > 3; }</script>";
+    let mut builds = vec![("ours".to_string(), None)];
+    builds.extend(variants.iter().map(|v| (format!("variant {}", v.display()), Some(v.clone()))));
+    let mut sessions = Vec::new();
+    for (_, dir) in &builds {
+        let s = Session::start_with(Options { extension_dir: dir.clone(), ..Options::default() }).await?;
+        s.open("/bench", page, &[]).await?;
+        s.enable_pilot().await?;
+        s.agent
+            .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+            .await?;
+        sessions.push(s);
+    }
+    println!("Decision time per confirm() answered by a rule ({RUNS} runs of {CALLS} calls, builds in turns):");
+    let mut times = vec![Vec::new(); builds.len()];
+    let mut base = Vec::new();
+    for run in 0..RUNS {
+        // Each build goes first in turn: the first of a round runs on a quieter machine.
+        for k in 0..sessions.len() {
+            let i = (k + run) % sessions.len();
+            let (us, sink) = one_run(&sessions[i], "sink += confirm('Delete?') ? 1 : 0;").await?;
+            anyhow::ensure!(sink == json!(CALLS), "the rule did not answer every call: {sink}");
+            times[i].push(us);
+        }
+        base.push(one_run(&sessions[0], "sink += plain('Delete?') ? 1 : 0;").await?.0);
+    }
+    row("plain JS function call (baseline)", &stats(base), "us");
+    let ours = stats(times[0].clone());
+    for ((name, _), t) in builds.iter().zip(&times) {
+        let st = stats(t.clone());
+        row(&format!("confirm() answered by a rule: {name}"), &st, "us");
+        if name != "ours" {
+            println!("  ratio ours / {name}: {:.2}", ours.median / st.median.max(1e-3));
+        }
+    }
+    Ok(())
 }
 
 fn epoch_ms() -> f64 {
@@ -112,6 +158,11 @@ async fn main() -> Result<()> {
     }
     if args.iter().any(|a| a == "--only-peers") {
         return peers::run().await;
+    }
+    if args.iter().any(|a| a == "--only-decision") {
+        let variants: Vec<std::path::PathBuf> =
+            args.windows(2).filter(|w| w[0] == "--variant").map(|w| w[1].clone().into()).collect();
+        return decision_beside(&variants).await;
     }
     if args.iter().any(|a| a == "--only-startup") {
         // `--variant DIR` (repeatable): another build of the extension, measured beside ours.
