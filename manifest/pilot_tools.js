@@ -230,7 +230,7 @@ export function createPilot(holds) {
       const stopped = await stop(t);
       throw new PilotError('script_timeout', `The script ran past timeout_ms (${timeoutMs} ms) and was ${stopped ? 'stopped where it ran' : 'abandoned (it was waiting on a promise that never settled)'}; the page goes on working. Raise timeout_ms (up to 60000) for longer work, or return sooner.`);
     }
-    if (done.err) throw new PilotError('pilot_failed', `The browser refused to run the script: ${describe(done.err)}`);
+    if (done.err) throw new PilotError('pilot_failed', `The browser refused to run the script: ${describe(done.err)}. The tab may be navigating or closing; check it with observe {what:"tabs"}, then retry.`);
     const r = done.r;
     if (r.exceptionDetails) return threw(r.exceptionDetails);
     const value = r.result?.deepSerializedValue ?? { type: r.result?.type ?? 'undefined', value: r.result?.value };
@@ -341,8 +341,8 @@ export function createPilot(holds) {
     } catch (err) {
       if (err instanceof PilotError) return { error: { code: err.code, message: err.message } };
       const message = describe(err);
-      if (/No tab with id/.test(message)) return { error: { code: 'tab_not_found', message: `Tab ${tabId} is gone.` } };
-      return { error: { code: 'pilot_failed', message } };
+      if (/No tab with id/.test(message)) return { error: { code: 'tab_not_found', message: `Tab ${tabId} is gone; observe {what:"tabs"} lists the open tabs.` } };
+      return { error: { code: 'pilot_failed', message: `The browser could not complete the call (${message}); check the tab with observe {what:"tabs"}, then retry.` } };
     }
   };
 

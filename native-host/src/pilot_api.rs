@@ -1,10 +1,15 @@
 //! The AI Web Pilot tools' parameters (`highlight_element`, `manage_state`,
 //! `execute_javascript`), their limits and defaults (also in the JSON schema), and the
-//! validated call the host sends to the browser. Like `api.rs`, it knows nothing of the host.
+//! validated call the host sends to the browser, and what both the host and `unmodal mcp`
+//! need to agree on (the host's margin, `execute_javascript`'s failure shape). Like
+//! `api.rs`, it knows nothing of the host.
 
 use crate::api::{ParamError, bad, check_tab};
+use crate::reply::ToolError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::time::Duration;
 
 pub const DEFAULT_DURATION_MS: u32 = 5000;
 pub const DEFAULT_SCRIPT_TIMEOUT_MS: u32 = 5000;
@@ -15,6 +20,30 @@ pub const MAX_SCRIPT_BYTES: usize = 256 * 1024;
 pub const MAX_SELECTOR_BYTES: usize = 4096;
 pub const MAX_FRAME_FILTER_BYTES: usize = 512;
 pub const MAX_SNAPSHOT_NAME: usize = 64;
+
+/// What the host allows the browser beyond a call's own budget (attaching the debugger,
+/// stopping a runaway script, a slow machine). `unmodal mcp` waits twice that, so the host
+/// always answers first.
+pub const MARGIN: Duration = Duration::from_secs(5);
+
+/// `execute_javascript` answers every failure as a result of the spec's shape, `{success:
+/// false, error: <what happened and what to do next>, code: <the ErrorCode name>, …}`, so an
+/// agent that tests `success` never misreads one: a timeout, the switch off, a dialog in the
+/// way, a parameter, no browser. The error's other fields (`param`, `dialog`,
+/// `dialogs_blocking`) come along as they are. The host builds it for its own failures,
+/// `unmodal mcp` for those found before or instead of a host's answer.
+pub fn execute_failure(e: &ToolError) -> Value {
+    let mut fields = match serde_json::to_value(e) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let error = fields.remove("message").unwrap_or_else(|| Value::String(e.message.clone()));
+    let mut v = Map::new();
+    v.insert("success".into(), false.into());
+    v.insert("error".into(), error);
+    v.extend(fields);
+    Value::Object(v)
+}
 
 /// `highlight_element` arguments.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -273,6 +302,21 @@ mod tests {
             serde_json::to_value(c).unwrap(),
             json!({"tool": "state", "action": "load", "snapshot_name": "a", "include_url": true})
         );
+    }
+
+    #[test]
+    fn execute_failures_keep_the_errors_fields_under_the_specs_names() {
+        let e = crate::reply::ToolError::from(bad("timeout_ms", "0 is out of range"));
+        let v = execute_failure(&e);
+        assert_eq!(
+            (v["success"].as_bool(), v["code"].as_str(), v["param"].as_str()),
+            (Some(false), Some("invalid_params"), Some("timeout_ms"))
+        );
+        assert_eq!(v["error"], json!(e.message));
+        assert!(v.get("message").is_none(), "{v}");
+        let v = execute_failure(&crate::reply::ToolError::not_connected());
+        assert_eq!((v["success"].as_bool(), v["code"].as_str()), (Some(false), Some("extension_not_connected")));
+        assert!(v["error"].as_str().unwrap().contains("unmodal doctor"), "{v}");
     }
 
     #[test]

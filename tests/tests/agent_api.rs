@@ -24,9 +24,17 @@ async fn without_a_browser_every_tool_says_extension_not_connected() -> anyhow::
         ("manage_state", json!({"action": "list"})),
     ] {
         match agent.call(tool, args).await? {
-            Reply::Failed(v) => {
+            Reply::Failed(v) if tool != "execute_javascript" => {
                 assert_eq!(v["error"]["code"], "extension_not_connected", "{v}");
                 assert!(v["error"]["message"].as_str().unwrap().contains("unmodal doctor"), "{v}");
+            }
+            // execute_javascript answers every failure as a result: {success: false, error, code}.
+            Reply::Ok(v) if tool == "execute_javascript" => {
+                assert_eq!(
+                    (v["success"].as_bool(), v["code"].as_str()),
+                    (Some(false), Some("extension_not_connected"))
+                );
+                assert!(v["error"].as_str().unwrap().contains("unmodal doctor"), "{v}");
             }
             other => panic!("{tool}: expected extension_not_connected, got {other:?}"),
         }

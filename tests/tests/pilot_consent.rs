@@ -21,8 +21,9 @@ fn popup_url(s: &Session) -> String {
 async fn assert_off(s: &Session, after: &str) -> Result<()> {
     let tabs = s.agent.ok("observe", json!({"what": "tabs"})).await?;
     ensure!(tabs["pilot_enabled"] == false, "after {after}: the pilot is on: {tabs}");
+    // execute_javascript answers its failures as results: {success: false, error, code}.
     match s.agent.call("execute_javascript", json!({"script": "1 + 1"})).await? {
-        Reply::Failed(e) if e["error"]["code"] == "ai_web_pilot_disabled" => Ok(()),
+        Reply::Ok(v) if v["success"] == false && v["code"] == "ai_web_pilot_disabled" => Ok(()),
         other => anyhow::bail!("after {after}: execute_javascript was not refused: {other:?}"),
     }
 }

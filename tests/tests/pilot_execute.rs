@@ -1,7 +1,9 @@
 //! AI Web Pilot's `execute_javascript` end to end: the human's switch gates all three pilot
 //! tools, scripts run in the page's own world (strict CSP, Trusted Types, another site's
 //! frame), values JSON cannot carry are described, throws come back with their stack, a
-//! runaway script is really stopped, and a held dialog refuses the call at once.
+//! runaway script is really stopped, and a held dialog refuses the call at once. Every
+//! failure of `execute_javascript` is a result `{success: false, error, code, …}` (seed 004's
+//! shape), never a tool error; the other pilot tools answer tool errors.
 
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -13,6 +15,20 @@ fn failed(r: Reply) -> Value {
     match r {
         Reply::Failed(v) => v["error"].clone(),
         other => panic!("expected a tool error, got {other:?}"),
+    }
+}
+
+/// `execute_javascript`'s failure: a result (not `isError`) `{success: false, error: <a
+/// sentence>, code, …}`.
+#[track_caller]
+fn unsuccessful(r: Reply, code: &str) -> Value {
+    match r {
+        Reply::Ok(v)
+            if v["success"] == false && v["code"] == code && v["error"].as_str().is_some_and(|e| e.contains(' ')) =>
+        {
+            v
+        }
+        other => panic!("expected {{success: false, code: {code:?}, error}}, got {other:?}"),
     }
 }
 
@@ -32,13 +48,22 @@ async fn every_pilot_tool_is_listed_and_refused_until_a_human_switches_it_on() -
         ("manage_state", json!({"action": "list"})),
     ];
     for (tool, args) in calls {
-        let e = failed(s.agent.call(tool, args.clone()).await?);
-        assert_eq!(e["code"], "ai_web_pilot_disabled", "{tool} {args}: {e}");
-        assert!(e["message"].as_str().unwrap().contains("`unmodal pilot on`"), "{e}");
+        let r = s.agent.call(tool, args.clone()).await?;
+        let message = if tool == "execute_javascript" {
+            unsuccessful(r, "ai_web_pilot_disabled")["error"].clone()
+        } else {
+            let e = failed(r);
+            assert_eq!(e["code"], "ai_web_pilot_disabled", "{tool} {args}: {e}");
+            e["message"].clone()
+        };
+        assert!(message.as_str().unwrap().contains("`unmodal pilot on`"), "{message}");
     }
     // No parameter turns it on either.
-    let e = failed(s.agent.call("execute_javascript", json!({"script": "1", "pilot": true})).await?);
-    assert_eq!((e["code"].as_str(), e["param"].as_str()), (Some("invalid_params"), Some("pilot")));
+    let e = unsuccessful(
+        s.agent.call("execute_javascript", json!({"script": "1", "pilot": true})).await?,
+        "invalid_params",
+    );
+    assert_eq!(e["param"], "pilot");
     assert_eq!(s.agent.ok("observe", json!({"what": "tabs"})).await?["pilot_enabled"], false);
 
     s.enable_pilot().await?;
@@ -78,9 +103,12 @@ async fn scripts_answer_values_and_throws_and_name_the_tab() -> anyhow::Result<(
     let v = s.agent.ok("execute_javascript", json!({"script": "Promise.reject(new TypeError('nope'))"})).await?;
     assert_eq!((v["success"].as_bool(), v["error"].as_str()), (Some(false), Some("TypeError: nope")), "{v}");
 
-    let e = failed(s.agent.call("execute_javascript", json!({"script": "1", "tab_id": 999_999})).await?);
-    assert_eq!(e["code"], "tab_not_found");
-    let e = failed(s.agent.call("execute_javascript", json!({"script": "1", "timeout_ms": 0})).await?);
+    let v = s.agent.call("execute_javascript", json!({"script": "1", "tab_id": 999_999})).await?;
+    unsuccessful(v, "tab_not_found");
+    let e = unsuccessful(
+        s.agent.call("execute_javascript", json!({"script": "1", "timeout_ms": 0})).await?,
+        "invalid_params",
+    );
     assert_eq!(e["param"], "timeout_ms");
     Ok(())
 }
@@ -129,10 +157,10 @@ async fn runaway_scripts_are_stopped_and_the_page_keeps_working() -> anyhow::Res
         "new Promise(() => {})",
     ] {
         let start = Instant::now();
-        let e = failed(s.agent.call("execute_javascript", json!({"script": script, "timeout_ms": 500})).await?);
+        let r = s.agent.call("execute_javascript", json!({"script": script, "timeout_ms": 500})).await?;
         let took = start.elapsed();
-        assert_eq!(e["code"], "script_timeout", "{script}: {e}");
-        assert!(e["message"].as_str().unwrap().contains("500 ms"), "{e}");
+        let e = unsuccessful(r, "script_timeout");
+        assert!(e["error"].as_str().unwrap().contains("500 ms"), "{e}");
         assert!(took >= Duration::from_millis(500) && took < Duration::from_secs(5), "{script}: {took:?}");
         // The page answers again, its own timers run, and so do later scripts.
         assert_eq!(s.page.eval("1 + 1").await?, json!(2), "{script}");
@@ -227,8 +255,8 @@ async fn a_frame_from_another_site_is_reached_by_its_url() -> anyhow::Result<()>
     // The top document by default.
     let v = s.agent.ok("execute_javascript", json!({"script": "document.title"})).await?;
     assert_eq!(v["result"], "outer");
-    let e = failed(s.agent.call("execute_javascript", json!({"script": "1", "frame_url_contains": "/nowhere"})).await?);
-    assert_eq!(e["code"], "frame_not_found", "{e}");
+    let r = s.agent.call("execute_javascript", json!({"script": "1", "frame_url_contains": "/nowhere"})).await?;
+    unsuccessful(r, "frame_not_found");
     Ok(())
 }
 
@@ -245,14 +273,24 @@ async fn a_held_dialog_refuses_pilot_calls_at_once_with_the_dialog() -> anyhow::
         ("manage_state", json!({"action": "save", "snapshot_name": "held"})),
     ] {
         let start = Instant::now();
-        let e = failed(s.agent.call(tool, args).await?);
+        let r = s.agent.call(tool, args).await?;
         assert!(start.elapsed() < Duration::from_secs(2), "{tool} refused at once");
-        assert_eq!(e["code"], "dialog_blocking", "{tool}: {e}");
+        let (e, message) = if tool == "execute_javascript" {
+            let e = unsuccessful(r, "dialog_blocking");
+            assert_eq!(e["dialogs_blocking"]["dialogs"][0]["dialog_id"].as_u64(), Some(id), "{e}");
+            let message = e["error"].clone();
+            (e, message)
+        } else {
+            let e = failed(r);
+            assert_eq!(e["code"], "dialog_blocking", "{tool}: {e}");
+            let message = e["message"].clone();
+            (e, message)
+        };
         assert_eq!(
             (e["dialog"]["dialog_id"].as_u64(), e["dialog"]["type"].as_str(), e["dialog"]["message"].as_str()),
             (Some(id), Some("confirm"), Some("Delete everything?"))
         );
-        assert!(e["message"].as_str().unwrap().contains(&format!("dialog_id:{id}")), "{e}");
+        assert!(message.as_str().unwrap().contains(&format!("dialog_id:{id}")), "{e}");
     }
     s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;
     let v = s.agent.ok("execute_javascript", json!({"script": "window.got"})).await?;
@@ -267,12 +305,40 @@ async fn a_tab_the_debugger_cannot_attach_to_is_a_clear_error() -> anyhow::Resul
     let (s, url) = Session::with_pilot("/attach", PAGE).await?;
     s.page.goto("chrome://version/").await?;
     let tab = s.agent.wait_for_tab_listed("chrome://version/").await?;
-    let e = failed(s.agent.call("execute_javascript", json!({"script": "1 + 1", "tab_id": tab})).await?);
-    assert_eq!(e["code"], "pilot_failed", "{e}");
-    assert!(e["message"].as_str().unwrap().contains("could not attach"), "{e}");
+    let e = unsuccessful(
+        s.agent.call("execute_javascript", json!({"script": "1 + 1", "tab_id": tab})).await?,
+        "pilot_failed",
+    );
+    assert!(e["error"].as_str().unwrap().contains("could not attach"), "{e}");
     s.page.goto(&url).await?;
     s.agent.wait_for_tab(&url).await?;
     let v = s.agent.ok("execute_javascript", json!({"script": "document.title", "tab_id": tab})).await?;
     assert_eq!(v["result"], "pilot page", "{v}");
+    Ok(())
+}
+
+// Seed 004's scenario 5 as an agent that tests `success` meets it: a runaway script under a
+// small budget, then the same call once the person switched the pilot off.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timeout_and_the_pilot_off_answer_success_false_with_a_code() -> anyhow::Result<()> {
+    let (s, url) = Session::with_pilot("/budget", PAGE).await?;
+    let start = Instant::now();
+    let r = s.agent.call("execute_javascript", json!({"script": "while(true){}", "timeout_ms": 200})).await?;
+    let took = start.elapsed();
+    let v = unsuccessful(r, "script_timeout");
+    let error = v["error"].as_str().unwrap();
+    assert!(error.contains("200 ms") && error.contains("timeout_ms"), "says what happened and what to do: {v}");
+    assert_eq!(v["tab"]["url"], url.as_str(), "names the tab: {v}");
+    assert!(v.get("result").is_none() && v.get("stack").is_none(), "{v}");
+    assert!(took >= Duration::from_millis(200) && took < Duration::from_secs(5), "{took:?}");
+    let v = s.agent.ok("execute_javascript", json!({"script": "document.title"})).await?;
+    assert_eq!((v["success"].as_bool(), &v["result"]), (Some(true), &json!("pilot page")), "{v}");
+
+    let said = s.pilot_command("off")?;
+    assert!(said.contains("AI Web Pilot is off"), "{said}");
+    let v =
+        unsuccessful(s.agent.call("execute_javascript", json!({"script": "1 + 1"})).await?, "ai_web_pilot_disabled");
+    assert!(v["error"].as_str().unwrap().contains("`unmodal pilot on`"), "{v}");
+    assert_eq!(v["pilot_enabled"], false, "{v}");
     Ok(())
 }

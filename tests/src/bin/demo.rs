@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use serde_json::{Value, json};
-use unmodal_e2e::{PageCall, Reply, Session, eventually};
+use unmodal_e2e::{PageCall, Session, eventually};
 
 const PAGE: &str = r#"<!doctype html><title>Projects</title>
 <style>body{font:16px sans-serif;margin:2em} button{margin:.3em;padding:.5em 1em}</style>
@@ -74,10 +74,8 @@ async fn main() -> Result<()> {
     let d = s.last_dialog_where(1, |d| d["state"] == "closed").await?;
     println!("   observe: {}", describe(&d));
 
-    let r = s.agent.call("execute_javascript", json!({"script": "document.title"})).await?;
-    if let Reply::Failed(e) = r {
-        println!("   agent: execute_javascript -> {}: {}", e["error"]["code"], e["error"]["message"]);
-    }
+    let e = s.agent.ok("execute_javascript", json!({"script": "document.title"})).await?;
+    println!("   agent: execute_javascript -> success {}, {}: {}", e["success"], e["code"], e["error"]);
 
     step(2, "A person runs `unmodal pilot on` in a terminal (the only way in a browser a program controls)");
     s.enable_pilot().await?;
@@ -140,10 +138,8 @@ async fn main() -> Result<()> {
         .ok("execute_javascript", json!({"script": "({out: document.getElementById('out').textContent, buttons: document.querySelectorAll('button').length})"}))
         .await?;
     show("execute_javascript", &r["result"]);
-    let r = s.agent.call("execute_javascript", json!({"script": "while (true) {}", "timeout_ms": 300})).await?;
-    if let Reply::Failed(e) = r {
-        show("execute_javascript while(true){} (timeout_ms 300)", &e["error"]["code"]);
-    }
+    let r = s.agent.ok("execute_javascript", json!({"script": "while (true) {}", "timeout_ms": 300})).await?;
+    show("execute_javascript while(true){} (timeout_ms 300)", &json!({"success": r["success"], "code": r["code"]}));
     s.page.eval("localStorage.setItem('draft', 'alpha v2'); document.cookie = 'session=abc; path=/'; 0").await?;
     let r = s.agent.ok("manage_state", json!({"action": "save", "snapshot_name": "projects"})).await?;
     show(
