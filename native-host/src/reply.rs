@@ -46,6 +46,8 @@ pub enum ErrorCode {
     FrameNotFound,
     /// The script ran past `timeout_ms` and was stopped.
     ScriptTimeout,
+    /// The script threw, or its promise was rejected (`execute_javascript` says what).
+    ScriptError,
     SnapshotNotFound,
     SnapshotTooLarge,
     /// The browser could not do what a pilot tool asked (the message says why).

@@ -25,10 +25,6 @@ pub const DISABLED: &str = "Enable 'AI Web Pilot' to use this tool. Only a perso
 call can: ask the user to run `unmodal pilot on` in a terminal (or, in a browser no program controls, to use the \
 Unmodal toolbar popup).";
 
-/// The `code` of a script that threw (or whose promise rejected): the script's own failure,
-/// not one of the call's (those carry an `ErrorCode` name).
-pub const SCRIPT_ERROR: &str = "script_error";
-
 /// Calls sent to the browser that wait for their `pilot_result`.
 #[derive(Default)]
 pub struct PilotCalls {
@@ -295,7 +291,7 @@ appear as {\"$type\": …} objects."
         }
         Executed::Threw { error, stack } => {
             let cut = |s: &str| state.redactor.apply(&s.chars().take(4000).collect::<String>()).0;
-            serde_json::json!({"success": false, "error": cut(&error), "code": SCRIPT_ERROR, "stack": cut(&stack)})
+            serde_json::json!({"success": false, "error": cut(&error), "code": ErrorCode::ScriptError, "stack": cut(&stack)})
         }
         Executed::TooLarge { bytes } => serde_json::json!({
             "success": true,
@@ -539,7 +535,7 @@ mod tests {
         failure(&answered(&s, Some(json!({"result": {"outcome": "what"}}))), "host_protocol");
         // A script that threw: its own error and stack.
         let v = answered(&s, Some(json!({"result": {"outcome": "threw", "error": "Error: test", "stack": "at x"}})));
-        assert_eq!((v["success"].as_bool(), v["code"].as_str()), (Some(false), Some(SCRIPT_ERROR)), "{v}");
+        assert_eq!((v["success"].as_bool(), v["code"].as_str()), (Some(false), Some("script_error")), "{v}");
         assert_eq!((v["error"].as_str(), v["stack"].as_str()), (Some("Error: test"), Some("at x")));
         // Success is untouched.
         let v = answered(&s, Some(json!({"result": {"outcome": "value", "value": {"type": "number", "value": 2}}})));
