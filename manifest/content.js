@@ -82,8 +82,9 @@
     if (typeof next === 'string') apply(next);
   };
 
-  // From the page hook: a question (a string; answered by cancelling the event or not), or
-  // a batch of reports.
+  // From the page hook: a question (a string; answered by cancelling the event or not), a
+  // request to ask the worker about ({request, kind, what, method}: taken by cancelling the
+  // event, answered later), a chooser's "settled first" notice, or a batch of reports.
   const fromPage = (event) => {
     const q = event.detail;
     if (q === 'config') {
@@ -91,10 +92,14 @@
       toPage();
     } else if (q === 'active') {
       if (navigator.userActivation.hasBeenActive) event.preventDefault();
-    } else if (q && typeof q === 'object' && Number.isSafeInteger(q.permission)) {
-      event.preventDefault();
-      if (q.chooser === true) onChooser(q.permission, q.names, q.api);
-      else onPermission(q.permission, q.names, q.api);
+    } else if (q && typeof q === 'object' && Number.isSafeInteger(q.request)) {
+      if (q.kind === 'permission') {
+        event.preventDefault();
+        onPermission(q.request, q.what, q.method);
+      } else if (q.kind === 'device_chooser') {
+        event.preventDefault();
+        onChooser(q.request, q.what, q.method);
+      }
     } else if (q && typeof q === 'object' && Number.isSafeInteger(q.settled)) {
       runtime().sendMessage({ type: 'chooser_settled', page_request: q.settled }).catch(() => {});
     } else {
@@ -124,28 +129,32 @@
     runtime().sendMessage({ type: 'dialogs', reports, folded }).catch(() => {});
   };
 
-  // A permission request the page hook holds (inject/45-permissions.js): the worker decides
-  // and sets the browser's content setting, then the hook makes the real call. The answer
-  // goes back as a number (request * 4 + 0 native, 1 grant, 2 deny); any failure here lets
-  // the call through to the browser.
-  const PERMISSION_ANSWERS = { native: 0, grant: 1, deny: 2 };
-  const onPermission = (id, names, api) => {
-    const answer = (code) => dispatchEvent(new CustomEvent(secret + 'p', { detail: id * 4 + code }));
-    const list = typeof names === 'string' ? names.split(',').slice(0, 5) : [];
+  // The answer to a request (inject/44-ask.js) goes back as one number, request * 4 + code:
+  // 0 native (the browser's own way), 1 grant, 2 deny (a permission) or cancel (a chooser).
+  const ANSWER_NATIVE = 0;
+  const ANSWER_CANCEL = 2;
+  const PERMISSION_ANSWERS = { native: ANSWER_NATIVE, grant: 1, deny: 2 };
+  const answerPage = (request, code) => dispatchEvent(new CustomEvent(secret + 'p', { detail: request * 4 + code }));
+
+  // A permission request the page hook holds (inject/45-permissions.js): `what` the
+  // permissions' names joined by commas, `method` the page's call. The worker decides and
+  // sets the browser's content setting, then the hook makes the real call; any failure here
+  // lets the call through to the browser.
+  const onPermission = (request, what, method) => {
+    const names = typeof what === 'string' ? what.split(',').slice(0, 5) : [];
     runtime()
-      .sendMessage({ type: 'permission', names: list, api: typeof api === 'string' ? api.slice(0, 40) : '' })
-      .then((r) => answer(PERMISSION_ANSWERS[r] ?? 0), () => answer(0));
+      .sendMessage({ type: 'permission', names, api: typeof method === 'string' ? method.slice(0, 40) : '' })
+      .then((r) => answerPage(request, PERMISSION_ANSWERS[r] ?? ANSWER_NATIVE), () => answerPage(request, ANSWER_NATIVE));
   };
 
-  // A device chooser that opened (inject/46-choosers.js): the worker answers `cancel` (the
-  // hook gives the page the browser's own cancel result) or `native` (the chooser stands).
-  // If the worker cannot be reached the chooser is cancelled: in headless it would never
-  // settle.
-  const onChooser = (id, api, method) => {
-    const answer = (code) => dispatchEvent(new CustomEvent(secret + 'p', { detail: id * 4 + code }));
+  // A device chooser that opened (inject/46-choosers.js): `what` its API ('usb', …),
+  // `method` the page's call. The worker answers `cancel` (the hook gives the page the
+  // browser's own cancel result) or `native` (the chooser stands). If the worker cannot be
+  // reached the chooser is cancelled: in headless it would never settle.
+  const onChooser = (request, what, method) => {
     runtime()
-      .sendMessage({ type: 'chooser', page_request: id, api: String(api).slice(0, 20), method: String(method).slice(0, 40) })
-      .then((r) => answer(r === 'native' ? 0 : 2), () => answer(2));
+      .sendMessage({ type: 'chooser', page_request: request, api: String(what).slice(0, 20), method: String(method).slice(0, 40) })
+      .then((r) => answerPage(request, r === 'native' ? ANSWER_NATIVE : ANSWER_CANCEL), () => answerPage(request, ANSWER_CANCEL));
   };
 
   const fromWorker = (msg) => {

@@ -1,3 +1,9 @@
+  // @gives win, doc, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, hasOwn, apply, fnProto
+  // @gives nativeToString, natives, NewCustomEvent, dispatchEvent, addEventListener, detailOf
+  // @gives NewTypeError, NativeError, captureStackTrace, indexOf, NewUint16Array, eventProto
+  // @gives nativePreventDefault, eventType, eventPhase, unloadProto, returnValueDesc, NewMap, mapGet
+  // @gives mapSet, mapDelete, charCodeAt, fromCharCode, sliceString, queueMicrotask, deleteProperty
+  // @gives MAX_MESSAGE, HANDOFF, pageUrl, protoOf, KIND_NAMES, BY_NAMES, BY_POLICY
   // ---- Pristine natives (the page has not run yet) ----
   // Every frame pays for what runs here, so only what the page could change before we need
   // it is captured now. [LegacyUnforgeable] members (window.window, window.location and
@@ -7,6 +13,9 @@
   const win = window;
   const doc = document;
   const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf } = Object;
+  // Descriptors are read through own members only (a page may define `value` or `get` on
+  // Object.prototype).
+  const hasOwn = Object.hasOwn;
   const apply = Reflect.apply;
   const fnProto = Function.prototype;
   const nativeToString = fnProto.toString;
@@ -30,10 +39,10 @@
   const NewMap = Map;
   const mapGet = Map.prototype.get;
   const mapSet = Map.prototype.set;
+  const mapDelete = Map.prototype.delete;
   const charCodeAt = String.prototype.charCodeAt;
   const fromCharCode = String.fromCharCode;
   const sliceString = String.prototype.slice;
-  const now = Date.now;
   const queueMicrotask = win.queueMicrotask;
   const deleteProperty = Reflect.deleteProperty;
 
@@ -46,7 +55,12 @@
     const href = win.location.href;
     return apply(indexOf, href, ['about:']) === 0 ? apply(baseURI, doc, []) : href;
   };
+  // An interface's prototype; null where this frame has no such interface (45-permissions,
+  // 46-choosers, at start).
+  const protoOf = (name) => {
+    const iface = win[name];
+    return typeof iface === 'function' ? iface.prototype : null;
+  };
   const KIND_NAMES = ['alert', 'confirm', 'prompt', 'beforeunload'];
-  const OUTCOME_NAMES = ['native', 'accepted', 'dismissed'];
   const BY_NAMES = ['pilot_off', 'rule', 'default_policy', 'policy'];
   const BY_POLICY = 3;

@@ -1,3 +1,5 @@
+  // @needs apply, charCodeAt, NewUint16Array
+  // @gives engine, io, config, load, buildEngine
   // ---- Engine (Rust → wasm32 → wasm2js), built on the first dialog ----
   // Most frames never show a dialog, and building the engine costs more than the rest of
   // this file. The factory sees only globals captured now, so a page that later replaces
@@ -26,10 +28,8 @@
     for (let i = 0; i < n; i++) io[i] = apply(charCodeAt, cfg, [i]);
     engine.load(n);
   };
-  const boot = () => {
-    // content.js holds the newest config, and sends later ones only once asked (a frame
-    // that never shows a dialog never exchanges one).
-    ask('config');
+  // Builds the engine and loads the config it has (20-channel's `boot` asks for it first).
+  const buildEngine = () => {
     engine = apply(factory, undefined, ENGINE_GLOBALS);
     io = new NewUint16Array(engine.memory.buffer, engine.io_ptr(), engine.io_cap());
     if (config !== null) load(config);

@@ -1,3 +1,6 @@
+  // @needs win, apply, NewCustomEvent, dispatchEvent, addEventListener, detailOf, queueMicrotask
+  // @needs getOwnPropertyDescriptor, deleteProperty, HANDOFF, engine, config, load, buildEngine
+  // @gives secret, toIsolated, admit, post, fold, ask, boot
   // ---- Secret channel to content.js (ISOLATED world) ----
   // A random UUID (122 bits) names the channel's events: the page cannot listen to or forge
   // a name it cannot guess. This script runs first (listed first) and leaves the secret at the head of
@@ -28,6 +31,7 @@
   // Reports that spend a once-rule or close a native dialog always go (the host needs them,
   // and they cannot flood: a rule set is small, a native dialog waits for a human).
   const RATE = 10;
+  const now = Date.now;
   let tokens = RATE;
   let refilled = now();
   // The batch is a list without a prototype: a page-realm array would run the page's
@@ -61,7 +65,7 @@
       apply(queueMicrotask, win, [flush]);
     }
   };
-  // One more call the flood limit kept from asking (45-permissions, 46-choosers): counted
+  // One more call the flood limit kept from asking (44-ask): counted
   // with the dialogs, sent with the next batch.
   const fold = () => {
     folded++;
@@ -94,6 +98,13 @@
       apply(addEventListener, win, [secret + 'm', (event) => configure(apply(detailOf, event, []))]);
     }
     return !apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail: what, cancelable: true })]);
+  };
+  // The engine, built on a document's first dialog (40-dialogs, 50-beforeunload): content.js
+  // holds the newest config, and sends later ones only once asked (a frame that never shows
+  // a dialog never exchanges one).
+  const boot = () => {
+    ask('config');
+    buildEngine();
   };
   // A tab under a dialog policy also gets its config from the debugger session's
   // new-document script, which runs before this file: no page script has run, none sees it.

@@ -1,3 +1,6 @@
+  // @needs apply, getOwnPropertyDescriptor, defineProperty, getPrototypeOf, hasOwn, NativeError
+  // @needs NewTypeError, captureStackTrace, indexOf, sliceString
+  // @gives withoutOwnFrames, nativeShapedError, bindingError, illegalInvocation
   // ---- Errors: whatever a replacement throws looks as if the native had thrown it ----
   // Stacks are read only while the page has no Error.prepareStackTrace (else reading would
   // run page code with our frames); descriptors only, so no page getter ever runs.

@@ -1,3 +1,7 @@
+  // @needs win, apply, getOwnPropertyDescriptor, charCodeAt, fromCharCode, sliceString, natives
+  // @needs MAX_MESSAGE, pageUrl, KIND_NAMES, BY_NAMES, BY_POLICY, engine, io, boot, post
+  // @needs withoutOwnFrames, bindingError, illegalInvocation
+  // @gives handle, decisionReport
   // ---- Decisions ----
   let seq = 0;
   // WebIDL DOMString conversion, with the natives' errors.
@@ -18,18 +22,16 @@
     return s;
   };
 
-
   // The report of one engine decision. Built whole, with no prototype: no page-defined
   // setter or getter on Object.prototype ever sees it.
   const decisionReport = (kind, packed, message, defaultText, accepted, value) => {
     const slot = (packed >>> 8) - 1;
     const cut = message.length > MAX_MESSAGE;
-    const outcome = packed & 3;
     return {
       __proto__: null,
       seq: ++seq,
       // A native alert/confirm/prompt is about to open; a beforeunload ask never blocks here.
-      phase: outcome === 0 && kind !== 3 ? 'open' : 'decided',
+      phase: (packed & 3) === 0 && kind !== 3 ? 'open' : 'decided',
       kind: KIND_NAMES[kind],
       message: cut ? apply(sliceString, message, [0, MAX_MESSAGE]) : message,
       message_cut: cut,
@@ -37,10 +39,8 @@
       decided_by: BY_NAMES[(packed >>> 2) & 3],
       rules_loaded: ((packed >>> 4) & 1) === 1,
       rule_id: slot >= 0 ? engine.rule_id(slot) : null,
-      outcome: OUTCOME_NAMES[outcome],
       accepted,
       value,
-      t: now(),
     };
   };
 
@@ -99,7 +99,6 @@
       kind: KIND_NAMES[kind],
       accepted: kind === 0 || (result !== false && result !== null),
       value: kind === 2 ? result : null,
-      t: now(),
     }, false, true);
     return result;
   }

@@ -1,21 +1,20 @@
+  // @needs win, doc, apply, getOwnPropertyDescriptor, getPrototypeOf, defineProperty, hasOwn
+  // @needs nativeToString, NewMap, mapGet, mapSet, mapDelete, protoOf, withoutOwnFrames
+  // @needs askBrowser, promiseThen, deferred
+  // @gives disguisePermissions
   // ---- Permission prompts (camera, microphone, notifications, geolocation, clipboard read) ----
   // No browser event tells of a permission prompt, so the calls that would prompt are held
-  // here: the request goes (content.js → service worker → host) to be decided like a dialog
-  // (rule, policy, agent, watchdog), the worker sets the browser's own content setting for
-  // the origin (allow or block), and only then is the real call made. The page so gets the
-  // browser's own result: a granted call works, a denied one fails exactly as the browser
-  // fails it, and permissions.query tells the truth. Pilot off, the worker lets the call
-  // through untouched. If nobody takes the request (no content.js), it goes through at once.
+  // here: the request goes (44-ask: content.js → service worker → host) to be decided like
+  // a dialog (rule, policy, agent, watchdog), the worker sets the browser's own content
+  // setting for the origin (allow or block), and only then is the real call made. The page
+  // so gets the browser's own result: a granted call works, a denied one fails exactly as
+  // the browser fails it, and permissions.query tells the truth. Pilot off, the worker lets
+  // the call through untouched. If nobody takes the request (no content.js), it goes
+  // through at once.
   //
-  // Start-up cost: one descriptor read and one define per method, nothing else; the
-  // listener for answers and its map are made on the first request.
+  // Start-up cost: a read and an assignment per method and two getters looked up
+  // (featurePolicy, ondevicechange), nothing else; 44-ask makes its listener on first use.
   const permNatives = { __proto__: null };
-  const NewPromise = Promise;
-  const promiseThen = Promise.prototype.then;
-  const mapDelete = Map.prototype.delete;
-  // Descriptors are read through own members only (a page may define `value` or `get` on
-  // Object.prototype).
-  const hasOwn = Object.hasOwn;
   const getterOf = (owner, name) => {
     const d = owner && getOwnPropertyDescriptor(owner, name);
     return d && typeof d.get === 'function' ? d.get : null;
@@ -63,48 +62,9 @@
   let clipboardProto = null;
   const isClipboard = (self) => self !== null && typeof self === 'object' && clipboardProto !== null && getPrototypeOf(self) === clipboardProto;
 
-  let permSeq = 0;
-  const ANSWER_CANCEL = 2; // a chooser's (46-choosers.js)
-  let permWaiting = null; // request number -> continuation(answer code)
-  const ANSWER_NATIVE = 0;
-  const onPermissionAnswer = (event) => {
-    // A number: request * 4 + answer (0 native, 1 grant, 2 deny); nothing else is read.
-    const d = apply(detailOf, event, []);
-    if (typeof d !== 'number' || d < 4) return;
-    const code = d % 4;
-    const id = (d - code) / 4;
-    const go = apply(mapGet, permWaiting, [id]);
-    if (go === undefined) return;
-    apply(mapDelete, permWaiting, [id]);
-    go(code);
-  };
-  // Asks for a decision; `go` runs once it came (for a permission, whatever it is, the real
-  // call follows: the browser's setting already says grant or deny). `chooser`: a device
-  // chooser that opened (46-choosers.js). Returns the request's number (0: not asked).
-  // The dialogs' flood limit applies: past it a request is not asked but counted, and gets
-  // the answer that needs nobody (a permission: the browser's own; a chooser: cancel), so a
-  // page calling in a loop cannot push the agent's records out of the history.
-  const askBrowser = (names, api, chooser, go) => {
-    if (!admit()) {
-      fold();
-      go(chooser ? ANSWER_CANCEL : ANSWER_NATIVE);
-      return 0;
-    }
-    if (permWaiting === null) {
-      permWaiting = new NewMap();
-      apply(addEventListener, win, [secret + 'p', onPermissionAnswer]);
-    }
-    const id = ++permSeq;
-    apply(mapSet, permWaiting, [id, go]);
-    const detail = { __proto__: null, permission: id, names, api, chooser };
-    const taken = !apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail, cancelable: true })]);
-    if (!taken) {
-      apply(mapDelete, permWaiting, [id]);
-      go(ANSWER_NATIVE);
-    }
-    return id;
-  };
-  const askPermission = (names, api, go) => askBrowser(names, api, false, go);
+  // Asks for a decision; `go` runs once it came, whatever it is: the real call follows (the
+  // browser's setting already says grant or deny).
+  const askPermission = (names, api, go) => askBrowser('permission', names, api, go);
 
   // A promise-returning native: the page holds a promise of ours that settles as the
   // native's does, its error without our frames (a TypeError made during the call has them).
@@ -126,15 +86,6 @@
     defineProperty(p, 'constructor', { __proto__: null, value: undefined, configurable: true });
     const rejected = (err) => reject(withoutOwnFrames(err, rejected));
     apply(promiseThen, p, [resolve, rejected]);
-  };
-  // Outside the executor: a native called in it would have `new Promise` in its stacks.
-  const deferred = () => {
-    const d = { __proto__: null, promise: null, resolve: null, reject: null };
-    d.promise = new NewPromise((resolve, reject) => {
-      d.resolve = resolve;
-      d.reject = reject;
-    });
-    return d;
   };
   // Called once decided.
   const later = (native, self, args, names, api, top) => {
@@ -250,11 +201,6 @@
     if (typeof native !== 'function') return;
     owner[name] = permHooks[name];
     permNatives[name] = native;
-  };
-  // An interface's prototype; null where this frame has no such interface.
-  const protoOf = (name) => {
-    const iface = win[name];
-    return typeof iface === 'function' ? iface.prototype : null;
   };
   // Secure contexts only (MediaDevices, Clipboard); absent interfaces are skipped.
   const mediaDevicesProto = protoOf('MediaDevices');

@@ -1,14 +1,17 @@
+  // @needs win, apply, defineProperty, captureStackTrace, queueMicrotask, protoOf, withoutOwnFrames
+  // @needs ANSWER_CANCEL, askBrowser, tellSettled, promiseThen, deferred
+  // @gives disguiseChoosers
   // ---- Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth; the screen-share picker) ----
   // No extension can list, pick or cancel a chooser (chrome.debugger refuses the
   // DeviceAccess domain), and in headless Chromium one opened after a gesture never settles.
   // So the browser's own code makes the call — it converts and checks the arguments, the
   // gesture and the permissions policy, and every such failure comes back already settled —
   // and a call still pending two microtasks later opened a chooser. That one is asked about
-  // like a permission (rule, policy, agent, watchdog); the answer is cancel, and the page
-  // gets the browser's own cancel result. Pilot off, the browser's chooser stands. Whichever
-  // settles first wins: a person who picks a device in a headful browser's chooser answers it.
-  // getDisplayMedia's picker (screen, window or tab) is one more chooser: it needs no
-  // gesture, and in headless it never settles either.
+  // (44-ask) like a permission (rule, policy, agent, watchdog); the answer is cancel, and
+  // the page gets the browser's own cancel result. Pilot off, the browser's chooser stands.
+  // Whichever settles first wins: a person who picks a device in a headful browser's
+  // chooser answers it. getDisplayMedia's picker (screen, window or tab) is one more
+  // chooser: it needs no gesture, and in headless it never settles either.
   const NewDOMException = DOMException;
   // The browser's results for a cancelled chooser (measured: a second chooser in a tab
   // cancels the first; Bluetooth's from Blink's error table; the picker's is the refusal
@@ -48,7 +51,7 @@
     };
     // The browser's chooser answered (or the call failed): the page gets that.
     const settled = () => {
-      if (asked !== 0) apply(dispatchEvent, win, [new NewCustomEvent(toIsolated, { __proto__: null, detail: { __proto__: null, settled: asked } })]);
+      if (asked !== 0) tellSettled(asked);
     };
     // Named: its stack is re-captured from below it (nothing of the page's is under it).
     const rejected = (err) => {
@@ -81,7 +84,7 @@
     };
     const look = () => {
       if (done) return;
-      asked = askBrowser(c.api, c.method, true, (code) => {
+      asked = askBrowser('device_chooser', c.api, c.method, (code) => {
         if (code === ANSWER_CANCEL) apply(queueMicrotask, win, [cancel]);
       });
     };

@@ -1,3 +1,7 @@
+  // @needs win, apply, getOwnPropertyDescriptor, getPrototypeOf, captureStackTrace, eventType
+  // @needs eventPhase, nativePreventDefault, returnValueDesc, NewMap, mapGet, mapSet, BY_POLICY
+  // @needs engine, boot, ask, post, withoutOwnFrames, decisionReport
+  // @gives unloadHooks, returnValueSetter, handlerOwner, handlerDesc, handlerHooks
   // ---- beforeunload (the leave-page prompt) ----
   // The page's handlers still run (their side effects, such as saving a draft, happen),
   // but when one asks for the leave prompt (preventDefault, a non-empty returnValue, or a
@@ -32,7 +36,6 @@
     // Under a policy the debugger session answers the browser's prompt and reports it.
     if (wouldShow && ((packed >>> 2) & 3) === BY_POLICY) return unloadSuppress;
     const report = decisionReport(3, packed, '', null, unloadSuppress ? true : null, null);
-    report.asked = true;
     report.would_show = wouldShow;
     post(report, true, true);
     return unloadSuppress;

@@ -1,3 +1,8 @@
+  // @needs win, apply, getOwnPropertyDescriptor, defineProperty, fnProto, nativeToString, natives
+  // @needs eventProto, unloadProto, returnValueDesc, NewMap, mapGet, mapSet, nativeShapedError
+  // @needs handle, disguisePermissions, disguiseChoosers, unloadHooks, returnValueSetter
+  // @needs handlerOwner, handlerDesc, handlerHooks
+  // ---- Install: the replacements go in (no page script has run yet) ----
   // Method shorthand: no prototype, not constructible, name and length (0) of the natives.
   const replacements = {
     alert(...args) { return handle(0, this, args, replacements.alert); },
