@@ -2,6 +2,7 @@
 
 mod bootstrap;
 mod build;
+mod hook_parts;
 mod sh;
 
 use anyhow::{Result, bail};
