@@ -37,8 +37,9 @@ impl State {
 mod tests {
     use super::super::state::tests::{feed, to_json};
     use super::*;
+    use crate::api::PolicyCall;
     use crate::api::RuleSpec;
-    use crate::api::{MatchArg, PolicyCall};
+    use crate::host::state::tests::dialog_rule;
     use serde_json::json;
     use unmodal_engine::{DialogKind, Policy, RuleTarget};
 
@@ -53,18 +54,7 @@ mod tests {
     #[test]
     fn an_opened_tab_starts_with_its_openers_rules_and_policy() {
         let mut s = state();
-        let rule = s
-            .add_rule(
-                3,
-                false,
-                RuleSpec::Dialog {
-                    target: RuleTarget::One(DialogKind::Confirm),
-                    accept: true,
-                    text: None,
-                    matcher: MatchArg::default(),
-                },
-            )
-            .unwrap();
+        let rule = s.add_rule(3, false, dialog_rule(RuleTarget::One(DialogKind::Confirm), true)).unwrap();
         s.configure(PolicyCall { tab: Some(3), policy: Policy::MustRespond, timeout_s: 9 }).unwrap();
         let out = to_json(&feed(&mut s, json!({"type":"opened","tab_id":4,"opener_tab_id":3})).unwrap());
         assert_eq!(out.len(), 1);
@@ -84,23 +74,8 @@ mod tests {
     fn a_tab_with_its_own_setup_or_an_opener_without_one_changes_nothing() {
         let mut s = state();
         assert!(feed(&mut s, json!({"type":"opened","tab_id":4,"opener_tab_id":3})).unwrap().is_empty());
-        s.add_rule(
-            3,
-            false,
-            RuleSpec::Dialog { target: RuleTarget::All, accept: false, text: None, matcher: MatchArg::default() },
-        )
-        .unwrap();
-        s.add_rule(
-            5,
-            false,
-            RuleSpec::Dialog {
-                target: RuleTarget::One(DialogKind::Alert),
-                accept: true,
-                text: None,
-                matcher: MatchArg::default(),
-            },
-        )
-        .unwrap();
+        s.add_rule(3, false, dialog_rule(RuleTarget::All, false)).unwrap();
+        s.add_rule(5, false, dialog_rule(RuleTarget::One(DialogKind::Alert), true)).unwrap();
         assert!(feed(&mut s, json!({"type":"opened","tab_id":5,"opener_tab_id":3})).unwrap().is_empty());
         assert!(matches!(s.rules_of(5)[0].rule, RuleSpec::Dialog { target: RuleTarget::One(DialogKind::Alert), .. }));
         assert!(feed(&mut s, json!({"type":"opened","tab_id":3,"opener_tab_id":3})).unwrap().is_empty());

@@ -281,7 +281,8 @@ mod tests {
     use super::super::record::DialogState;
     use super::super::state::tests::feed;
     use super::*;
-    use crate::api::{MatchArg, PolicyCall};
+    use crate::api::PolicyCall;
+    use crate::host::state::tests::dialog_rule;
     use serde_json::json;
     use std::os::unix::fs::PermissionsExt;
     use unmodal_engine::{DialogKind, Policy, RuleTarget};
@@ -291,18 +292,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut old = State::new();
         feed(&mut old, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
-        let rule = old
-            .add_rule(
-                3,
-                false,
-                RuleSpec::Dialog {
-                    target: RuleTarget::One(DialogKind::Confirm),
-                    accept: true,
-                    text: None,
-                    matcher: MatchArg::default(),
-                },
-            )
-            .unwrap();
+        let rule = old.add_rule(3, false, dialog_rule(RuleTarget::One(DialogKind::Confirm), true)).unwrap();
         old.configure(PolicyCall { tab: Some(3), policy: Policy::MustRespond, timeout_s: 30 }).unwrap();
         feed(
             &mut old,
@@ -322,13 +312,7 @@ mod tests {
         assert_eq!(new.history.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["hi"]);
         assert_eq!(new.logs.of_tab(3).len(), old.logs.of_tab(3).len());
         // Ids go on where the old host stopped.
-        let next = new
-            .add_rule(
-                3,
-                true,
-                RuleSpec::Dialog { target: RuleTarget::All, accept: true, text: None, matcher: MatchArg::default() },
-            )
-            .unwrap();
+        let next = new.add_rule(3, true, dialog_rule(RuleTarget::All, true)).unwrap();
         assert!(next.id > rule.id);
         // The worker did not keep the held dialog: it was dismissed when the old host died.
         let out = feed(&mut new, json!({"type":"hello","version":"1","pilot":true})).unwrap();

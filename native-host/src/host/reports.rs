@@ -105,8 +105,7 @@ mod tests {
     use super::super::state::tests::{feed, to_json};
     use super::super::state::{HISTORY, MAX_PENDING};
     use super::*;
-    use crate::api::MatchArg;
-    use crate::api::RuleSpec;
+    use crate::host::state::tests::dialog_rule;
     use ringbuf::traits::{Consumer, Observer};
     use serde_json::{Value, json};
     use unmodal_engine::RuleTarget;
@@ -133,18 +132,7 @@ mod tests {
     #[test]
     fn a_report_that_spends_a_once_rule_pushes_the_config() {
         let mut s = State::new();
-        let r = s
-            .add_rule(
-                7,
-                true,
-                RuleSpec::Dialog {
-                    target: RuleTarget::One(DialogKind::Confirm),
-                    accept: true,
-                    text: None,
-                    matcher: MatchArg::default(),
-                },
-            )
-            .unwrap();
+        let r = s.add_rule(7, true, dialog_rule(RuleTarget::One(DialogKind::Confirm), true)).unwrap();
         let out = to_json(&feed(&mut s, report(7, 1, "decided", "confirm", "rule", Some(r.id))).unwrap());
         assert!(s.rules_of(7).is_empty());
         assert_eq!(out[0]["type"], "recorded");

@@ -339,6 +339,11 @@ pub(super) mod tests {
         s.on_browser(msg)
     }
 
+    /// A page dialog's rule for `target`, with no text and no match.
+    pub fn dialog_rule(target: RuleTarget, accept: bool) -> RuleSpec {
+        RuleSpec::Dialog { target, accept, text: None, matcher: MatchArg::default() }
+    }
+
     pub fn to_json(msgs: &[ToBrowser]) -> Vec<Value> {
         msgs.iter().map(|m| serde_json::to_value(m).unwrap()).collect()
     }
@@ -346,18 +351,7 @@ pub(super) mod tests {
     #[test]
     fn spent_once_rule_leaves_and_the_config_is_pushed() {
         let mut s = State::new();
-        let r = s
-            .add_rule(
-                7,
-                true,
-                RuleSpec::Dialog {
-                    target: RuleTarget::One(DialogKind::Confirm),
-                    accept: true,
-                    text: None,
-                    matcher: MatchArg::default(),
-                },
-            )
-            .unwrap();
+        let r = s.add_rule(7, true, dialog_rule(RuleTarget::One(DialogKind::Confirm), true)).unwrap();
         assert_eq!(
             s.spend_rule(7, r.id),
             Some(ToBrowser::Config { tab_id: 7, rev: 1, config: "U1E1".into(), debugger: false })
@@ -370,10 +364,8 @@ pub(super) mod tests {
     fn setup_for_the_same_type_replaces_and_clear_counts() {
         let mut s = State::new();
         let c = RuleTarget::One(DialogKind::Confirm);
-        s.add_rule(1, true, RuleSpec::Dialog { target: c, accept: true, text: None, matcher: MatchArg::default() })
-            .unwrap();
-        s.add_rule(1, false, RuleSpec::Dialog { target: c, accept: false, text: None, matcher: MatchArg::default() })
-            .unwrap();
+        s.add_rule(1, true, dialog_rule(c, true)).unwrap();
+        s.add_rule(1, false, dialog_rule(c, false)).unwrap();
         s.add_rule(
             1,
             true,
@@ -394,12 +386,7 @@ pub(super) mod tests {
     #[test]
     fn closed_tabs_drop_their_rules() {
         let mut s = State::new();
-        s.add_rule(
-            1,
-            false,
-            RuleSpec::Dialog { target: RuleTarget::All, accept: true, text: None, matcher: MatchArg::default() },
-        )
-        .unwrap();
+        s.add_rule(1, false, dialog_rule(RuleTarget::All, true)).unwrap();
         feed(&mut s, json!({"type":"tabs","tracked":2,"tabs":[{"id":2,"url":"http://a/"}]})).unwrap();
         assert!(s.rules_of(1).is_empty());
         assert_eq!(s.tracked, Some(2));
@@ -408,12 +395,7 @@ pub(super) mod tests {
     #[test]
     fn hello_resends_every_configured_tab() {
         let mut s = State::new();
-        s.add_rule(
-            4,
-            false,
-            RuleSpec::Dialog { target: RuleTarget::All, accept: true, text: None, matcher: MatchArg::default() },
-        )
-        .unwrap();
+        s.add_rule(4, false, dialog_rule(RuleTarget::All, true)).unwrap();
         let out = feed(&mut s, json!({"type":"hello","version":"1","pilot":true})).unwrap();
         assert_eq!(out.len(), 3);
         assert!(
