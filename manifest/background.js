@@ -7,6 +7,7 @@ import { createPrompts } from './prompts.js';
 import { createAuth } from './auth.js';
 import { createPermissions } from './permissions.js';
 import { createChoosers } from './choosers.js';
+import { createAppLinks } from './applinks.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
 import { createStalled } from './stalled.js';
@@ -45,6 +46,8 @@ const prompts = createPrompts(toHost, () => port !== null);
 createAuth(prompts, toHost, () => pilot);
 const permissions = createPermissions(prompts, () => pilot);
 const choosers = createChoosers(prompts, () => pilot);
+// Navigations to schemes the OS handles, cancelled in the page: opened or not (applinks.js).
+const appLinks = createAppLinks(prompts, () => pilot);
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
 
@@ -275,6 +278,11 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   if (msg.type === 'chooser') {
     // Whatever fails here, the chooser is cancelled: in headless it would never settle.
     ready.then(() => choosers.request(msg, sender, reply)).catch(() => reply('cancel'));
+    return true;
+  }
+  if (msg.type === 'app_link') {
+    // Whatever fails here, the navigation stays cancelled: the hook cancelled it already.
+    ready.then(() => appLinks.request(msg, sender, reply)).catch(() => reply('cancel'));
     return true;
   }
   if (msg.type === 'chooser_settled') {

@@ -99,6 +99,9 @@
       } else if (q.kind === 'device_chooser') {
         event.preventDefault();
         onChooser(q.request, q.what, q.method);
+      } else if (q.kind === 'app_link') {
+        event.preventDefault();
+        onAppLink(q.request, q.what);
       }
     } else if (q && typeof q === 'object' && Number.isSafeInteger(q.settled)) {
       runtime().sendMessage({ type: 'chooser_settled', page_request: q.settled }).catch(() => {});
@@ -130,8 +133,10 @@
   };
 
   // The answer to a request (inject/44-ask.js) goes back as one number, request * 4 + code:
-  // 0 native (the browser's own way), 1 grant, 2 deny (a permission) or cancel (a chooser).
+  // 0 native (the browser's own way), 1 grant (a permission) or open (an app link), 2 deny
+  // (a permission) or cancel (a chooser, an app link).
   const ANSWER_NATIVE = 0;
+  const ANSWER_ACCEPT = 1;
   const ANSWER_CANCEL = 2;
   const PERMISSION_ANSWERS = { native: ANSWER_NATIVE, grant: 1, deny: 2 };
   const answerPage = (request, code) => dispatchEvent(new CustomEvent(secret + 'p', { detail: request * 4 + code }));
@@ -155,6 +160,15 @@
     runtime()
       .sendMessage({ type: 'chooser', page_request: request, api: String(what).slice(0, 20), method: String(method).slice(0, 40) })
       .then((r) => answerPage(request, r === 'native' ? ANSWER_NATIVE : ANSWER_CANCEL), () => answerPage(request, ANSWER_CANCEL));
+  };
+
+  // A navigation to a scheme that is not the web's (inject/47-applinks.js), which the hook
+  // cancelled (pilot on) or let go (pilot off): `what` its URL. The worker answers `open`
+  // (the hook navigates again), `cancel` or `native`; unreachable, it stays cancelled.
+  const onAppLink = (request, what) => {
+    runtime()
+      .sendMessage({ type: 'app_link', url: String(what).slice(0, 2048) })
+      .then((r) => answerPage(request, r === 'open' ? ANSWER_ACCEPT : r === 'native' ? ANSWER_NATIVE : ANSWER_CANCEL), () => answerPage(request, ANSWER_CANCEL));
   };
 
   const fromWorker = (msg) => {

@@ -183,6 +183,12 @@ impl Engine {
         self.policy
     }
 
+    /// The AI Web Pilot switch as the config says (off: every prompt keeps its native
+    /// behaviour; the page hook asks before it cancels anything).
+    pub fn pilot_on(&self) -> bool {
+        self.enabled
+    }
+
     /// What the loaded rules match on (`NEEDS_MESSAGE | NEEDS_URL`).
     pub fn needs(&self) -> u32 {
         self.needs

@@ -49,6 +49,12 @@ pub extern "C" fn load(len: u32) -> i32 {
     }
 }
 
+/// 1 when the config has the AI Web Pilot on.
+#[unsafe(no_mangle)]
+pub extern "C" fn pilot() -> u32 {
+    u32::from(engine().pilot_on())
+}
+
 /// What the page must copy before `decide`: bit 0 the message, bit 1 the page URL.
 #[unsafe(no_mangle)]
 pub extern "C" fn needs() -> u32 {

@@ -3,7 +3,7 @@
   // @gives NewTypeError, NativeError, captureStackTrace, indexOf, NewUint16Array, eventProto
   // @gives nativePreventDefault, eventType, eventPhase, unloadProto, returnValueDesc, NewMap, mapGet
   // @gives mapSet, mapDelete, charCodeAt, fromCharCode, sliceString, queueMicrotask, deleteProperty
-  // @gives MAX_MESSAGE, HANDOFF, pageUrl, protoOf, KIND_NAMES, BY_NAMES, BY_POLICY
+  // @gives MAX_MESSAGE, HANDOFF, pageUrl, protoOf, getterOf, KIND_NAMES, BY_NAMES, BY_POLICY
   // ---- Pristine natives (the page has not run yet) ----
   // Every frame pays for what runs here, so only what the page could change before we need
   // it is captured now. [LegacyUnforgeable] members (window.window, window.location and
@@ -60,6 +60,12 @@
   const protoOf = (name) => {
     const iface = win[name];
     return typeof iface === 'function' ? iface.prototype : null;
+  };
+  // An accessor's getter as the browser made it (at start, before any page script); null
+  // where there is none.
+  const getterOf = (owner, name) => {
+    const d = owner && getOwnPropertyDescriptor(owner, name);
+    return d && typeof d.get === 'function' ? d.get : null;
   };
   const KIND_NAMES = ['alert', 'confirm', 'prompt', 'beforeunload'];
   const BY_NAMES = ['pilot_off', 'rule', 'default_policy', 'policy'];

@@ -1,6 +1,6 @@
   // @needs win, apply, NewCustomEvent, dispatchEvent, addEventListener, detailOf, NewMap, mapGet
   // @needs mapSet, mapDelete, secret, toIsolated, admit, fold
-  // @gives ANSWER_CANCEL, askBrowser, tellSettled, promiseThen, deferred
+  // @gives ANSWER_ACCEPT, ANSWER_CANCEL, askBrowser, tellSettled, promiseThen, deferred
   // ---- Asking the browser side (45-permissions, 46-choosers) ----
   // A request goes to content.js as one question, { request, kind, what, method }: `request`
   // its number in this document, `kind` 'permission' or 'device_chooser', `what` the
@@ -15,10 +15,12 @@
   const promiseThen = Promise.prototype.then;
 
   // The answer codes, as content.js sends them: 0 native (the browser's own way: a
-  // permission's content setting is in place, or none was set; a chooser stands), 1 grant,
-  // 2 deny (a permission) or cancel (a chooser). A permission's real call follows whatever
-  // the answer (the browser's setting already says grant or deny); a chooser acts on cancel.
+  // permission's content setting is in place, or none was set; a chooser stands), 1 grant
+  // (a permission) or open (an app link), 2 deny (a permission) or cancel (a chooser, an app
+  // link). A permission's real call follows whatever the answer (the browser's setting
+  // already says grant or deny); a chooser acts on cancel, an app link on open.
   const ANSWER_NATIVE = 0;
+  const ANSWER_ACCEPT = 1;
   const ANSWER_CANCEL = 2;
   let requestSeq = 0;
   let waiting = null; // request number -> continuation(answer code)
@@ -34,13 +36,14 @@
   };
   // Asks for a decision; `go(code)` runs once it came. Returns the request's number (0: not
   // asked). The dialogs' flood limit applies: past it a request is not asked but counted,
-  // and gets the answer that needs nobody (a permission: the browser's own; a chooser:
-  // cancel), so a page calling in a loop cannot push the agent's records out of the history.
+  // and gets the answer that needs nobody (a permission: the browser's own; a chooser or an
+  // app link: cancel), so a page calling in a loop cannot push the agent's records out of
+  // the history.
   // Nobody to take it (no content.js): the browser's own way.
   const askBrowser = (kind, what, method, go) => {
     if (!admit()) {
       fold();
-      go(kind === 'device_chooser' ? ANSWER_CANCEL : ANSWER_NATIVE);
+      go(kind === 'permission' ? ANSWER_NATIVE : ANSWER_CANCEL);
       return 0;
     }
     if (waiting === null) {

@@ -1,5 +1,5 @@
   // @needs win, doc, apply, getOwnPropertyDescriptor, getPrototypeOf, defineProperty, hasOwn
-  // @needs nativeToString, NewMap, mapGet, mapSet, mapDelete, protoOf, withoutOwnFrames
+  // @needs nativeToString, NewMap, mapGet, mapSet, mapDelete, protoOf, getterOf, withoutOwnFrames
   // @needs askBrowser, promiseThen, deferred
   // @gives disguisePermissions
   // ---- Permission prompts (camera, microphone, notifications, geolocation, clipboard read) ----
@@ -15,10 +15,6 @@
   // Start-up cost: a read and an assignment per method and two getters looked up
   // (featurePolicy, ondevicechange), nothing else; 44-ask makes its listener on first use.
   const permNatives = { __proto__: null };
-  const getterOf = (owner, name) => {
-    const d = owner && getOwnPropertyDescriptor(owner, name);
-    return d && typeof d.get === 'function' ? d.get : null;
-  };
   // A frame whose permissions policy forbids a feature (another site's frame without
   // allow=) never prompts: the browser refuses with its own policy error, so the call goes
   // straight through and nothing is asked.

@@ -41,6 +41,10 @@ pub enum DialogTypeArg {
     /// cancelled (no extension can pick a device).
     #[serde(rename = "device_chooser")]
     DeviceChooser,
+    /// A link to a scheme the OS handles (mailto:, tel:, myapp://, web+x:): accept = open it
+    /// (the browser hands it to the OS), dismiss = cancel it (the page stays where it is).
+    #[serde(rename = "app_link")]
+    AppLink,
     All,
 }
 
@@ -51,6 +55,7 @@ impl DialogTypeArg {
             Self::Auth => "auth",
             Self::Permission => "permission",
             Self::DeviceChooser => "device_chooser",
+            Self::AppLink => "app_link",
             page => page.target().as_str(),
         }
     }
@@ -68,7 +73,7 @@ impl DialogTypeArg {
             Self::Prompt => RuleTarget::One(K::Prompt),
             Self::Beforeunload => RuleTarget::One(K::BeforeUnload),
             // Browser prompts' rules live in the host only (`RuleSpec`), never in a page.
-            Self::All | Self::Auth | Self::Permission | Self::DeviceChooser => RuleTarget::All,
+            Self::All | Self::Auth | Self::Permission | Self::DeviceChooser | Self::AppLink => RuleTarget::All,
         }
     }
 }
@@ -89,11 +94,16 @@ pub struct MatchArg {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 512))]
     pub realm: Option<String>,
+    /// dialog_type "app_link" only: only links of this scheme (e.g. "mailto"; any case,
+    /// with or without the colon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub scheme: Option<String>,
 }
 
 impl MatchArg {
     pub fn is_empty(&self) -> bool {
-        self.message_contains.is_none() && self.url_contains.is_none() && self.realm.is_none()
+        self.message_contains.is_none() && self.url_contains.is_none() && self.realm.is_none() && self.scheme.is_none()
     }
 }
 
@@ -355,6 +365,9 @@ pub enum RuleSpec {
     Permission { accept: bool, permission: Option<PermissionName>, matcher: MatchArg },
     /// A device chooser: cancel it (the only answer there is), for one chooser or all.
     DeviceChooser { chooser: Option<ChooserApi>, matcher: MatchArg },
+    /// A link to a scheme the OS handles: open it (accept) or cancel it; `match.url_contains`
+    /// is on the link's URL, `match.scheme` its scheme.
+    AppLink { accept: bool, matcher: MatchArg },
 }
 
 impl RuleSpec {
@@ -365,12 +378,13 @@ impl RuleSpec {
             Self::Auth { .. } => "auth",
             Self::Permission { .. } => "permission",
             Self::DeviceChooser { .. } => "device_chooser",
+            Self::AppLink { .. } => "app_link",
         }
     }
 
     pub fn accept(&self) -> bool {
         match self {
-            Self::Dialog { accept, .. } | Self::Permission { accept, .. } => *accept,
+            Self::Dialog { accept, .. } | Self::Permission { accept, .. } | Self::AppLink { accept, .. } => *accept,
             Self::Auth { credentials, .. } => credentials.is_some(),
             Self::DeviceChooser { .. } => false,
         }
@@ -381,7 +395,8 @@ impl RuleSpec {
             Self::Dialog { matcher, .. }
             | Self::Auth { matcher, .. }
             | Self::Permission { matcher, .. }
-            | Self::DeviceChooser { matcher, .. } => matcher,
+            | Self::DeviceChooser { matcher, .. }
+            | Self::AppLink { matcher, .. } => matcher,
         }
     }
 
@@ -392,7 +407,8 @@ impl RuleSpec {
             (Self::Dialog { target, .. }, w) => *target == w.target() && w.is_page_dialog(),
             (Self::Auth { .. }, DialogTypeArg::Auth)
             | (Self::Permission { .. }, DialogTypeArg::Permission)
-            | (Self::DeviceChooser { .. }, DialogTypeArg::DeviceChooser) => true,
+            | (Self::DeviceChooser { .. }, DialogTypeArg::DeviceChooser)
+            | (Self::AppLink { .. }, DialogTypeArg::AppLink) => true,
             _ => false,
         }
     }
@@ -482,6 +498,10 @@ impl InteractArgs {
         if self.clear == Some(true) {
             return Ok(DialogCall::Clear { tab, what: self.dialog_type.unwrap_or(DialogTypeArg::All) });
         }
+        let app_link = self.dialog_type == Some(DialogTypeArg::AppLink);
+        if self.matcher.as_ref().is_some_and(|m| m.scheme.is_some()) && !(setup && app_link) {
+            return Err(bad("match.scheme", "only with setup: true and dialog_type \"app_link\""));
+        }
         if setup && auth {
             return self.auth_setup();
         }
@@ -491,6 +511,9 @@ impl InteractArgs {
         if setup && chooser {
             return self.chooser_setup();
         }
+        if setup && app_link {
+            return self.app_link_setup();
+        }
         if self.matcher.as_ref().is_some_and(|m| m.realm.is_some()) {
             return Err(bad("match.realm", "only with dialog_type \"auth\""));
         }
@@ -499,7 +522,7 @@ impl InteractArgs {
                 return Err(bad(
                     "dialog_type",
                     "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, permission, \
-device_chooser, all",
+device_chooser, app_link, all",
                 ));
             };
             let matcher = self.matcher.clone().unwrap_or_default();
@@ -590,6 +613,31 @@ impl InteractArgs {
             _ => {}
         }
         Ok(matcher)
+    }
+
+    fn app_link_setup(&self) -> Result<DialogCall, ParamError> {
+        let mut matcher = self.url_only_match("an app link", "name the scheme")?;
+        if let Some(scheme) = &matcher.scheme {
+            let s = scheme.strip_suffix(':').unwrap_or(scheme).to_ascii_lowercase();
+            let ok = s.len() <= 64
+                && s.starts_with(|c: char| c.is_ascii_alphabetic())
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
+            if !ok {
+                return Err(bad(
+                    "match.scheme",
+                    "a URL scheme such as \"mailto\" or \"web+app\" (letters, digits, + . -)",
+                ));
+            }
+            matcher.scheme = Some(s);
+        }
+        if self.text.is_some() {
+            return Err(bad(
+                "text",
+                "an app link rule opens (accept: true) or cancels (accept: false); it takes no text",
+            ));
+        }
+        let rule = RuleSpec::AppLink { accept: self.accept.unwrap_or(true), matcher };
+        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 
     fn chooser_setup(&self) -> Result<DialogCall, ParamError> {
@@ -874,6 +922,35 @@ mod tests {
             assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
         }
         assert_eq!(serde_json::to_value(DialogTypeArg::DeviceChooser).unwrap(), "device_chooser");
+    }
+
+    #[test]
+    fn app_link_calls_validate_their_scheme() {
+        let c =
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","match":{"scheme":"MailTo:"}}))
+                .unwrap();
+        let DialogCall::Setup { rule: RuleSpec::AppLink { accept: true, matcher }, .. } = c else { panic!("{c:?}") };
+        assert_eq!(matcher.scheme.as_deref(), Some("mailto"), "stored lower case, without the colon");
+        let param = |v| call(v).unwrap_err().param;
+        for bad in ["", "1x", "a b", "a/b"] {
+            let v = json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","match":{"scheme":bad}});
+            assert_eq!(param(v), "match.scheme", "{bad:?}");
+        }
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","match":{"scheme":"tel"}})),
+            "match.scheme"
+        );
+        assert_eq!(param(json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","text":"x"})), "text");
+        assert_eq!(
+            param(
+                json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","match":{"message_contains":"x"}})
+            ),
+            "match.message_contains"
+        );
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","clear":true})),
+            Ok(DialogCall::Clear { tab: None, what: DialogTypeArg::AppLink })
+        );
     }
 
     #[test]

@@ -25,6 +25,10 @@ pub enum Kind {
     /// cancelled.
     #[serde(rename = "device_chooser")]
     DeviceChooser,
+    /// A navigation to a scheme the OS handles (`host/app_link.rs`): the page hook cancelled
+    /// it; it can be opened.
+    #[serde(rename = "app_link")]
+    AppLink,
 }
 
 impl Kind {
@@ -33,6 +37,7 @@ impl Kind {
             Some(k) => k.as_str(),
             None if self == Self::Permission => "permission",
             None if self == Self::DeviceChooser => "device_chooser",
+            None if self == Self::AppLink => "app_link",
             None => "auth",
         }
     }
@@ -44,7 +49,7 @@ impl Kind {
             Self::Confirm => Some(DialogKind::Confirm),
             Self::Prompt => Some(DialogKind::Prompt),
             Self::BeforeUnload => Some(DialogKind::BeforeUnload),
-            Self::Auth | Self::Permission | Self::DeviceChooser => None,
+            Self::Auth | Self::Permission | Self::DeviceChooser | Self::AppLink => None,
         }
     }
 
@@ -89,5 +94,6 @@ mod tests {
         assert!(Kind::Permission.is_browser_prompt());
         assert_eq!(serde_json::to_value(Kind::DeviceChooser).unwrap(), Kind::DeviceChooser.as_str());
         assert!(Kind::DeviceChooser.is_browser_prompt());
+        assert_eq!(serde_json::to_value(Kind::AppLink).unwrap(), Kind::AppLink.as_str());
     }
 }

@@ -19,6 +19,7 @@ const STATIC_FILES: &[&str] = &[
     "auth.js",
     "permissions.js",
     "choosers.js",
+    "applinks.js",
     "pilot_tools.js",
     "state_tools.js",
     "tracking.js",

@@ -58,6 +58,7 @@ impl State {
                     PromptAsk::Auth(a) => a,
                     PromptAsk::Permission(p) => p,
                     PromptAsk::DeviceChooser(c) => c,
+                    PromptAsk::AppLink(l) => l,
                 };
                 self.on_prompt(&m, kind)
             }

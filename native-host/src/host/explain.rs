@@ -141,6 +141,10 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         (Kind::Permission, Some(true)) => "granted".to_string(),
         (Kind::Permission, Some(false)) => "denied".to_string(),
         (Kind::DeviceChooser, Some(_)) => "cancelled (the page got the browser's cancel result)".to_string(),
+        (Kind::AppLink, Some(true)) => {
+            "opened (the page navigated to it again; the browser hands it to the OS)".to_string()
+        }
+        (Kind::AppLink, Some(false)) => "cancelled (the page stays where it is)".to_string(),
         (_, Some(a)) => format!("returned {a}"),
     };
     format!("Closed by {who} after {} ms: {answer}.", open_for.as_millis())
@@ -165,6 +169,10 @@ pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
         RuleSpec::Permission { accept, permission, .. } => (
             permission.map_or("permission request".to_string(), |p| format!("{} request", p.as_str())),
             if *accept { "grant it" } else { "deny it" },
+        ),
+        RuleSpec::AppLink { accept, matcher } => (
+            matcher.scheme.as_ref().map_or("app link".to_string(), |s| format!("{s}: link")),
+            if *accept { "open it (the browser hands it to the OS)" } else { "cancel it (the page stays where it is)" },
         ),
         RuleSpec::DeviceChooser { chooser, .. } => {
             (chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str())), "cancel it")
@@ -246,7 +254,7 @@ pub fn detach_reason(reason: &str) -> String {
     match reason {
         "canceled_by_user" => "a human cancelled the debugging bar (or opened DevTools on the tab)".to_string(),
         "target_closed" => "the browser ended the debugger session (the tab went to a page extensions may not debug, \
-such as chrome://, or closed)"
+such as chrome://, handed a link to the OS, such as an opened mailto: or app link, or closed)"
             .to_string(),
         other => format!("the browser ended the debugger session ({other})"),
     }

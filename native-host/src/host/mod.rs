@@ -3,6 +3,7 @@
 //! Unix socket that only this user can reach.
 
 pub mod agent_calls;
+mod app_link;
 mod auth;
 mod barrier;
 mod chooser;

@@ -282,6 +282,9 @@ pub enum PromptAsk {
     Permission(PermissionAsk),
     /// A chooser the page hook saw open (`manifest/choosers.js`).
     DeviceChooser(ChooserAsk),
+    /// A navigation to a scheme the OS handles, cancelled by the page hook (pilot on) or
+    /// left to the browser (`manifest/applinks.js`).
+    AppLink(AppLinkAsk),
 }
 
 impl PromptAsk {
@@ -291,6 +294,7 @@ impl PromptAsk {
             Self::Auth(_) => Kind::Auth,
             Self::Permission(_) => Kind::Permission,
             Self::DeviceChooser(_) => Kind::DeviceChooser,
+            Self::AppLink(_) => Kind::AppLink,
         }
     }
 }
@@ -341,6 +345,12 @@ pub struct ChooserAsk {
     /// The page's call: requestDevice, requestPort, getDisplayMedia.
     #[serde(default)]
     pub method: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AppLinkAsk {
+    /// Where the page navigated: a URL the browser would hand to the OS (page-made).
+    pub target: String,
 }
 
 #[derive(Debug, Deserialize)]

@@ -101,6 +101,7 @@ pub enum Details {
     Auth(AuthDetails),
     Permission(PermissionDetails),
     Chooser(ChooserDetails),
+    AppLink(AppLinkDetails),
 }
 
 /// An HTTP auth challenge: realm, scheme, proxy, what became of the request.
@@ -148,6 +149,15 @@ pub struct PermissionDetails {
     pub permissions: Vec<PermissionName>,
     /// The page's call: getUserMedia, requestPermission, getCurrentPosition, …
     pub api: String,
+}
+
+/// A link to a scheme the OS handles.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppLinkDetails {
+    /// Its scheme, lower case, without the colon (`mailto`, `myapp`, `web+app`).
+    pub scheme: String,
+    /// Its URL, cut and redacted like a dialog's message (also the record's message).
+    pub target: String,
 }
 
 /// A device chooser: which one, by which call.

@@ -55,6 +55,7 @@ impl rules::Rule for RuleSpec {
             Self::Auth { .. } => "auth",
             Self::Permission { .. } => "permission",
             Self::DeviceChooser { .. } => "device chooser",
+            Self::AppLink { .. } => "app link",
         }
     }
 
@@ -66,6 +67,7 @@ impl rules::Rule for RuleSpec {
                 (R::Auth { .. }, R::Auth { .. }) => true,
                 (R::Permission { permission: a, .. }, R::Permission { permission: b, .. }) => a == b,
                 (R::DeviceChooser { chooser: a, .. }, R::DeviceChooser { chooser: b, .. }) => a == b,
+                (R::AppLink { .. }, R::AppLink { .. }) => true,
                 _ => false,
             }
     }

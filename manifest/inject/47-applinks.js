@@ -1,0 +1,47 @@
+  // @needs win, apply, eventProto, nativePreventDefault, indexOf, sliceString, addEventListener
+  // @needs protoOf, getterOf, getOwnPropertyDescriptor, engine, boot, ANSWER_ACCEPT, askBrowser
+  // ---- App links: navigations to a scheme that is not the web's (mailto:, myapp://, web+x:) ----
+  // Chromium hands such a URL to the OS. mailto: after a gesture starts the mail client;
+  // any other scheme raises an "Open xdg-open?" dialog that drops every input to the tab,
+  // outlives reloads, and headless never shows (MODAL-FACTS 5). The Navigation API's
+  // `navigate` event comes first for each of them (a link, `location`, a form), cancelable:
+  // with the pilot on the hook cancels it there and asks (rule, policy, agent); an answer
+  // that opens it navigates again, as the page did. Pilot off: the browser's way, reported.
+  //
+  // Start-up cost: one listener on `navigation` and three getters; the engine is built (to
+  // read the pilot switch) only when such a navigation comes.
+  const WEB = { __proto__: null, 'http:': true, 'https:': true, 'about:': true, 'blob:': true, 'data:': true, 'javascript:': true, 'file:': true, 'filesystem:': true, 'chrome:': true, 'chrome-extension:': true, 'chrome-untrusted:': true, 'devtools:': true, 'view-source:': true };
+  const destinationOf = getterOf(protoOf('NavigateEvent'), 'destination');
+  const urlOf = getterOf(protoOf('NavigationDestination'), 'url');
+  const cancelableOf = getOwnPropertyDescriptor(eventProto, 'cancelable').get;
+  // An opened link goes through once: the navigation the hook starts again itself.
+  let opening = null;
+  const onNavigate = (event) => {
+    let url;
+    try {
+      url = apply(urlOf, apply(destinationOf, event, []), []);
+    } catch {
+      return;
+    }
+    const colon = apply(indexOf, url, [':']);
+    if (colon < 0 || WEB[apply(sliceString, url, [0, colon + 1])] === true) return;
+    if (url === opening) {
+      opening = null;
+      return;
+    }
+    if (engine === null) boot();
+    if (engine.pilot() !== 1 || !apply(cancelableOf, event, [])) {
+      askBrowser('app_link', url, 'navigate', () => {});
+      return;
+    }
+    apply(nativePreventDefault, event, []);
+    askBrowser('app_link', url, 'navigate', (code) => {
+      if (code !== ANSWER_ACCEPT) return;
+      opening = url;
+      win.location.assign(url);
+    });
+  };
+  const nav = win.navigation;
+  if (destinationOf !== null && urlOf !== null && nav !== null && typeof nav === 'object') {
+    apply(addEventListener, nav, ['navigate', onNavigate]);
+  }

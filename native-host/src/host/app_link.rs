@@ -1,0 +1,210 @@
+//! App links: a navigation to a scheme that is not the web's (`mailto:`, `tel:`, `myapp://`,
+//! `web+x:`). The browser hands such a URL to the OS: `mailto:` after a gesture opens the
+//! mail client; any other scheme raises an "Open …?" dialog that, in headless, no one sees
+//! and that drops every input to the tab, even across reloads. The page hook
+//! (`manifest/inject/47-applinks.js`) cancels the navigation first (its `navigate` event)
+//! and asks, through `manifest/applinks.js`; the answer opens it (the hook navigates again)
+//! or leaves it cancelled. The prompt pipeline (`prompt.rs`) does the rest; here is what is
+//! the app link's own. Pilot off: the browser's way, recorded.
+
+use super::prompt::{Described, PromptKind, Verdict, url_fits};
+use super::protocol::{AppLinkAsk, PromptDecision};
+use super::record::{self, AppLinkDetails, DecidedBy, Details, MAX_MESSAGE_CHARS};
+use crate::api::RuleSpec;
+use crate::redact::Redactor;
+use unmodal_engine::Policy;
+
+impl AppLinkAsk {
+    /// The link's scheme, lower case, without the colon.
+    fn scheme(&self) -> String {
+        self.target.split(':').next().unwrap_or_default().to_ascii_lowercase()
+    }
+}
+
+impl PromptKind for AppLinkAsk {
+    fn check(&self) -> Result<(), String> {
+        let scheme = self.scheme();
+        let web = ["http", "https", "about", "blob", "data", "javascript", "file"];
+        if !self.target.contains(':') || scheme.is_empty() || web.contains(&scheme.as_str()) {
+            return Err("an app link names no scheme the OS would handle".into());
+        }
+        Ok(())
+    }
+
+    fn describe(&self, redactor: &Redactor, url: &str) -> Described {
+        let (target, truncated) = record::clip(&self.target, MAX_MESSAGE_CHARS);
+        let (target, redacted) = redactor.apply(&target);
+        Described {
+            message: target.clone(),
+            truncated,
+            redacted,
+            url: record::clip(url, 2048).0,
+            details: Details::AppLink(AppLinkDetails { scheme: record::clip(&self.scheme(), 64).0, target }),
+        }
+    }
+
+    /// `url_contains` is on the link's URL, not the page's.
+    fn fits(&self, rule: &RuleSpec, _: &str) -> Option<usize> {
+        let RuleSpec::AppLink { matcher, .. } = rule else { return None };
+        let fits = url_fits(matcher.url_contains.as_ref(), &self.target)
+            && matcher.scheme.as_ref().is_none_or(|s| *s == self.scheme());
+        fits.then(|| usize::from(matcher.url_contains.is_some()) + usize::from(matcher.scheme.is_some()))
+    }
+
+    fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
+        let (decision, what) = if rule.accept() {
+            (PromptDecision::Accept, "opened (the browser hands it to the OS)")
+        } else {
+            (PromptDecision::Refuse, "cancelled")
+        };
+        Verdict::Answer {
+            decision,
+            credentials: None,
+            by: DecidedBy::Rule,
+            rule: Some(id),
+            why: format!("App link {what}: app link rule {id} matched"),
+        }
+    }
+
+    fn by_policy(&self, policy: Policy) -> Verdict {
+        let scheme = self.scheme();
+        match policy {
+            Policy::MustRespond => Verdict::Hold {
+                why: format!(
+                    "App link ({scheme}:) held for the agent (policy must_respond): the navigation was cancelled and \
+the page stays; open it with interact {{action:\"handle_dialog\", dialog_id, accept:true}} or leave it with \
+accept:false"
+                ),
+            },
+            Policy::Auto => Verdict::policy(
+                PromptDecision::Refuse,
+                DecidedBy::DefaultPolicy,
+                format!(
+                    "App link cancelled by the default policy: the browser would have handed {scheme}: to the OS (for \
+any scheme but mailto:, an \"Open …?\" dialog that, headless, blocks every input to the tab); set up dialog_type \
+\"app_link\" with accept:true to open it"
+                ),
+            ),
+            Policy::AutoAccept => Verdict::policy(
+                PromptDecision::Accept,
+                DecidedBy::Policy,
+                "App link opened by the tab's auto_accept policy (the browser hands it to the OS)",
+            ),
+            Policy::AutoDismiss => Verdict::policy(
+                PromptDecision::Refuse,
+                DecidedBy::Policy,
+                "App link cancelled by the tab's auto_dismiss policy",
+            ),
+        }
+    }
+
+    fn pilot_off(&self) -> String {
+        format!(
+            "AI Web Pilot is off: the browser handles the {}: link itself (mailto: goes to the OS mail client; any \
+other scheme raises an \"Open …?\" dialog that, headless, blocks every input to the tab until a navigation to \
+another site); a person must switch the pilot on (`unmodal pilot on` in a terminal)",
+            self.scheme()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::State;
+    use super::super::state::tests::{feed, to_json};
+    use super::*;
+    use crate::api::{DialogCall, MatchArg, PolicyCall};
+    use crate::kind::Kind;
+    use ringbuf::traits::Consumer;
+    use serde_json::{Value, json};
+
+    fn state(policy: Policy) -> State {
+        let mut s = State::new();
+        s.pilot = true;
+        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"},{"id":4,"url":"http://a/"}]}))
+            .unwrap();
+        s.configure(PolicyCall { tab: Some(3), policy, timeout_s: 5 }).unwrap();
+        s
+    }
+
+    fn link(s: &mut State, tab: i64, n: u64, target: &str) -> Vec<Value> {
+        to_json(
+            &feed(
+                s,
+                json!({"type":"prompt_request","kind":"app_link","tab_id":tab,"id":n,"frame_id":0,"url":"http://a/p",
+                "target":target}),
+            )
+            .unwrap(),
+        )
+    }
+
+    fn setup(s: &mut State, accept: bool, scheme: Option<&str>) -> Value {
+        let matcher = MatchArg { scheme: scheme.map(str::to_owned), ..MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: true, rule: RuleSpec::AppLink { accept, matcher } })
+            .unwrap()
+            .value
+    }
+
+    #[test]
+    fn the_default_cancels_and_waits_for_acknowledgement() {
+        let mut s = state(Policy::Auto);
+        let out = link(&mut s, 3, 1, "myapp://open?token=x");
+        assert_eq!(out[1], json!({"type":"prompt_answer","kind":"app_link","tab_id":3,"id":1,"decision":"refuse"}));
+        let rec = s.history.iter().last().unwrap();
+        assert_eq!(
+            (rec.kind, rec.decided_by, rec.closed_by, rec.accepted),
+            (Kind::AppLink, DecidedBy::DefaultPolicy, Some(DecidedBy::DefaultPolicy), Some(false))
+        );
+        assert_eq!(s.pending.back(), Some(&rec.id));
+        let j = serde_json::to_value(rec).unwrap();
+        assert_eq!((j["type"].as_str(), j["scheme"].as_str()), (Some("app_link"), Some("myapp")));
+        assert_eq!(j["target"], "myapp://open?token=x");
+        let back: crate::host::record::DialogRecord = serde_json::from_value(j).unwrap();
+        assert_eq!(back.details, rec.details, "read back from disk as it was");
+    }
+
+    #[test]
+    fn a_rule_opens_once_by_scheme_and_belongs_to_its_tab() {
+        let mut s = state(Policy::Auto);
+        let v = setup(&mut s, true, Some("mailto"));
+        assert_eq!((v["dialog_type"].as_str(), v["match"]["scheme"].as_str()), (Some("app_link"), Some("mailto")));
+        assert_eq!(link(&mut s, 3, 1, "tel:123")[1]["decision"], "refuse", "another scheme");
+        assert_eq!(link(&mut s, 4, 2, "mailto:a@b.c")[1]["decision"], "refuse", "another tab");
+        assert_eq!(link(&mut s, 3, 3, "MAILTO:a@b.c")[1]["decision"], "accept");
+        let rec = s.history.iter().last().unwrap();
+        assert_eq!((rec.decided_by, rec.accepted, rec.rule_id.is_some()), (DecidedBy::Rule, Some(true), true));
+        assert_eq!(link(&mut s, 3, 4, "mailto:a@b.c")[1]["decision"], "refuse", "a once-rule is spent");
+    }
+
+    #[test]
+    fn must_respond_holds_the_agent_opens_and_the_watchdog_cancels() {
+        let mut s = state(Policy::MustRespond);
+        assert_eq!(link(&mut s, 3, 1, "web+app:x")[1]["type"], "prompt_hold");
+        let id = s.blocking_note().unwrap().dialogs[0].dialog_id;
+        let done = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).unwrap();
+        assert_eq!((done.answering, to_json(&done.msgs)[0]["decision"].as_str()), (Some(id), Some("accept")));
+        feed(&mut s, json!({"type":"prompt_result","kind":"app_link","tab_id":3,"id":1,"ok":true,"accepted":true}))
+            .unwrap();
+        assert_eq!(s.record(id).unwrap().closed_by, Some(DecidedBy::Agent));
+        link(&mut s, 3, 2, "myapp://b");
+        let id = s.held[0].record.id;
+        assert_eq!(to_json(&s.watchdog(id))[0]["decision"], "refuse");
+    }
+
+    #[test]
+    fn pilot_off_and_bad_input() {
+        let mut s = state(Policy::Auto);
+        let out = feed(
+            &mut s,
+            json!({"type":"prompt_request","kind":"app_link","tab_id":3,"id":1,"url":"http://a/","target":"mailto:x@y",
+            "native":true}),
+        )
+        .unwrap();
+        assert_eq!(out.len(), 1, "nothing answered: the browser does");
+        assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::PilotOff);
+        for bad in ["https://a/", "nothing", ":x"] {
+            let m = json!({"type":"prompt_request","kind":"app_link","tab_id":3,"id":2,"target":bad});
+            assert!(feed(&mut s, m).is_err(), "{bad}");
+        }
+    }
+}
