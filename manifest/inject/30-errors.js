@@ -12,12 +12,16 @@
     if (getOwnPropertyDescriptor(NativeError, 'prepareStackTrace') !== undefined) return null;
     const d = (typeof err === 'object' || typeof err === 'function') && err !== null ? getOwnPropertyDescriptor(err, 'stack') : undefined;
     if (!d) return null;
-    const text = d.get ? apply(d.get, err, []) : d.value;
+    // Own members only: a page may define `get` or `value` on Object.prototype.
+    const text = hasOwn(d, 'get') ? (typeof d.get === 'function' ? apply(d.get, err, []) : undefined) : d.value;
     return typeof text === 'string' ? { d, text } : null;
   };
   const setStack = (err, { d }, text) => {
-    if (d.set) apply(d.set, err, [text]);
-    else defineProperty(err, 'stack', { value: text, writable: d.writable, enumerable: d.enumerable, configurable: d.configurable });
+    if (hasOwn(d, 'set') && typeof d.set === 'function') apply(d.set, err, [text]);
+    else {
+      const writable = hasOwn(d, 'writable') ? d.writable : true;
+      defineProperty(err, 'stack', { __proto__: null, value: text, writable, enumerable: d.enumerable, configurable: d.configurable });
+    }
   };
   // This script's URL as V8 prints it in frames, so our frames can be cut out. Found on
   // first need (formatting a stack costs every frame otherwise), kept once found.

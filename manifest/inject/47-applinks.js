@@ -1,5 +1,6 @@
   // @needs win, apply, eventProto, nativePreventDefault, indexOf, sliceString, addEventListener
-  // @needs protoOf, getterOf, getOwnPropertyDescriptor, engine, boot, ANSWER_ACCEPT, askBrowser
+  // @needs getOwnPropertyDescriptor, getPrototypeOf, hasOwn, nativeToString, engine, boot
+  // @needs ANSWER_ACCEPT, askBrowser
   // ---- App links: navigations to a scheme that is not the web's (mailto:, myapp://, web+x:) ----
   // Chromium hands such a URL to the OS. mailto: after a gesture starts the mail client;
   // any other scheme raises an "Open xdg-open?" dialog that drops every input to the tab,
@@ -8,18 +9,29 @@
   // with the pilot on the hook cancels it there and asks (rule, policy, agent); an answer
   // that opens it navigates again, as the page did. Pilot off: the browser's way, reported.
   //
-  // Start-up cost: one listener on `navigation` and three getters; the engine is built (to
-  // read the pilot switch) only when such a navigation comes.
+  // Start-up cost: `navigation` and one listener on it; the engine is built (to read the
+  // pilot switch) only when such a navigation comes.
   const WEB = { __proto__: null, 'http:': true, 'https:': true, 'about:': true, 'blob:': true, 'data:': true, 'javascript:': true, 'file:': true, 'filesystem:': true, 'chrome:': true, 'chrome-extension:': true, 'chrome-untrusted:': true, 'devtools:': true, 'view-source:': true };
-  const destinationOf = getterOf(protoOf('NavigateEvent'), 'destination');
-  const urlOf = getterOf(protoOf('NavigationDestination'), 'url');
   const cancelableOf = getOwnPropertyDescriptor(eventProto, 'cancelable').get;
+  // The getters the hook reads an event with are looked up on the first event (their
+  // interfaces cost every frame to make), from the event itself, and used only if they are
+  // still the browser's own (their source says so; no page function can print it).
+  let destinationOf = null;
+  let urlOf = null;
+  const nativeGetter = (o, name) => {
+    const d = getOwnPropertyDescriptor(getPrototypeOf(o), name);
+    const get = d !== undefined && hasOwn(d, 'get') ? d.get : undefined;
+    return typeof get === 'function' && apply(nativeToString, get, []) === `function get ${name}() { [native code] }` ? get : null;
+  };
   // An opened link goes through once: the navigation the hook starts again itself.
   let opening = null;
   const onNavigate = (event) => {
     let url;
     try {
-      url = apply(urlOf, apply(destinationOf, event, []), []);
+      if (destinationOf === null) destinationOf = nativeGetter(event, 'destination');
+      const destination = apply(destinationOf, event, []);
+      if (urlOf === null) urlOf = nativeGetter(destination, 'url');
+      url = apply(urlOf, destination, []);
     } catch {
       return;
     }
@@ -42,6 +54,6 @@
     });
   };
   const nav = win.navigation;
-  if (destinationOf !== null && urlOf !== null && nav !== null && typeof nav === 'object') {
+  if (nav !== undefined && nav !== null && typeof nav === 'object') {
     apply(addEventListener, nav, ['navigate', onNavigate]);
   }

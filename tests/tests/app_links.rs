@@ -200,20 +200,20 @@ async fn another_sites_frame_and_a_strict_csp_page() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hostile_page_cannot_see_or_stop_the_hook() -> anyhow::Result<()> {
     let s = session(true).await?;
-    // Traps on everything the hook might touch after start; each counts what it sees.
+    // Traps on what the hook might touch after start; each counts what it sees.
     s.page_value(
         "window.trapped = 0;
-         for (const [proto, name] of [[NavigateEvent.prototype, 'destination'], [NavigationDestination.prototype, 'url'],
-                                      [Event.prototype, 'cancelable']]) {
-           const d = Object.getOwnPropertyDescriptor(proto, name);
-           Object.defineProperty(proto, name, { get() { trapped++; return d.get.call(this); }, configurable: true });
-         }
+         const d = Object.getOwnPropertyDescriptor(Event.prototype, 'cancelable');
+         Object.defineProperty(Event.prototype, 'cancelable', { get() { trapped++; return d.get.call(this); }, configurable: true });
          for (const [proto, name] of [[Event.prototype, 'preventDefault'], [EventTarget.prototype, 'addEventListener'],
-                                      [Location.prototype, 'assign'], [String.prototype, 'indexOf'], [String.prototype, 'slice']]) {
+                                      [String.prototype, 'indexOf'], [String.prototype, 'slice'], [Object, 'getOwnPropertyDescriptor'],
+                                      [Object, 'getPrototypeOf'], [Function.prototype, 'toString']]) {
            const f = proto[name];
-           if (typeof f === 'function') proto[name] = function (...a) { trapped++; return f.apply(this, a); };
+           proto[name] = function (...a) { trapped++; return f.apply(this, a); };
          }
-         Object.defineProperty(Object.prototype, 'url', { set() { trapped++; }, configurable: true });
+         for (const name of ['url', 'get']) {
+           Object.defineProperty(Object.prototype, name, { get() { trapped++; }, set() { trapped++; }, configurable: true });
+         }
          0",
     )
     .await?;
@@ -221,7 +221,34 @@ async fn a_hostile_page_cannot_see_or_stop_the_hook() -> anyhow::Result<()> {
     let r = &s.closed_records("app_link", 1).await?[0];
     assert_eq!(r["decided_by"], "default_policy", "{r}");
     takes_input(&s).await?;
+    // The engine, built on the first app link after the traps, answers dialogs too.
+    assert_eq!(s.page_value("confirm('after the traps?')").await?, json!(false));
     assert_eq!(s.page_value("trapped").await?, json!(0), "the hook used only what it captured at start");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_that_replaced_the_navigation_getters_first_keeps_the_browsers_way() -> anyhow::Result<()> {
+    // The getters the hook reads an event with are looked up on the first such navigation,
+    // and only if they are still the browser's: a page that replaced them before is never
+    // called into, and its links go to the browser as without Unmodal (it can only harm
+    // itself). mailto: here: another scheme would wedge this tab.
+    let s = session(true).await?;
+    s.page_value(
+        "window.trapped = 0;
+         for (const [proto, name] of [[NavigateEvent.prototype, 'destination'], [NavigationDestination.prototype, 'url']]) {
+           const d = Object.getOwnPropertyDescriptor(proto, name);
+           Object.defineProperty(proto, name, { get() { trapped++; return d.get.call(this); }, configurable: true });
+         }
+         0",
+    )
+    .await?;
+    s.page.click("#mail").await?;
+    eventually(LIMIT, "the page's beforeunload: the browser took the link", || async {
+        Ok(seen(&s).await?.as_array().is_some_and(|a| a.contains(&json!("beforeunload"))).then_some(()))
+    })
+    .await?;
+    assert_eq!(s.page_value("trapped").await?, json!(0));
     Ok(())
 }
 

@@ -79,6 +79,35 @@ async fn engine_built_after_page_scripts_uses_only_pristine_globals() -> anyhow:
     Ok(())
 }
 
+// Property-descriptor fields on Object.prototype: any descriptor object that inherits from
+// it becomes invalid (`get` beside `value`) or tells the page it was read.
+const DESCRIPTOR_TRAPS: &str = r#"<!doctype html><title>descriptors</title>
+<script>
+  window.caught = '';
+  for (const key of ['get', 'set', 'writable']) {
+    Object.defineProperty(Object.prototype, key, { configurable: true, get() { caught += key + ' '; return undefined; } });
+  }
+  caught = ''; // the page's own defineProperty calls above read the traps set before them
+</script>"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn descriptor_fields_on_object_prototype_neither_break_nor_see_the_hook() -> anyhow::Result<()> {
+    let (s, _) = Session::with_pilot("/descriptors", DESCRIPTOR_TRAPS).await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "prompt", "text": "fine"}))
+        .await?;
+    // The first dialog builds the engine (its memory object is made with descriptors).
+    assert_eq!(s.page_value("prompt('Build now?')").await?, json!("fine"));
+    // An error shaped like the native's (its stack re-written through a descriptor).
+    let err = s.page_value("try { alert(Symbol()); 'no error' } catch (e) { [e.constructor.name, e.message] }").await?;
+    assert_eq!(
+        err,
+        json!(["TypeError", "Failed to execute 'alert' on 'Window': Cannot convert a Symbol value to a string"])
+    );
+    assert_eq!(s.page_value("caught").await?, json!(""), "the page saw the hook read a descriptor");
+    Ok(())
+}
+
 // A page that sets traps on the prototypes of its own realm, where a careless hook would
 // put a report or read a setting.
 const TRAPS: &str = r#"<!doctype html><title>traps</title>

@@ -103,6 +103,14 @@ fn factory_body(module: &str) -> Result<String> {
     // The factory may run after page scripts: it must not call methods a page can replace.
     // inject.js passes a pristine `charCodeAtOf(string, index)` for the data-segment decoder.
     let body = body.replace("b64.charCodeAt(", "charCodeAtOf(b64, ");
+    // The memory object's property descriptors: without a prototype, so a page's
+    // `Object.prototype.get` (or `value`) cannot make them invalid or see them read.
+    let body = body
+        .replace("\"grow\": {\n", "\"grow\": { \"__proto__\": null,\n")
+        .replace("\"buffer\": {\n", "\"buffer\": { \"__proto__\": null,\n");
+    if body.contains("Object.create(") && body.matches("\"__proto__\": null").count() != 2 {
+        bail!("wasm2js's memory object changed shape: give its descriptors no prototype in xtask/src/build.rs");
+    }
     if body.contains(".charCodeAt(") {
         bail!("wasm2js output calls charCodeAt in a new place: route it through charCodeAtOf in xtask/src/build.rs");
     }
