@@ -8,6 +8,7 @@ import { createAuth } from './auth.js';
 import { createPermissions } from './permissions.js';
 import { createChoosers } from './choosers.js';
 import { createAppLinks } from './applinks.js';
+import { createPasskeys } from './passkeys.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
 import { createStalled } from './stalled.js';
@@ -48,6 +49,8 @@ const permissions = createPermissions(prompts, () => pilot);
 const choosers = createChoosers(prompts, () => pilot);
 // Navigations to schemes the OS handles, cancelled in the page: opened or not (applinks.js).
 const appLinks = createAppLinks(prompts, () => pilot);
+// WebAuthn requests the page hook holds: refused, or left to the browser (passkeys.js).
+const passkeys = createPasskeys(prompts, () => pilot);
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
 
@@ -283,6 +286,11 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   if (msg.type === 'app_link') {
     // Whatever fails here, the navigation stays cancelled: the hook cancelled it already.
     ready.then(() => appLinks.request(msg, sender, reply)).catch(() => reply('cancel'));
+    return true;
+  }
+  if (msg.type === 'passkey') {
+    // Whatever fails here, the request is refused: the browser's sheet would wedge the tab.
+    ready.then(() => passkeys.request(msg, sender, reply)).catch(() => reply('refuse'));
     return true;
   }
   if (msg.type === 'chooser_settled') {

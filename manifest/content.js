@@ -102,6 +102,9 @@
       } else if (q.kind === 'app_link') {
         event.preventDefault();
         onAppLink(q.request, q.what);
+      } else if (q.kind === 'passkey') {
+        event.preventDefault();
+        onPasskey(q.request, q.what, q.method);
       }
     } else if (q && typeof q === 'object' && Number.isSafeInteger(q.settled)) {
       runtime().sendMessage({ type: 'chooser_settled', page_request: q.settled }).catch(() => {});
@@ -169,6 +172,16 @@
     runtime()
       .sendMessage({ type: 'app_link', url: String(what).slice(0, 2048) })
       .then((r) => answerPage(request, r === 'open' ? ANSWER_ACCEPT : r === 'native' ? ANSWER_NATIVE : ANSWER_CANCEL), () => answerPage(request, ANSWER_CANCEL));
+  };
+
+  // A WebAuthn request the page hook holds (inject/48-passkeys.js): `what` the relying
+  // party's id the page named (may be empty), `method` create or get. The worker answers
+  // `refuse` (the hook rejects it as a person's cancel), `accept` or `native` (the real call
+  // goes on); unreachable, it is refused: the browser's passkey sheet would wedge the tab.
+  const onPasskey = (request, what, method) => {
+    runtime()
+      .sendMessage({ type: 'passkey', rp_id: String(what).slice(0, 256), operation: method === 'create' ? 'create' : 'get' })
+      .then((r) => answerPage(request, r === 'accept' ? ANSWER_ACCEPT : r === 'native' ? ANSWER_NATIVE : ANSWER_CANCEL), () => answerPage(request, ANSWER_CANCEL));
   };
 
   const fromWorker = (msg) => {

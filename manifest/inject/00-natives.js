@@ -1,6 +1,6 @@
   // @gives win, doc, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, hasOwn, apply, fnProto
   // @gives nativeToString, natives, NewCustomEvent, dispatchEvent, addEventListener, detailOf
-  // @gives NewTypeError, NativeError, captureStackTrace, indexOf, NewUint16Array, eventProto
+  // @gives NewDOMException, NewTypeError, NativeError, captureStackTrace, indexOf, NewUint16Array, eventProto
   // @gives nativePreventDefault, eventType, eventPhase, unloadProto, returnValueDesc, NewMap, mapGet
   // @gives mapSet, mapDelete, charCodeAt, fromCharCode, sliceString, queueMicrotask, deleteProperty
   // @gives MAX_MESSAGE, HANDOFF, pageUrl, protoOf, getterOf, KIND_NAMES, BY_NAMES, BY_POLICY
@@ -27,6 +27,7 @@
   const detailOf = getOwnPropertyDescriptor(CustomEvent.prototype, 'detail').get;
   const NewTypeError = TypeError;
   const NativeError = Error;
+  const NewDOMException = DOMException;
   const captureStackTrace = Error.captureStackTrace;
   const indexOf = String.prototype.indexOf;
   const NewUint16Array = Uint16Array;

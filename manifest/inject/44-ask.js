@@ -1,6 +1,7 @@
   // @needs win, apply, NewCustomEvent, dispatchEvent, addEventListener, detailOf, NewMap, mapGet
-  // @needs mapSet, mapDelete, secret, toIsolated, admit, fold
-  // @gives ANSWER_ACCEPT, ANSWER_CANCEL, askBrowser, tellSettled, promiseThen, deferred
+  // @needs mapSet, mapDelete, secret, toIsolated, admit, fold, defineProperty, withoutOwnFrames
+  // @gives ANSWER_ACCEPT, ANSWER_CANCEL, askBrowser, tellSettled, promiseThen, deferred, settle
+  // @gives directPromise
   // ---- Asking the browser side (45-permissions, 46-choosers) ----
   // A request goes to content.js as one question, { request, kind, what, method }: `request`
   // its number in this document, `kind` 'permission' or 'device_chooser', `what` the
@@ -75,4 +76,31 @@
       d.reject = reject;
     });
     return d;
+  };
+  // A promise-returning native: the page holds a promise of ours that settles as the
+  // native's does, its error without our frames (a TypeError made during the call has them).
+  // The native's promise never reaches the page: an own `constructor` of undefined keeps
+  // `then` from reading the page's Promise.prototype.constructor. `top`: the hook (on the
+  // stack when called from it; once asked, from a listener, it is not, and nothing is kept).
+  const settle = (native, self, args, resolve, reject, top) => {
+    let p;
+    try {
+      p = apply(native, self, args);
+    } catch (err) {
+      reject(withoutOwnFrames(err, top));
+      return;
+    }
+    if (p === null || typeof p !== 'object') {
+      resolve(p);
+      return;
+    }
+    defineProperty(p, 'constructor', { __proto__: null, value: undefined, configurable: true });
+    const rejected = (err) => reject(withoutOwnFrames(err, rejected));
+    apply(promiseThen, p, [resolve, rejected]);
+  };
+  // Called now (nothing to ask: a wrong receiver, arguments that ask for nothing).
+  const directPromise = (native, self, args, top) => {
+    const d = deferred();
+    settle(native, self, args, d.resolve, d.reject, top);
+    return d.promise;
   };

@@ -1,6 +1,6 @@
-  // @needs win, doc, apply, getOwnPropertyDescriptor, getPrototypeOf, defineProperty, hasOwn
+  // @needs win, doc, apply, getOwnPropertyDescriptor, getPrototypeOf, hasOwn
   // @needs nativeToString, NewMap, mapGet, mapSet, mapDelete, protoOf, getterOf, withoutOwnFrames
-  // @needs askBrowser, promiseThen, deferred
+  // @needs askBrowser, deferred, settle, directPromise
   // @gives disguisePermissions
   // ---- Permission prompts (camera, microphone, notifications, geolocation, clipboard read) ----
   // No browser event tells of a permission prompt, so the calls that would prompt are held
@@ -62,37 +62,10 @@
   // browser's setting already says grant or deny).
   const askPermission = (names, api, go) => askBrowser('permission', names, api, go);
 
-  // A promise-returning native: the page holds a promise of ours that settles as the
-  // native's does, its error without our frames (a TypeError made during the call has them).
-  // The native's promise never reaches the page: an own `constructor` of undefined keeps
-  // `then` from reading the page's Promise.prototype.constructor. `top`: the hook (on the
-  // stack when called from it; once asked, from a listener, it is not, and nothing is kept).
-  const settle = (native, self, args, resolve, reject, top) => {
-    let p;
-    try {
-      p = apply(native, self, args);
-    } catch (err) {
-      reject(withoutOwnFrames(err, top));
-      return;
-    }
-    if (p === null || typeof p !== 'object') {
-      resolve(p);
-      return;
-    }
-    defineProperty(p, 'constructor', { __proto__: null, value: undefined, configurable: true });
-    const rejected = (err) => reject(withoutOwnFrames(err, rejected));
-    apply(promiseThen, p, [resolve, rejected]);
-  };
   // Called once decided.
   const later = (native, self, args, names, api, top) => {
     const d = deferred();
     askPermission(names, api, () => settle(native, self, args, d.resolve, d.reject, top));
-    return d.promise;
-  };
-  // Called now (nothing to ask: a wrong receiver, arguments that ask for nothing).
-  const directPromise = (native, self, args, top) => {
-    const d = deferred();
-    settle(native, self, args, d.resolve, d.reject, top);
     return d.promise;
   };
   // A native called now, with our frames cut from whatever it throws.

@@ -1,4 +1,5 @@
   // @needs win, apply, defineProperty, captureStackTrace, queueMicrotask, protoOf, withoutOwnFrames
+  // @needs NewDOMException
   // @needs ANSWER_CANCEL, askBrowser, tellSettled, promiseThen, deferred
   // @gives disguiseChoosers
   // ---- Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth; the screen-share picker) ----
@@ -12,7 +13,6 @@
   // Whichever settles first wins: a person who picks a device in a headful browser's
   // chooser answers it. getDisplayMedia's picker (screen, window or tab) is one more
   // chooser: it needs no gesture, and in headless it never settles either.
-  const NewDOMException = DOMException;
   // The browser's results for a cancelled chooser (measured: a second chooser in a tab
   // cancels the first; Bluetooth's from Blink's error table; the picker's is the refusal
   // Blink gives any media request the user denied, as getUserMedia's). `stack`: whether the

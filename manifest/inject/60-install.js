@@ -1,6 +1,6 @@
   // @needs win, apply, getOwnPropertyDescriptor, defineProperty, fnProto, nativeToString, natives
   // @needs eventProto, unloadProto, returnValueDesc, NewMap, mapGet, mapSet, nativeShapedError
-  // @needs handle, disguisePermissions, disguiseChoosers, unloadHooks, returnValueSetter
+  // @needs handle, disguisePermissions, disguiseChoosers, disguisePasskeys, unloadHooks, returnValueSetter
   // @needs handlerOwner, handlerDesc, handlerHooks
   // ---- Install: the replacements go in (no page script has run yet) ----
   // Method shorthand: no prototype, not constructible, name and length (0) of the natives.
@@ -39,6 +39,7 @@
     as(handler.set, 'set onbeforeunload');
     disguisePermissions(as);
     disguiseChoosers(as);
+    disguisePasskeys(as);
   };
 
   // Each is an own, writable data property as the browser made it, and no page script has

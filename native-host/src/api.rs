@@ -45,6 +45,9 @@ pub enum DialogTypeArg {
     /// (the browser hands it to the OS), dismiss = cancel it (the page stays where it is).
     #[serde(rename = "app_link")]
     AppLink,
+    /// A WebAuthn request (navigator.credentials.create or get with publicKey): dismiss =
+    /// refuse it as a person's cancel (NotAllowedError).
+    Passkey,
     All,
 }
 
@@ -56,6 +59,7 @@ impl DialogTypeArg {
             Self::Permission => "permission",
             Self::DeviceChooser => "device_chooser",
             Self::AppLink => "app_link",
+            Self::Passkey => "passkey",
             page => page.target().as_str(),
         }
     }
@@ -73,7 +77,9 @@ impl DialogTypeArg {
             Self::Prompt => RuleTarget::One(K::Prompt),
             Self::Beforeunload => RuleTarget::One(K::BeforeUnload),
             // Browser prompts' rules live in the host only (`RuleSpec`), never in a page.
-            Self::All | Self::Auth | Self::Permission | Self::DeviceChooser | Self::AppLink => RuleTarget::All,
+            Self::All | Self::Auth | Self::Permission | Self::DeviceChooser | Self::AppLink | Self::Passkey => {
+                RuleTarget::All
+            }
         }
     }
 }
@@ -99,11 +105,19 @@ pub struct MatchArg {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 64))]
     pub scheme: Option<String>,
+    /// dialog_type "passkey" only: only requests for this relying party id (exactly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub rp_id: Option<String>,
 }
 
 impl MatchArg {
     pub fn is_empty(&self) -> bool {
-        self.message_contains.is_none() && self.url_contains.is_none() && self.realm.is_none() && self.scheme.is_none()
+        self.message_contains.is_none()
+            && self.url_contains.is_none()
+            && self.realm.is_none()
+            && self.scheme.is_none()
+            && self.rp_id.is_none()
     }
 }
 
@@ -368,6 +382,9 @@ pub enum RuleSpec {
     /// A link to a scheme the OS handles: open it (accept) or cancel it; `match.url_contains`
     /// is on the link's URL, `match.scheme` its scheme.
     AppLink { accept: bool, matcher: MatchArg },
+    /// A WebAuthn request: refuse it (a person's cancel); `match.url_contains` is on the
+    /// page's URL, `match.rp_id` the relying party.
+    Passkey { accept: bool, matcher: MatchArg },
 }
 
 impl RuleSpec {
@@ -379,12 +396,16 @@ impl RuleSpec {
             Self::Permission { .. } => "permission",
             Self::DeviceChooser { .. } => "device_chooser",
             Self::AppLink { .. } => "app_link",
+            Self::Passkey { .. } => "passkey",
         }
     }
 
     pub fn accept(&self) -> bool {
         match self {
-            Self::Dialog { accept, .. } | Self::Permission { accept, .. } | Self::AppLink { accept, .. } => *accept,
+            Self::Dialog { accept, .. }
+            | Self::Permission { accept, .. }
+            | Self::AppLink { accept, .. }
+            | Self::Passkey { accept, .. } => *accept,
             Self::Auth { credentials, .. } => credentials.is_some(),
             Self::DeviceChooser { .. } => false,
         }
@@ -396,7 +417,8 @@ impl RuleSpec {
             | Self::Auth { matcher, .. }
             | Self::Permission { matcher, .. }
             | Self::DeviceChooser { matcher, .. }
-            | Self::AppLink { matcher, .. } => matcher,
+            | Self::AppLink { matcher, .. }
+            | Self::Passkey { matcher, .. } => matcher,
         }
     }
 
@@ -408,7 +430,8 @@ impl RuleSpec {
             (Self::Auth { .. }, DialogTypeArg::Auth)
             | (Self::Permission { .. }, DialogTypeArg::Permission)
             | (Self::DeviceChooser { .. }, DialogTypeArg::DeviceChooser)
-            | (Self::AppLink { .. }, DialogTypeArg::AppLink) => true,
+            | (Self::AppLink { .. }, DialogTypeArg::AppLink)
+            | (Self::Passkey { .. }, DialogTypeArg::Passkey) => true,
             _ => false,
         }
     }
@@ -502,6 +525,10 @@ impl InteractArgs {
         if self.matcher.as_ref().is_some_and(|m| m.scheme.is_some()) && !(setup && app_link) {
             return Err(bad("match.scheme", "only with setup: true and dialog_type \"app_link\""));
         }
+        let passkey = self.dialog_type == Some(DialogTypeArg::Passkey);
+        if self.matcher.as_ref().is_some_and(|m| m.rp_id.is_some()) && !(setup && passkey) {
+            return Err(bad("match.rp_id", "only with setup: true and dialog_type \"passkey\""));
+        }
         if setup && auth {
             return self.auth_setup();
         }
@@ -514,6 +541,9 @@ impl InteractArgs {
         if setup && app_link {
             return self.app_link_setup();
         }
+        if setup && passkey {
+            return self.passkey_setup();
+        }
         if self.matcher.as_ref().is_some_and(|m| m.realm.is_some()) {
             return Err(bad("match.realm", "only with dialog_type \"auth\""));
         }
@@ -522,7 +552,7 @@ impl InteractArgs {
                 return Err(bad(
                     "dialog_type",
                     "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, permission, \
-device_chooser, app_link, all",
+device_chooser, app_link, passkey, all",
                 ));
             };
             let matcher = self.matcher.clone().unwrap_or_default();
@@ -613,6 +643,28 @@ impl InteractArgs {
             _ => {}
         }
         Ok(matcher)
+    }
+
+    fn passkey_setup(&self) -> Result<DialogCall, ParamError> {
+        let matcher = self.url_only_match("a passkey request", "name the relying party (match.rp_id)")?;
+        if matcher.scheme.is_some() {
+            return Err(bad("match.scheme", "only with dialog_type \"app_link\""));
+        }
+        if matcher.rp_id.as_ref().is_some_and(|r| r.is_empty() || r.len() > 256) {
+            return Err(bad("match.rp_id", "a relying party id such as \"example.com\", at most 256 characters"));
+        }
+        if self.accept != Some(false) {
+            return Err(bad(
+                "accept",
+                "a passkey rule refuses (accept: false) for now: answering with a virtual authenticator is not built \
+yet (issue 23); without a rule passkey requests are refused anyway",
+            ));
+        }
+        if self.text.is_some() {
+            return Err(bad("text", "a passkey rule takes no text"));
+        }
+        let rule = RuleSpec::Passkey { accept: false, matcher };
+        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 
     fn app_link_setup(&self) -> Result<DialogCall, ParamError> {

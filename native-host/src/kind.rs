@@ -29,6 +29,8 @@ pub enum Kind {
     /// it; it can be opened.
     #[serde(rename = "app_link")]
     AppLink,
+    /// A WebAuthn request (`host/passkey.rs`) the page hook holds before the browser sees it.
+    Passkey,
 }
 
 impl Kind {
@@ -38,6 +40,7 @@ impl Kind {
             None if self == Self::Permission => "permission",
             None if self == Self::DeviceChooser => "device_chooser",
             None if self == Self::AppLink => "app_link",
+            None if self == Self::Passkey => "passkey",
             None => "auth",
         }
     }
@@ -49,7 +52,7 @@ impl Kind {
             Self::Confirm => Some(DialogKind::Confirm),
             Self::Prompt => Some(DialogKind::Prompt),
             Self::BeforeUnload => Some(DialogKind::BeforeUnload),
-            Self::Auth | Self::Permission | Self::DeviceChooser | Self::AppLink => None,
+            Self::Auth | Self::Permission | Self::DeviceChooser | Self::AppLink | Self::Passkey => None,
         }
     }
 
@@ -95,5 +98,6 @@ mod tests {
         assert_eq!(serde_json::to_value(Kind::DeviceChooser).unwrap(), Kind::DeviceChooser.as_str());
         assert!(Kind::DeviceChooser.is_browser_prompt());
         assert_eq!(serde_json::to_value(Kind::AppLink).unwrap(), Kind::AppLink.as_str());
+        assert_eq!(serde_json::to_value(Kind::Passkey).unwrap(), Kind::Passkey.as_str());
     }
 }

@@ -20,6 +20,7 @@ const STATIC_FILES: &[&str] = &[
     "permissions.js",
     "choosers.js",
     "applinks.js",
+    "passkeys.js",
     "pilot_tools.js",
     "state_tools.js",
     "tracking.js",

@@ -59,6 +59,7 @@ impl State {
                     PromptAsk::Permission(p) => p,
                     PromptAsk::DeviceChooser(c) => c,
                     PromptAsk::AppLink(l) => l,
+                    PromptAsk::Passkey(p) => p,
                 };
                 self.on_prompt(&m, kind)
             }

@@ -145,6 +145,10 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
             "opened (the page navigated to it again; the browser hands it to the OS)".to_string()
         }
         (Kind::AppLink, Some(false)) => "cancelled (the page stays where it is)".to_string(),
+        (Kind::Passkey, Some(true)) => "accepted".to_string(),
+        (Kind::Passkey, Some(false)) => {
+            "refused (the page got NotAllowedError, as after a person's cancel)".to_string()
+        }
         (_, Some(a)) => format!("returned {a}"),
     };
     format!("Closed by {who} after {} ms: {answer}.", open_for.as_millis())
@@ -174,6 +178,10 @@ pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
             matcher.scheme.as_ref().map_or("app link".to_string(), |s| format!("{s}: link")),
             if *accept { "open it (the browser hands it to the OS)" } else { "cancel it (the page stays where it is)" },
         ),
+        RuleSpec::Passkey { matcher, .. } => (
+            matcher.rp_id.as_ref().map_or("passkey request".to_string(), |r| format!("passkey request for {r}")),
+            "refuse it (the page gets NotAllowedError, as after a person's cancel)",
+        ),
         RuleSpec::DeviceChooser { chooser, .. } => {
             (chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str())), "cancel it")
         }
@@ -191,6 +199,10 @@ pub fn accept_refused(kind: Kind, id: u64, with_credentials: bool) -> Option<Str
         Kind::Auth if !with_credentials => Some(format!(
             "Dialog {id} is an HTTP auth challenge: accept it with username and password, or send accept: false to \
 cancel it (the page gets the 401)."
+        )),
+        Kind::Passkey => Some(format!(
+            "Dialog {id} is a passkey request: answering it with a virtual authenticator is not built yet (issue 23), \
+so it can only be refused; send accept: false."
         )),
         Kind::DeviceChooser => Some(format!(
             "Dialog {id} is a device chooser: no extension can pick a device (Chromium refuses extensions its \
@@ -216,6 +228,7 @@ the page got the browser's answer."
 pub fn prompt_expired(kind: Kind) -> &'static str {
     match kind {
         Kind::Permission => "The extension denied it: no answer came from the host in time.",
+        Kind::Passkey => "The extension refused it: no answer came from the host in time.",
         _ => "The extension cancelled it: no answer came from the host in time.",
     }
 }

@@ -14,6 +14,7 @@ mod held;
 mod layers;
 pub mod logs;
 mod opener;
+mod passkey;
 mod permission;
 pub mod persist;
 mod pilot;

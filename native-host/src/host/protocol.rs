@@ -285,6 +285,8 @@ pub enum PromptAsk {
     /// A navigation to a scheme the OS handles, cancelled by the page hook (pilot on) or
     /// left to the browser (`manifest/applinks.js`).
     AppLink(AppLinkAsk),
+    /// A WebAuthn request the page hook holds (`manifest/passkeys.js`).
+    Passkey(PasskeyAsk),
 }
 
 impl PromptAsk {
@@ -295,6 +297,7 @@ impl PromptAsk {
             Self::Permission(_) => Kind::Permission,
             Self::DeviceChooser(_) => Kind::DeviceChooser,
             Self::AppLink(_) => Kind::AppLink,
+            Self::Passkey(_) => Kind::Passkey,
         }
     }
 }
@@ -351,6 +354,15 @@ pub struct ChooserAsk {
 pub struct AppLinkAsk {
     /// Where the page navigated: a URL the browser would hand to the OS (page-made).
     pub target: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PasskeyAsk {
+    /// `create` or `get`.
+    pub operation: String,
+    /// The relying party's id as the page named it (empty: its own origin's host).
+    #[serde(default)]
+    pub rp_id: String,
 }
 
 #[derive(Debug, Deserialize)]

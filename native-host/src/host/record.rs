@@ -102,6 +102,7 @@ pub enum Details {
     Permission(PermissionDetails),
     Chooser(ChooserDetails),
     AppLink(AppLinkDetails),
+    Passkey(PasskeyDetails),
 }
 
 /// An HTTP auth challenge: realm, scheme, proxy, what became of the request.
@@ -149,6 +150,15 @@ pub struct PermissionDetails {
     pub permissions: Vec<PermissionName>,
     /// The page's call: getUserMedia, requestPermission, getCurrentPosition, …
     pub api: String,
+}
+
+/// A WebAuthn request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasskeyDetails {
+    /// `create` (a new passkey) or `get` (signing in with one).
+    pub operation: String,
+    /// The relying party's id as the page named it (empty: its own origin's host).
+    pub rp_id: String,
 }
 
 /// A link to a scheme the OS handles.

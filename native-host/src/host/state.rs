@@ -56,6 +56,7 @@ impl rules::Rule for RuleSpec {
             Self::Permission { .. } => "permission",
             Self::DeviceChooser { .. } => "device chooser",
             Self::AppLink { .. } => "app link",
+            Self::Passkey { .. } => "passkey",
         }
     }
 
@@ -67,7 +68,7 @@ impl rules::Rule for RuleSpec {
                 (R::Auth { .. }, R::Auth { .. }) => true,
                 (R::Permission { permission: a, .. }, R::Permission { permission: b, .. }) => a == b,
                 (R::DeviceChooser { chooser: a, .. }, R::DeviceChooser { chooser: b, .. }) => a == b,
-                (R::AppLink { .. }, R::AppLink { .. }) => true,
+                (R::AppLink { .. }, R::AppLink { .. }) | (R::Passkey { .. }, R::Passkey { .. }) => true,
                 _ => false,
             }
     }

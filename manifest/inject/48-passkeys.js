@@ -1,0 +1,55 @@
+  // @needs getOwnPropertyDescriptor, getPrototypeOf, hasOwn, protoOf, NewDOMException
+  // @needs askBrowser, ANSWER_CANCEL, deferred, settle, directPromise
+  // @gives disguisePasskeys
+  // ---- Passkeys: WebAuthn navigator.credentials.create() and get() ----
+  // A WebAuthn request opens Chrome's passkey sheet, which headless never shows: the call
+  // stays pending whatever its timeout, and from ~0.1 s on every click and key to the tab is
+  // dropped until a reload (MODAL-FACTS 3). Nothing can close the sheet once it is open, so
+  // the hook asks before the browser sees the call (rule, policy, agent): a refusal rejects
+  // it as a person's cancel does (`NotAllowedError`, the browser's words); the browser's way
+  // (pilot off) makes the real call. Other credential requests (a password, a federated or
+  // identity one, conditional mediation's autofill) go straight to the browser.
+  //
+  // Start-up cost: a read and an assignment per method (secure contexts only).
+  const passkeyNatives = { __proto__: null };
+  const credentialsProto = protoOf('CredentialsContainer');
+  const NOT_ALLOWED =
+    'The operation either timed out or was not allowed. See: https://www.w3.org/TR/webauthn-2/#sctn-privacy-considerations-client.';
+  // A page object's own data member (no getter of the page runs), else undefined.
+  const ownValue = (o, key) => {
+    if (o === null || typeof o !== 'object') return undefined;
+    const d = getOwnPropertyDescriptor(o, key);
+    return d !== undefined && hasOwn(d, 'value') ? d.value : undefined;
+  };
+  const passkeyCall = (op, self, args, top) => {
+    const native = passkeyNatives[op];
+    const options = args[0];
+    const publicKey = ownValue(options, 'publicKey');
+    const conditional = op === 'get' && ownValue(options, 'mediation') === 'conditional';
+    if (publicKey === undefined || publicKey === null || conditional || getPrototypeOf(self) !== credentialsProto) {
+      return directPromise(native, self, args, top);
+    }
+    const rp = op === 'create' ? ownValue(ownValue(publicKey, 'rp'), 'id') : ownValue(publicKey, 'rpId');
+    const d = deferred();
+    askBrowser('passkey', typeof rp === 'string' ? rp : '', op, (code) => {
+      if (code === ANSWER_CANCEL) d.reject(new NewDOMException(NOT_ALLOWED, 'NotAllowedError'));
+      else settle(native, self, args, d.resolve, d.reject, top);
+    });
+    return d.promise;
+  };
+  // Method shorthand: the natives' names and lengths, no prototype, not constructible.
+  const passkeyHooks = {
+    create() { return passkeyCall('create', this, arguments, passkeyHooks.create); },
+    get() { return passkeyCall('get', this, arguments, passkeyHooks.get); },
+  };
+  // No page script has run: a plain read and assignment keep the natives' flags.
+  for (const op of ['create', 'get']) {
+    const native = credentialsProto !== null ? credentialsProto[op] : undefined;
+    if (typeof native !== 'function') continue;
+    credentialsProto[op] = passkeyHooks[op];
+    passkeyNatives[op] = native;
+  }
+  const disguisePasskeys = (as) => {
+    if (passkeyNatives.create !== undefined) as(passkeyHooks.create, 'create');
+    if (passkeyNatives.get !== undefined) as(passkeyHooks.get, 'get');
+  };

@@ -1,0 +1,265 @@
+//! Passkeys (dialog_type "passkey"): a WebAuthn create() or get(). Without Unmodal, headless
+//! Chromium opens its invisible passkey sheet: the call never settles and every input to the
+//! tab is dropped until a reload (MODAL-FACTS 3). With the pilot on the page hook holds the
+//! call before the browser sees it; the default refuses it as a person's cancel does.
+//! (Answering with a virtual authenticator is not built yet: every answer is a refusal.)
+
+use serde_json::{Value, json};
+use unmodal_e2e::browser::{Browser, Options};
+use unmodal_e2e::web::WebServer;
+use unmodal_e2e::{Session, eventually};
+
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// A page on `localhost` (WebAuthn refuses IP addresses as relying parties) with a button
+/// that proves input still arrives.
+const PAGE: &str = "<!doctype html><title>passkeys</title><button id=b>b</button>
+<script>window.seen = []; document.getElementById('b').onclick = () => seen.push('click');</script>";
+
+/// A create() the page can await: its outcome as the page sees it.
+fn create(rp: &str, extra: &str) -> String {
+    format!(
+        "navigator.credentials.create({{publicKey: {{rp: {{id: '{rp}', name: 'R'}}, user: {{id: new Uint8Array(16), name: 'u@x',
+           displayName: 'U'}}, challenge: new Uint8Array(32), pubKeyCredParams: [{{type: 'public-key', alg: -7}}]{extra}}}}})
+         .then((c) => ['ok', c.type], (e) => ['error', e.constructor.name, e.name, e.message, Object.hasOwn(e, 'stack')])"
+    )
+}
+
+const GET: &str = "navigator.credentials.get({publicKey: {rpId: 'localhost', challenge: new Uint8Array(32)}})
+  .then((c) => ['ok', c.type], (e) => ['error', e.constructor.name, e.name, e.message, Object.hasOwn(e, 'stack')])";
+
+async fn session(site: &WebServer, pilot: bool) -> anyhow::Result<Session> {
+    let s = Session::start().await?;
+    let url = site.page("/passkeys", PAGE, &[]);
+    s.page.goto(&url).await?;
+    s.page.bring_to_front().await?;
+    s.agent.wait_for_tab(&url).await?;
+    if pilot {
+        s.enable_pilot().await?;
+    }
+    Ok(s)
+}
+
+async fn takes_input(s: &Session) -> anyhow::Result<()> {
+    s.page.click("#b").await?;
+    eventually(LIMIT, "a click reaching the page", || async {
+        Ok(s.page_value("seen.includes('click')").await?.as_bool().unwrap_or(false).then_some(()))
+    })
+    .await
+}
+
+/// What a browser without Unmodal gives a create() that is not allowed: its virtual
+/// WebAuthn environment with no authenticator lets the request time out (MODAL-FACTS 3).
+async fn browsers_refusal(site: &WebServer) -> anyhow::Result<Value> {
+    let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
+    let page = baseline.new_page(&site.page("/plain-passkeys", PAGE, &[])).await?;
+    eventually(LIMIT, "the page without Unmodal loaded", || async {
+        Ok(matches!(page.eval("document.title").await, Ok(t) if t == "passkeys").then_some(()))
+    })
+    .await?;
+    page.call("WebAuthn.enable", json!({})).await?;
+    page.eval(&create("localhost", ", timeout: 300")).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_default_refuses_as_a_person_would_and_the_tab_keeps_taking_input() -> anyhow::Result<()> {
+    let site = WebServer::other_site()?;
+    let s = session(&site, true).await?;
+    let ours = s.page_value(&create("localhost", "")).await?;
+    assert_eq!(ours, browsers_refusal(&site).await?, "the browser's own refusal, value for value");
+    assert_eq!(ours[2], "NotAllowedError");
+    assert_eq!(s.page_value(GET).await?, ours, "get() is refused alike");
+    let recs = s.closed_records("passkey", 2).await?;
+    assert_eq!(
+        (recs[0]["operation"].as_str(), recs[0]["rp_id"].as_str(), recs[0]["decided_by"].as_str()),
+        (Some("create"), Some("localhost"), Some("default_policy"))
+    );
+    assert_eq!(
+        (recs[1]["operation"].as_str(), recs[1]["message"].as_str()),
+        (Some("get"), Some("sign in with a passkey for localhost"))
+    );
+    takes_input(&s).await?;
+    // A password credential is none of ours: the browser answers it.
+    assert_eq!(s.page_value("navigator.credentials.get({password: true}).then((c) => c)").await?, json!(null));
+    assert_eq!(s.closed_records("passkey", 2).await?.len(), 2, "not recorded");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_by_relying_party_and_must_respond_with_the_watchdog() -> anyhow::Result<()> {
+    let site = WebServer::other_site()?;
+    let s = session(&site, true).await?;
+    let err = s
+        .agent
+        .call("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "passkey", "accept": true}))
+        .await?;
+    assert!(format!("{err:?}").contains("not built yet"), "accepting is refused until it exists: {err:?}");
+    let v = s
+        .agent
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "passkey", "accept": false,
+                   "match": {"rp_id": "localhost"}}),
+        )
+        .await?;
+    assert_eq!(v["match"]["rp_id"], "localhost", "{v}");
+    assert_eq!(s.page_value(&create("localhost", "")).await?[2], "NotAllowedError");
+    assert_eq!(s.closed_records("passkey", 1).await?[0]["decided_by"], "rule");
+
+    s.policy("must_respond", 2).await?;
+    s.page_later(&format!("window.held = 'pending'; {}.then((r) => window.held = r)", create("localhost", ""))).await?;
+    let held = s.held(1).await?;
+    assert_eq!(held[0]["type"], "passkey");
+    assert_eq!(s.page_value("window.held").await?, json!("pending"), "the page's call waits");
+    takes_input(&s).await?;
+    let id = held[0]["dialog_id"].clone();
+    s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": false})).await?;
+    eventually(LIMIT, "the page's call refused by the agent", || async {
+        let v = s.page_value("window.held").await?;
+        Ok((v != json!("pending")).then_some(v))
+    })
+    .await?;
+    // Nobody answers the next one: the watchdog refuses it.
+    s.page_later(&format!("window.late = 'pending'; {}.then((r) => window.late = r)", create("localhost", ""))).await?;
+    let late = eventually(LIMIT, "the watchdog's refusal", || async {
+        let v = s.page_value("window.late").await?;
+        Ok((v != json!("pending")).then_some(v))
+    })
+    .await?;
+    assert_eq!(late[2], "NotAllowedError");
+    let recs = s.closed_records("passkey", 3).await?;
+    let closed: Vec<_> = recs.iter().map(|r| r["closed_by"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(closed, ["rule", "agent", "watchdog"]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_pilot_off_the_browser_makes_the_call() -> anyhow::Result<()> {
+    // A virtual authenticator the test arms itself answers the browser's own request, so the
+    // tab is not wedged: the call reached the browser untouched.
+    let site = WebServer::other_site()?;
+    let s = session(&site, false).await?;
+    s.page.call("WebAuthn.enable", json!({})).await?;
+    s.page
+        .call(
+            "WebAuthn.addVirtualAuthenticator",
+            json!({"options": {"protocol": "ctap2", "transport": "internal", "hasResidentKey": true,
+                               "hasUserVerification": true, "isUserVerified": true}}),
+        )
+        .await?;
+    assert_eq!(s.page_value(&create("localhost", "")).await?, json!(["ok", "public-key"]));
+    let d = s.last_dialog(1).await?;
+    assert_eq!((d["type"].as_str(), d["decided_by"].as_str()), (Some("passkey"), Some("pilot_off")), "{d}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_sites_frame_under_a_strict_csp() -> anyhow::Result<()> {
+    let site = WebServer::other_site()?;
+    let widget = site.page(
+        "/login-widget",
+        &format!(
+            "<!doctype html><script>onmessage = () => {}.then((r) => parent.postMessage(r, '*'));
+             parent.postMessage('ready', '*');</script>",
+            create("localhost", "")
+        ),
+        &[],
+    );
+    let s = Session::start().await?;
+    let top = format!(
+        "<!doctype html><title>framed</title><button id=b>b</button>
+<iframe src='{widget}' allow='publickey-credentials-create'></iframe>
+<script nonce=t>window.seen = []; window.violations = []; window.got = null;
+  document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective));
+  addEventListener('message', (e) => {{ if (e.data === 'ready') window.frameReady = true; else window.got = e.data; }});
+  document.getElementById('b').onclick = () => seen.push('click');</script>"
+    );
+    s.open("/framed", &top, &[("Content-Security-Policy", "default-src 'none'; script-src 'nonce-t'; frame-src *")])
+        .await?;
+    s.enable_pilot().await?;
+    eventually(LIMIT, "the frame loaded", || async {
+        Ok((s.page_value("window.frameReady === true").await? == json!(true)).then_some(()))
+    })
+    .await?;
+    s.page_value("frames[0].postMessage('go', '*'); 0").await?;
+    let got = eventually(LIMIT, "the frame's outcome", || async {
+        let v = s.page_value("window.got").await?;
+        Ok((!v.is_null()).then_some(v))
+    })
+    .await?;
+    assert_eq!(got[2], "NotAllowedError", "{got}");
+    let r = &s.closed_records("passkey", 1).await?[0];
+    assert!(r["url"].as_str().unwrap_or("").starts_with(&site.origin), "the frame's own URL: {r}");
+    takes_input(&s).await?;
+    assert_eq!(s.page_value("violations").await?, json!([]));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_page_neither_sees_the_hook_nor_escapes_it() -> anyhow::Result<()> {
+    let site = WebServer::other_site()?;
+    let s = session(&site, true).await?;
+    s.page_value(
+        "window.trapped = 0;
+         for (const name of ['publicKey', 'rp', 'id', 'rpId', 'mediation', 'request', 'kind', 'what', 'method']) {
+           Object.defineProperty(Object.prototype, name, { get() { trapped++; }, set() { trapped++; }, configurable: true });
+         }
+         window.DOMException = function () { trapped++; };
+         const f = Promise.prototype.then;
+         Promise.prototype.then = function (...a) { if (new Error().stack.includes('chrome-extension')) trapped++; return f.apply(this, a); };
+         0",
+    )
+    .await?;
+    let v = s.page_value(&create("localhost", "")).await?;
+    assert_eq!((v[1].as_str(), v[2].as_str()), (Some("DOMException"), Some("NotAllowedError")), "{v}");
+    assert_eq!(s.page_value("trapped").await?, json!(0));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_wrappers_look_like_the_browsers_own() -> anyhow::Result<()> {
+    let probe = "JSON.stringify(['create', 'get', 'store', 'preventSilentAccess'].map((n) => {
+        const f = CredentialsContainer.prototype[n];
+        const d = Object.getOwnPropertyDescriptor(CredentialsContainer.prototype, n);
+        return [n, String(f), f.name, f.length, 'prototype' in f, d.writable, d.enumerable, d.configurable,
+                Function.prototype.toString.call(f)];
+      }).concat([Object.getOwnPropertyNames(CredentialsContainer.prototype).sort()]))";
+    let site = WebServer::other_site()?;
+    let s = session(&site, true).await?;
+    let ours = s.page_value(probe).await?;
+    let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
+    let page = baseline.new_page(&site.page("/plain", PAGE, &[])).await?;
+    eventually(LIMIT, "the page without Unmodal loaded", || async {
+        Ok(matches!(page.eval("document.title").await, Ok(t) if t == "passkeys").then_some(()))
+    })
+    .await?;
+    assert_eq!(ours, page.eval(probe).await?);
+    // Called on something that is not a CredentialsContainer: the browser's own error.
+    let wrong =
+        "CredentialsContainer.prototype.create.call({}, {publicKey: {}}).then(() => 'ok', (e) => [e.name, e.message])";
+    assert_eq!(s.page_value(wrong).await?, page.eval(wrong).await?);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_passkey_requests_is_counted_exactly_and_nothing_hangs() -> anyhow::Result<()> {
+    let site = WebServer::other_site()?;
+    let s = session(&site, true).await?;
+    let names = s
+        .page_value(&format!(
+            "Promise.all(Array.from({{length: 1000}}, () => {})).then((all) => [...new Set(all.map((r) => r[2]))])",
+            create("localhost", "")
+        ))
+        .await?;
+    assert_eq!(names, json!(["NotAllowedError"]), "every one refused");
+    eventually(LIMIT, "1000 passkey requests recorded or counted", || async {
+        let d = s.dialogs().await?;
+        let recorded = d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["type"] == "passkey").count()
+            as u64
+            + d["evicted"].as_u64().unwrap_or(0);
+        let folded = d["folded_by_flood_limit"].as_u64().unwrap_or(0);
+        Ok((recorded + folded == 1000).then_some(()))
+    })
+    .await?;
+    takes_input(&s).await
+}
