@@ -9,6 +9,7 @@ import { createPermissions } from './permissions.js';
 import { createChoosers } from './choosers.js';
 import { createAppLinks } from './applinks.js';
 import { createPasskeys } from './passkeys.js';
+import { createPrints } from './print.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
 import { createStalled } from './stalled.js';
@@ -51,6 +52,8 @@ const choosers = createChoosers(prompts, () => pilot);
 const appLinks = createAppLinks(prompts, () => pilot);
 // WebAuthn requests the page hook holds: refused, or left to the browser (passkeys.js).
 const passkeys = createPasskeys(prompts, () => pilot);
+// print() calls the page hook answered as a person's cancel: recorded (print.js).
+const prints = createPrints(prompts, () => pilot);
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
 
@@ -291,6 +294,10 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   if (msg.type === 'passkey') {
     // Whatever fails here, the request is refused: the browser's sheet would wedge the tab.
     ready.then(() => passkeys.request(msg, sender, reply)).catch(() => reply('refuse'));
+    return true;
+  }
+  if (msg.type === 'print') {
+    ready.then(() => prints.request(sender, reply)).catch(() => reply('refuse'));
     return true;
   }
   if (msg.type === 'chooser_settled') {

@@ -105,6 +105,10 @@
       } else if (q.kind === 'passkey') {
         event.preventDefault();
         onPasskey(q.request, q.what, q.method);
+      } else if (q.kind === 'print') {
+        // Answered already in the page (inject/49-print.js): only recorded.
+        event.preventDefault();
+        runtime().sendMessage({ type: 'print' }).then(() => answerPage(q.request, ANSWER_CANCEL), () => answerPage(q.request, ANSWER_CANCEL));
       }
     } else if (q && typeof q === 'object' && Number.isSafeInteger(q.settled)) {
       runtime().sendMessage({ type: 'chooser_settled', page_request: q.settled }).catch(() => {});

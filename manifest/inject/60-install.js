@@ -1,7 +1,7 @@
   // @needs win, apply, getOwnPropertyDescriptor, defineProperty, fnProto, nativeToString, natives
   // @needs eventProto, unloadProto, returnValueDesc, NewMap, mapGet, mapSet, nativeShapedError
   // @needs handle, disguisePermissions, disguiseChoosers, disguisePasskeys, unloadHooks, returnValueSetter
-  // @needs handlerOwner, handlerDesc, handlerHooks
+  // @needs handlerOwner, handlerDesc, handlerHooks, printHook
   // ---- Install: the replacements go in (no page script has run yet) ----
   // Method shorthand: no prototype, not constructible, name and length (0) of the natives.
   const replacements = {
@@ -40,6 +40,7 @@
     disguisePermissions(as);
     disguiseChoosers(as);
     disguisePasskeys(as);
+    as(printHook.print, 'print');
   };
 
   // Each is an own, writable data property as the browser made it, and no page script has
@@ -54,6 +55,7 @@
   natives.alert = install(win, 'alert', replacements.alert);
   natives.confirm = install(win, 'confirm', replacements.confirm);
   natives.prompt = install(win, 'prompt', replacements.prompt);
+  natives.print = install(win, 'print', printHook.print);
   install(fnProto, 'toString', replacements.toString);
   install(eventProto, 'preventDefault', unloadHooks.preventDefault);
 

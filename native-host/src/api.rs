@@ -48,6 +48,8 @@ pub enum DialogTypeArg {
     /// A WebAuthn request (navigator.credentials.create or get with publicKey): dismiss =
     /// refuse it as a person's cancel (NotAllowedError).
     Passkey,
+    /// window.print(): dismiss = the preview cancelled (the call returns, nothing printed).
+    Print,
     All,
 }
 
@@ -60,6 +62,7 @@ impl DialogTypeArg {
             Self::DeviceChooser => "device_chooser",
             Self::AppLink => "app_link",
             Self::Passkey => "passkey",
+            Self::Print => "print",
             page => page.target().as_str(),
         }
     }
@@ -77,9 +80,13 @@ impl DialogTypeArg {
             Self::Prompt => RuleTarget::One(K::Prompt),
             Self::Beforeunload => RuleTarget::One(K::BeforeUnload),
             // Browser prompts' rules live in the host only (`RuleSpec`), never in a page.
-            Self::All | Self::Auth | Self::Permission | Self::DeviceChooser | Self::AppLink | Self::Passkey => {
-                RuleTarget::All
-            }
+            Self::All
+            | Self::Auth
+            | Self::Permission
+            | Self::DeviceChooser
+            | Self::AppLink
+            | Self::Passkey
+            | Self::Print => RuleTarget::All,
         }
     }
 }
@@ -385,6 +392,8 @@ pub enum RuleSpec {
     /// A WebAuthn request: refuse it (a person's cancel); `match.url_contains` is on the
     /// page's URL, `match.rp_id` the relying party.
     Passkey { accept: bool, matcher: MatchArg },
+    /// A window.print(): cancel it (the preview closed); `match.url_contains` is on the frame's URL.
+    Print { accept: bool, matcher: MatchArg },
 }
 
 impl RuleSpec {
@@ -397,6 +406,7 @@ impl RuleSpec {
             Self::DeviceChooser { .. } => "device_chooser",
             Self::AppLink { .. } => "app_link",
             Self::Passkey { .. } => "passkey",
+            Self::Print { .. } => "print",
         }
     }
 
@@ -405,7 +415,8 @@ impl RuleSpec {
             Self::Dialog { accept, .. }
             | Self::Permission { accept, .. }
             | Self::AppLink { accept, .. }
-            | Self::Passkey { accept, .. } => *accept,
+            | Self::Passkey { accept, .. }
+            | Self::Print { accept, .. } => *accept,
             Self::Auth { credentials, .. } => credentials.is_some(),
             Self::DeviceChooser { .. } => false,
         }
@@ -418,7 +429,8 @@ impl RuleSpec {
             | Self::Permission { matcher, .. }
             | Self::DeviceChooser { matcher, .. }
             | Self::AppLink { matcher, .. }
-            | Self::Passkey { matcher, .. } => matcher,
+            | Self::Passkey { matcher, .. }
+            | Self::Print { matcher, .. } => matcher,
         }
     }
 
@@ -431,7 +443,8 @@ impl RuleSpec {
             | (Self::Permission { .. }, DialogTypeArg::Permission)
             | (Self::DeviceChooser { .. }, DialogTypeArg::DeviceChooser)
             | (Self::AppLink { .. }, DialogTypeArg::AppLink)
-            | (Self::Passkey { .. }, DialogTypeArg::Passkey) => true,
+            | (Self::Passkey { .. }, DialogTypeArg::Passkey)
+            | (Self::Print { .. }, DialogTypeArg::Print) => true,
             _ => false,
         }
     }
@@ -544,6 +557,9 @@ impl InteractArgs {
         if setup && passkey {
             return self.passkey_setup();
         }
+        if setup && self.dialog_type == Some(DialogTypeArg::Print) {
+            return self.print_setup();
+        }
         if self.matcher.as_ref().is_some_and(|m| m.realm.is_some()) {
             return Err(bad("match.realm", "only with dialog_type \"auth\""));
         }
@@ -552,7 +568,7 @@ impl InteractArgs {
                 return Err(bad(
                     "dialog_type",
                     "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, permission, \
-device_chooser, app_link, passkey, all",
+device_chooser, app_link, passkey, print, all",
                 ));
             };
             let matcher = self.matcher.clone().unwrap_or_default();
@@ -643,6 +659,26 @@ impl InteractArgs {
             _ => {}
         }
         Ok(matcher)
+    }
+
+    fn print_setup(&self) -> Result<DialogCall, ParamError> {
+        let matcher = self.url_only_match("a print", "leave match out")?;
+        if matcher.scheme.is_some() || matcher.rp_id.is_some() {
+            let param = if matcher.scheme.is_some() { "match.scheme" } else { "match.rp_id" };
+            return Err(bad(param, "not with dialog_type \"print\""));
+        }
+        if self.accept != Some(false) {
+            return Err(bad(
+                "accept",
+                "a print rule cancels the preview (accept: false) for now: printing to a PDF file is not built yet \
+(issue 23); without a rule print() is answered as a cancel anyway",
+            ));
+        }
+        if self.text.is_some() {
+            return Err(bad("text", "a print rule takes no text"));
+        }
+        let rule = RuleSpec::Print { accept: false, matcher };
+        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 
     fn passkey_setup(&self) -> Result<DialogCall, ParamError> {

@@ -31,6 +31,8 @@ pub enum Kind {
     AppLink,
     /// A WebAuthn request (`host/passkey.rs`) the page hook holds before the browser sees it.
     Passkey,
+    /// A `window.print()` (`host/print.rs`), answered in the page as a person's cancel.
+    Print,
 }
 
 impl Kind {
@@ -41,6 +43,7 @@ impl Kind {
             None if self == Self::DeviceChooser => "device_chooser",
             None if self == Self::AppLink => "app_link",
             None if self == Self::Passkey => "passkey",
+            None if self == Self::Print => "print",
             None => "auth",
         }
     }
@@ -52,7 +55,7 @@ impl Kind {
             Self::Confirm => Some(DialogKind::Confirm),
             Self::Prompt => Some(DialogKind::Prompt),
             Self::BeforeUnload => Some(DialogKind::BeforeUnload),
-            Self::Auth | Self::Permission | Self::DeviceChooser | Self::AppLink | Self::Passkey => None,
+            Self::Auth | Self::Permission | Self::DeviceChooser | Self::AppLink | Self::Passkey | Self::Print => None,
         }
     }
 

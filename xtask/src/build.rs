@@ -21,6 +21,7 @@ const STATIC_FILES: &[&str] = &[
     "choosers.js",
     "applinks.js",
     "passkeys.js",
+    "print.js",
     "pilot_tools.js",
     "state_tools.js",
     "tracking.js",

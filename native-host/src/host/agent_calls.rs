@@ -90,7 +90,7 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             RuleSpec::Auth { credentials, .. } => v.username = credentials.as_ref().map(|c| c.username.as_str()),
             RuleSpec::Permission { permission, .. } => v.permission = *permission,
             RuleSpec::DeviceChooser { chooser, .. } => v.chooser = *chooser,
-            RuleSpec::AppLink { .. } | RuleSpec::Passkey { .. } => {}
+            RuleSpec::AppLink { .. } | RuleSpec::Passkey { .. } | RuleSpec::Print { .. } => {}
         }
         v
     }

@@ -39,7 +39,7 @@ impl PromptKind for AppLinkAsk {
             truncated,
             redacted,
             url: record::clip(url, 2048).0,
-            details: Details::AppLink(AppLinkDetails { scheme: record::clip(&self.scheme(), 64).0, target }),
+            details: Some(Details::AppLink(AppLinkDetails { scheme: record::clip(&self.scheme(), 64).0, target })),
         }
     }
 

@@ -56,7 +56,7 @@ impl PromptKind for AuthAsk {
             truncated: self.realm.chars().count() > MAX_MESSAGE_CHARS,
             redacted,
             url: without_userinfo(url),
-            details: Details::Auth(AuthDetails {
+            details: Some(Details::Auth(AuthDetails {
                 realm,
                 scheme: record::clip(&self.scheme.to_lowercase(), 32).0,
                 is_proxy: self.is_proxy,
@@ -66,7 +66,7 @@ impl PromptKind for AuthAsk {
                 attempt: self.attempt(),
                 outcome: None,
                 status_code: None,
-            }),
+            })),
         }
     }
 

@@ -36,7 +36,7 @@ impl PromptKind for ChooserAsk {
             truncated: false,
             redacted: Vec::new(),
             url: record::clip(url, 2048).0,
-            details: Details::Chooser(ChooserDetails { chooser: self.api(), method }),
+            details: Some(Details::Chooser(ChooserDetails { chooser: self.api(), method })),
         }
     }
 

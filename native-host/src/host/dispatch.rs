@@ -60,6 +60,7 @@ impl State {
                     PromptAsk::DeviceChooser(c) => c,
                     PromptAsk::AppLink(l) => l,
                     PromptAsk::Passkey(p) => p,
+                    PromptAsk::Print(p) => p,
                 };
                 self.on_prompt(&m, kind)
             }

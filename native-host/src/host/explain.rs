@@ -146,6 +146,7 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         }
         (Kind::AppLink, Some(false)) => "cancelled (the page stays where it is)".to_string(),
         (Kind::Passkey, Some(true)) => "accepted".to_string(),
+        (Kind::Print, Some(_)) => "cancelled (as a person closes the preview)".to_string(),
         (Kind::Passkey, Some(false)) => {
             "refused (the page got NotAllowedError, as after a person's cancel)".to_string()
         }
@@ -182,6 +183,7 @@ pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
             matcher.rp_id.as_ref().map_or("passkey request".to_string(), |r| format!("passkey request for {r}")),
             "refuse it (the page gets NotAllowedError, as after a person's cancel)",
         ),
+        RuleSpec::Print { .. } => ("print()".to_string(), "cancel it (as a person closes the preview)"),
         RuleSpec::DeviceChooser { chooser, .. } => {
             (chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str())), "cancel it")
         }
@@ -203,6 +205,10 @@ cancel it (the page gets the 401)."
         Kind::Passkey => Some(format!(
             "Dialog {id} is a passkey request: answering it with a virtual authenticator is not built yet (issue 23), \
 so it can only be refused; send accept: false."
+        )),
+        Kind::Print => Some(format!(
+            "Dialog {id} is a print: printing to a PDF file is not built yet (issue 23), so it can only be cancelled; \
+send accept: false."
         )),
         Kind::DeviceChooser => Some(format!(
             "Dialog {id} is a device chooser: no extension can pick a device (Chromium refuses extensions its \

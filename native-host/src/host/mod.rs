@@ -21,6 +21,7 @@ mod pilot;
 mod pilot_switch;
 mod pilot_value;
 pub mod policy;
+mod print;
 mod prompt;
 pub mod protocol;
 pub mod record;

@@ -32,7 +32,7 @@ impl PromptKind for PasskeyAsk {
             truncated: false,
             redacted: Vec::new(),
             url: record::clip(url, 2048).0,
-            details: Details::Passkey(PasskeyDetails { operation: self.operation.clone(), rp_id }),
+            details: Some(Details::Passkey(PasskeyDetails { operation: self.operation.clone(), rp_id })),
         }
     }
 

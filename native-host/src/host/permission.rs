@@ -42,10 +42,10 @@ impl PromptKind for PermissionAsk {
             truncated: false,
             redacted: Vec::new(),
             url: record::clip(url, 2048).0,
-            details: Details::Permission(PermissionDetails {
+            details: Some(Details::Permission(PermissionDetails {
                 permissions: names,
                 api: record::clip(&self.method, 40).0,
-            }),
+            })),
         }
     }
 

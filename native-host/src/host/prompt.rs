@@ -50,7 +50,7 @@ pub(super) struct Described {
     pub redacted: Vec<String>,
     /// The URL rules match and the record shows.
     pub url: String,
-    pub details: Details,
+    pub details: Option<Details>,
 }
 
 /// What a kind of browser prompt brings to the pipeline: implemented by its wire request.
@@ -143,7 +143,7 @@ impl State {
             url: described.url,
             page_url: self.tab(m.tab_id).map(|t| t.url.clone()).unwrap_or_default(),
             frame_id: Some(m.frame_id),
-            details: Some(described.details),
+            details: described.details,
             ..DialogRecord::new(self.next_id(), kind, m.tab_id, by)
         };
         self.logs.dialog(&record);

@@ -287,6 +287,8 @@ pub enum PromptAsk {
     AppLink(AppLinkAsk),
     /// A WebAuthn request the page hook holds (`manifest/passkeys.js`).
     Passkey(PasskeyAsk),
+    /// A window.print() the page hook answered (`manifest/print.js`).
+    Print(PrintAsk),
 }
 
 impl PromptAsk {
@@ -298,6 +300,7 @@ impl PromptAsk {
             Self::DeviceChooser(_) => Kind::DeviceChooser,
             Self::AppLink(_) => Kind::AppLink,
             Self::Passkey(_) => Kind::Passkey,
+            Self::Print(_) => Kind::Print,
         }
     }
 }
@@ -364,6 +367,10 @@ pub struct PasskeyAsk {
     #[serde(default)]
     pub rp_id: String,
 }
+
+/// A print carries nothing of its own: the frame and its URL say which.
+#[derive(Debug, Deserialize)]
+pub struct PrintAsk {}
 
 #[derive(Debug, Deserialize)]
 pub struct PromptResult {

@@ -57,6 +57,7 @@ impl rules::Rule for RuleSpec {
             Self::DeviceChooser { .. } => "device chooser",
             Self::AppLink { .. } => "app link",
             Self::Passkey { .. } => "passkey",
+            Self::Print { .. } => "print",
         }
     }
 
@@ -68,7 +69,9 @@ impl rules::Rule for RuleSpec {
                 (R::Auth { .. }, R::Auth { .. }) => true,
                 (R::Permission { permission: a, .. }, R::Permission { permission: b, .. }) => a == b,
                 (R::DeviceChooser { chooser: a, .. }, R::DeviceChooser { chooser: b, .. }) => a == b,
-                (R::AppLink { .. }, R::AppLink { .. }) | (R::Passkey { .. }, R::Passkey { .. }) => true,
+                (R::AppLink { .. }, R::AppLink { .. })
+                | (R::Passkey { .. }, R::Passkey { .. })
+                | (R::Print { .. }, R::Print { .. }) => true,
                 _ => false,
             }
     }

@@ -1,0 +1,34 @@
+  // @needs win, apply, getOwnPropertyDescriptor, pageUrl, natives, engine, boot, askBrowser
+  // @needs illegalInvocation
+  // @gives printHook
+  // ---- Print: window.print() in any frame ----
+  // In headless Chromium print() returns but its job never ends: `afterprint` never comes,
+  // later prints do nothing, and Page.printToPDF fails ("Page is already being printed")
+  // until the page navigates; in a headful browser print() blocks the page's script until a
+  // person closes the preview (MODAL-FACTS 2). With the pilot on the hook answers it as a
+  // person's cancel of the preview, without calling the browser's print() (no job, no
+  // preview), and asks (rule, policy, agent) only to record it; pilot off, the browser's.
+  // No `beforeprint`/`afterprint` is fired: an event a script makes is not trusted, and the
+  // page's own print layout is never entered (see README, limits).
+  //
+  // Start-up cost: nothing but the replacement (60-install puts it in).
+  const printHook = {
+    print() {
+      const self = this;
+      if (self !== undefined && self !== null && self !== win) {
+        try {
+          // Brand check as the native does it: any Window (another frame's too) is valid.
+          apply(getOwnPropertyDescriptor(win, 'window').get, self, []);
+        } catch {
+          throw illegalInvocation(printHook.print);
+        }
+      }
+      if (engine === null) boot();
+      if (engine.pilot() !== 1) {
+        askBrowser('print', pageUrl(), 'print', () => {});
+        return apply(natives.print, win, []);
+      }
+      askBrowser('print', pageUrl(), 'print', () => {});
+      return undefined;
+    },
+  };
