@@ -167,6 +167,18 @@ impl Browser {
         Page::attach(self.cdp.clone(), id).await
     }
 
+    /// A browser without Unmodal showing `url`, once its title reads `title`: what a page
+    /// gets where Unmodal is not, for a test to compare with.
+    pub async fn plain_page(url: &str, title: &str) -> Result<(Self, Page)> {
+        let browser = Self::launch(Options { extension: false, ..Options::default() }).await?;
+        let page = browser.new_page(url).await?;
+        crate::eventually(std::time::Duration::from_secs(15), "the page without Unmodal loaded", || async {
+            Ok(matches!(page.eval("document.title").await, Ok(t) if t == title).then_some(()))
+        })
+        .await?;
+        Ok((browser, page))
+    }
+
     pub async fn new_page(&self, url: &str) -> Result<Page> {
         let t = self.cdp.call(None, "Target.createTarget", json!({"url": url})).await?;
         let id = t["targetId"].as_str().context("createTarget without targetId")?.to_owned();

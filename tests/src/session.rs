@@ -220,6 +220,14 @@ impl Session {
         .await
     }
 
+    /// How many prompts of type `kind` the host recorded (kept or evicted from the history;
+    /// a test's session raises one kind) plus those the flood limit counted instead.
+    pub async fn recorded_or_counted(&self, kind: &str) -> Result<u64> {
+        let d = self.dialogs().await?;
+        let kept = d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["type"] == kind).count();
+        Ok(kept as u64 + d["evicted"].as_u64().unwrap_or(0) + d["folded_by_flood_limit"].as_u64().unwrap_or(0))
+    }
+
     pub async fn dialogs(&self) -> Result<Value> {
         self.agent.ok("observe", json!({"what": "dialogs"})).await
     }

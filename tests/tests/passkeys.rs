@@ -5,7 +5,7 @@
 //! (Answering with a virtual authenticator is not built yet: every answer is a refusal.)
 
 use serde_json::{Value, json};
-use unmodal_e2e::browser::{Browser, Options};
+use unmodal_e2e::browser::Browser;
 use unmodal_e2e::web::WebServer;
 use unmodal_e2e::{Session, eventually};
 
@@ -51,12 +51,7 @@ async fn takes_input(s: &Session) -> anyhow::Result<()> {
 /// What a browser without Unmodal gives a create() that is not allowed: its virtual
 /// WebAuthn environment with no authenticator lets the request time out (MODAL-FACTS 3).
 async fn browsers_refusal(site: &WebServer) -> anyhow::Result<Value> {
-    let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
-    let page = baseline.new_page(&site.page("/plain-passkeys", PAGE, &[])).await?;
-    eventually(LIMIT, "the page without Unmodal loaded", || async {
-        Ok(matches!(page.eval("document.title").await, Ok(t) if t == "passkeys").then_some(()))
-    })
-    .await?;
+    let (_baseline, page) = Browser::plain_page(&site.page("/plain-passkeys", PAGE, &[]), "passkeys").await?;
     page.call("WebAuthn.enable", json!({})).await?;
     page.eval(&create("localhost", ", timeout: 300")).await
 }
@@ -227,12 +222,7 @@ async fn the_wrappers_look_like_the_browsers_own() -> anyhow::Result<()> {
     let site = WebServer::other_site()?;
     let s = session(&site, true).await?;
     let ours = s.page_value(probe).await?;
-    let baseline = Browser::launch(Options { extension: false, ..Options::default() }).await?;
-    let page = baseline.new_page(&site.page("/plain", PAGE, &[])).await?;
-    eventually(LIMIT, "the page without Unmodal loaded", || async {
-        Ok(matches!(page.eval("document.title").await, Ok(t) if t == "passkeys").then_some(()))
-    })
-    .await?;
+    let (_baseline, page) = Browser::plain_page(&site.page("/plain", PAGE, &[]), "passkeys").await?;
     assert_eq!(ours, page.eval(probe).await?);
     // Called on something that is not a CredentialsContainer: the browser's own error.
     let wrong =
@@ -253,12 +243,7 @@ async fn a_flood_of_passkey_requests_is_counted_exactly_and_nothing_hangs() -> a
         .await?;
     assert_eq!(names, json!(["NotAllowedError"]), "every one refused");
     eventually(LIMIT, "1000 passkey requests recorded or counted", || async {
-        let d = s.dialogs().await?;
-        let recorded = d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["type"] == "passkey").count()
-            as u64
-            + d["evicted"].as_u64().unwrap_or(0);
-        let folded = d["folded_by_flood_limit"].as_u64().unwrap_or(0);
-        Ok((recorded + folded == 1000).then_some(()))
+        Ok((s.recorded_or_counted("passkey").await? == 1000).then_some(()))
     })
     .await?;
     takes_input(&s).await

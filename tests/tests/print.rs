@@ -5,7 +5,7 @@
 //! browser's print(); the host records it (rule, policy, agent, watchdog).
 
 use serde_json::{Value, json};
-use unmodal_e2e::browser::{Browser, Options};
+use unmodal_e2e::browser::Browser;
 use unmodal_e2e::page::Page;
 use unmodal_e2e::web::WebServer;
 use unmodal_e2e::{Session, eventually};
@@ -38,13 +38,7 @@ async fn printable(page: &Page) -> anyhow::Result<Result<(), String>> {
 }
 
 async fn baseline(web: &WebServer) -> anyhow::Result<(Browser, Page)> {
-    let b = Browser::launch(Options { extension: false, ..Options::default() }).await?;
-    let page = b.new_page(&web.page("/plain-print", PAGE, &[])).await?;
-    eventually(LIMIT, "the page without Unmodal loaded", || async {
-        Ok(matches!(page.eval("document.title").await, Ok(t) if t == "print").then_some(()))
-    })
-    .await?;
-    Ok((b, page))
+    Browser::plain_page(&web.page("/plain-print", PAGE, &[]), "print").await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -177,12 +171,7 @@ async fn a_flood_of_prints_is_counted_exactly() -> anyhow::Result<()> {
     let s = session(true).await?;
     s.page_value("for (let i = 0; i < 1000; i++) print(); 0").await?;
     eventually(LIMIT, "1000 prints recorded or counted", || async {
-        let d = s.dialogs().await?;
-        let recorded = d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["type"] == "print").count()
-            as u64
-            + d["evicted"].as_u64().unwrap_or(0);
-        let folded = d["folded_by_flood_limit"].as_u64().unwrap_or(0);
-        Ok((recorded + folded == 1000).then_some(()))
+        Ok((s.recorded_or_counted("print").await? == 1000).then_some(()))
     })
     .await?;
     assert_eq!(printable(&s.page).await?, Ok(()));

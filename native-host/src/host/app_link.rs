@@ -57,13 +57,7 @@ impl PromptKind for AppLinkAsk {
         } else {
             (PromptDecision::Refuse, "cancelled")
         };
-        Verdict::Answer {
-            decision,
-            credentials: None,
-            by: DecidedBy::Rule,
-            rule: Some(id),
-            why: format!("App link {what}: app link rule {id} matched"),
-        }
+        Verdict::rule(decision, id, format!("App link {what}: app link rule {id} matched"))
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
@@ -113,18 +107,13 @@ mod tests {
     use super::super::state::State;
     use super::super::state::tests::{feed, to_json};
     use super::*;
-    use crate::api::{DialogCall, MatchArg, PolicyCall};
+    use crate::api::{DialogCall, MatchArg};
     use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 
     fn state(policy: Policy) -> State {
-        let mut s = State::new();
-        s.pilot = true;
-        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"},{"id":4,"url":"http://a/"}]}))
-            .unwrap();
-        s.configure(PolicyCall { tab: Some(3), policy, timeout_s: 5 }).unwrap();
-        s
+        super::super::state::tests::state_with(policy)
     }
 
     fn link(s: &mut State, tab: i64, n: u64, target: &str) -> Vec<Value> {

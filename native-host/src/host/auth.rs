@@ -215,18 +215,14 @@ impl State {
 mod tests {
     use super::super::state::tests::{feed, to_json};
     use super::*;
-    use crate::api::{Credentials, DialogCall, DialogTypeArg, MatchArg, PolicyCall, Secret};
+    use crate::api::{Credentials, DialogCall, DialogTypeArg, MatchArg, Secret};
     use crate::reply::ErrorCode;
     use serde_json::{Value, json};
 
     const PASSWORD: &str = "correct-horse-battery-staple";
 
     fn state(policy: Policy) -> State {
-        let mut s = State::new();
-        s.pilot = true;
-        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
-        s.configure(PolicyCall { tab: Some(3), policy, timeout_s: 5 }).unwrap();
-        s
+        super::super::state::tests::state_with(policy)
     }
 
     fn creds() -> Credentials {

@@ -47,13 +47,7 @@ impl PromptKind for ChooserAsk {
     }
 
     fn by_rule(&self, id: u32, _: &RuleSpec) -> Verdict {
-        Verdict::Answer {
-            decision: PromptDecision::Refuse,
-            credentials: None,
-            by: DecidedBy::Rule,
-            rule: Some(id),
-            why: format!("Device chooser cancelled: chooser rule {id} matched"),
-        }
+        Verdict::rule(PromptDecision::Refuse, id, format!("Device chooser cancelled: chooser rule {id} matched"))
     }
 
     /// Every answer is a cancel; only `must_respond` waits (for the agent's cancel, or the
@@ -95,8 +89,8 @@ mod tests {
     use super::super::state::State;
     use super::super::state::tests::{feed, to_json};
     use super::*;
+    use crate::api::DialogCall;
     use crate::api::MatchArg;
-    use crate::api::{DialogCall, PolicyCall};
     use crate::host::record::DialogRecord;
     use crate::kind::Kind;
     use crate::reply::ErrorCode;
@@ -104,12 +98,7 @@ mod tests {
     use serde_json::{Value, json};
 
     fn state(policy: Policy) -> State {
-        let mut s = State::new();
-        s.pilot = true;
-        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"},{"id":4,"url":"http://a/"}]}))
-            .unwrap();
-        s.configure(PolicyCall { tab: Some(3), policy, timeout_s: 5 }).unwrap();
-        s
+        super::super::state::tests::state_with(policy)
     }
 
     fn ask(s: &mut State, tab: i64, n: u64, api: &str) -> Vec<Value> {

@@ -45,13 +45,11 @@ impl PromptKind for PasskeyAsk {
     }
 
     fn by_rule(&self, id: u32, _: &RuleSpec) -> Verdict {
-        Verdict::Answer {
-            decision: PromptDecision::Refuse,
-            credentials: None,
-            by: DecidedBy::Rule,
-            rule: Some(id),
-            why: format!("Passkey request refused: passkey rule {id} matched (the page got NotAllowedError)"),
-        }
+        Verdict::rule(
+            PromptDecision::Refuse,
+            id,
+            format!("Passkey request refused: passkey rule {id} matched (the page got NotAllowedError)"),
+        )
     }
 
     /// Every answer refuses (no virtual authenticator yet); only `must_respond` waits.
@@ -90,18 +88,14 @@ mod tests {
     use super::super::state::State;
     use super::super::state::tests::{feed, to_json};
     use super::*;
-    use crate::api::{DialogCall, MatchArg, PolicyCall};
+    use crate::api::{DialogCall, MatchArg};
     use crate::kind::Kind;
     use crate::reply::ErrorCode;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 
     fn state(policy: Policy) -> State {
-        let mut s = State::new();
-        s.pilot = true;
-        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
-        s.configure(PolicyCall { tab: Some(3), policy, timeout_s: 5 }).unwrap();
-        s
+        super::super::state::tests::state_with(policy)
     }
 
     fn ask(s: &mut State, n: u64, operation: &str, rp_id: &str) -> Vec<Value> {

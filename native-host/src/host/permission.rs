@@ -58,13 +58,7 @@ impl PromptKind for PermissionAsk {
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
         let (decision, what) =
             if rule.accept() { (PromptDecision::Accept, "granted") } else { (PromptDecision::Refuse, "denied") };
-        Verdict::Answer {
-            decision,
-            credentials: None,
-            by: DecidedBy::Rule,
-            rule: Some(id),
-            why: format!("Permission {what}: permission rule {id} matched"),
-        }
+        Verdict::rule(decision, id, format!("Permission {what}: permission rule {id} matched"))
     }
 
     /// Under `auto` the safe default is deny: nothing is granted that nobody chose, and
@@ -115,18 +109,14 @@ mod tests {
     use super::super::state::State;
     use super::super::state::tests::{feed, to_json};
     use super::*;
+    use crate::api::DialogCall;
     use crate::api::MatchArg;
-    use crate::api::{DialogCall, PolicyCall};
     use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 
     fn state(policy: Policy) -> State {
-        let mut s = State::new();
-        s.pilot = true;
-        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
-        s.configure(PolicyCall { tab: Some(3), policy, timeout_s: 5 }).unwrap();
-        s
+        super::super::state::tests::state_with(policy)
     }
 
     fn ask(s: &mut State, n: u64, names: &[&str], stored: &str) -> Vec<Value> {

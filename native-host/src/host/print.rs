@@ -31,13 +31,11 @@ impl PromptKind for PrintAsk {
     }
 
     fn by_rule(&self, id: u32, _: &RuleSpec) -> Verdict {
-        Verdict::Answer {
-            decision: PromptDecision::Refuse,
-            credentials: None,
-            by: DecidedBy::Rule,
-            rule: Some(id),
-            why: format!("print() cancelled as a person closes the preview: print rule {id} matched"),
-        }
+        Verdict::rule(
+            PromptDecision::Refuse,
+            id,
+            format!("print() cancelled as a person closes the preview: print rule {id} matched"),
+        )
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {

@@ -41,6 +41,11 @@ impl Verdict {
     pub fn policy(decision: PromptDecision, by: DecidedBy, why: impl Into<String>) -> Self {
         Self::Answer { decision, credentials: None, by, rule: None, why: why.into() }
     }
+
+    /// Rule `id`'s answer (credentials only for HTTP auth: `Answer` itself).
+    pub fn rule(decision: PromptDecision, id: u32, why: String) -> Self {
+        Self::Answer { decision, credentials: None, by: DecidedBy::Rule, rule: Some(id), why }
+    }
 }
 
 /// What a prompt's record says of it (page text already cut and redacted).

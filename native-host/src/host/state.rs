@@ -345,6 +345,16 @@ pub(super) mod tests {
         s.on_browser(msg)
     }
 
+    /// The pilot on, tabs 3 and 4 open (3 tracked) and `policy` (timeout 5 s) in tab 3.
+    pub fn state_with(policy: unmodal_engine::Policy) -> State {
+        let mut s = State::new();
+        s.pilot = true;
+        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"},{"id":4,"url":"http://a/"}]}))
+            .unwrap();
+        s.configure(crate::api::PolicyCall { tab: Some(3), policy, timeout_s: 5 }).unwrap();
+        s
+    }
+
     /// A page dialog's rule for `target`, with no text and no match.
     pub fn dialog_rule(target: RuleTarget, accept: bool) -> RuleSpec {
         RuleSpec::Dialog { target, accept, text: None, matcher: MatchArg::default() }
