@@ -10,15 +10,15 @@ const MAX_URL = 2048;
 export function createAppLinks(prompts, pilotOn) {
   return {
     request(msg, sender, reply) {
-      const target = typeof msg.url === 'string' ? msg.url.slice(0, MAX_URL) : '';
-      if (target === '') return reply('cancel');
+      const target = msg.what.slice(0, MAX_URL);
+      if (target === '') return reply('refuse');
       const fields = { tab_id: sender.tab.id, frame_id: sender.frameId, url: String(sender.url ?? ''), target };
       if (!pilotOn()) {
         prompts.native('app_link', fields);
         return reply('native');
       }
       const apply = (decision) => {
-        reply(decision === 'accept' ? 'open' : 'cancel');
+        reply(decision === 'accept' ? 'accept' : 'refuse');
         return decision === 'accept';
       };
       prompts.ask('app_link', fields, { apply });

@@ -54,6 +54,9 @@ const appLinks = createAppLinks(prompts, () => pilot);
 const passkeys = createPasskeys(prompts, () => pilot);
 // print() calls the page hook answered as a person's cancel: recorded (print.js).
 const prints = createPrints(prompts, () => pilot);
+// What the page hook asks about (content.js's `ask`), by kind. Each adapter answers
+// `accept`, `refuse` or `native`.
+const asks = { __proto__: null, permission: permissions, device_chooser: choosers, app_link: appLinks, passkey: passkeys, print: prints };
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
 
@@ -276,28 +279,9 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     tracker.input(sender.tab);
     return;
   }
-  if (msg.type === 'permission') {
-    // Whatever fails here, the page's call goes on to the browser: never a hang.
-    ready.then(() => permissions.request(msg, sender, reply)).catch(() => reply('native'));
-    return true;
-  }
-  if (msg.type === 'chooser') {
-    // Whatever fails here, the chooser is cancelled: in headless it would never settle.
-    ready.then(() => choosers.request(msg, sender, reply)).catch(() => reply('cancel'));
-    return true;
-  }
-  if (msg.type === 'app_link') {
-    // Whatever fails here, the navigation stays cancelled: the hook cancelled it already.
-    ready.then(() => appLinks.request(msg, sender, reply)).catch(() => reply('cancel'));
-    return true;
-  }
-  if (msg.type === 'passkey') {
-    // Whatever fails here, the request is refused: the browser's sheet would wedge the tab.
-    ready.then(() => passkeys.request(msg, sender, reply)).catch(() => reply('refuse'));
-    return true;
-  }
-  if (msg.type === 'print') {
-    ready.then(() => prints.request(sender, reply)).catch(() => reply('refuse'));
+  if (msg.type === 'ask' && Object.hasOwn(asks, msg.kind)) {
+    // Whatever fails here, the hook takes its kind's own safe way (content.js answers so).
+    ready.then(() => asks[msg.kind].request(msg, sender, reply)).catch(() => reply(null));
     return true;
   }
   if (msg.type === 'chooser_settled') {

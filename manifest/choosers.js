@@ -10,15 +10,15 @@ const CHOOSERS = ['usb', 'hid', 'serial', 'bluetooth', 'display'];
 export function createChoosers(prompts, pilotOn) {
   return {
     request(msg, sender, reply) {
-      const chooser = CHOOSERS.includes(msg.api) ? msg.api : null;
+      const chooser = CHOOSERS.includes(msg.what) ? msg.what : null;
       const pageRequest = Number.isSafeInteger(msg.page_request) ? msg.page_request : null;
-      if (chooser === null || pageRequest === null) return reply('cancel');
+      if (chooser === null || pageRequest === null) return reply('refuse');
       const fields = {
         tab_id: sender.tab.id,
         frame_id: sender.frameId,
         url: String(sender.url ?? ''),
         chooser,
-        method: String(msg.method ?? '').slice(0, 40),
+        method: msg.method,
       };
       if (!pilotOn()) {
         prompts.native('device_chooser', fields);
@@ -26,7 +26,7 @@ export function createChoosers(prompts, pilotOn) {
       }
       // Nobody can pick a device: anything but `native` cancels.
       const apply = (decision) => {
-        reply(decision === 'native' ? 'native' : 'cancel');
+        reply(decision === 'native' ? 'native' : 'refuse');
         return false;
       };
       const tag = { tabId: sender.tab.id, frameId: sender.frameId ?? 0, documentId: sender.documentId, pageRequest };

@@ -92,24 +92,9 @@
       toPage();
     } else if (q === 'active') {
       if (navigator.userActivation.hasBeenActive) event.preventDefault();
-    } else if (q && typeof q === 'object' && Number.isSafeInteger(q.request)) {
-      if (q.kind === 'permission') {
-        event.preventDefault();
-        onPermission(q.request, q.what, q.method);
-      } else if (q.kind === 'device_chooser') {
-        event.preventDefault();
-        onChooser(q.request, q.what, q.method);
-      } else if (q.kind === 'app_link') {
-        event.preventDefault();
-        onAppLink(q.request, q.what);
-      } else if (q.kind === 'passkey') {
-        event.preventDefault();
-        onPasskey(q.request, q.what, q.method);
-      } else if (q.kind === 'print') {
-        // Answered already in the page (inject/49-print.js): only recorded.
-        event.preventDefault();
-        runtime().sendMessage({ type: 'print' }).then(() => answerPage(q.request, ANSWER_CANCEL), () => answerPage(q.request, ANSWER_CANCEL));
-      }
+    } else if (q && typeof q === 'object' && Number.isSafeInteger(q.request) && typeof q.kind === 'string') {
+      event.preventDefault();
+      onAsk(q);
     } else if (q && typeof q === 'object' && Number.isSafeInteger(q.settled)) {
       runtime().sendMessage({ type: 'chooser_settled', page_request: q.settled }).catch(() => {});
     } else {
@@ -139,53 +124,24 @@
     runtime().sendMessage({ type: 'dialogs', reports, folded }).catch(() => {});
   };
 
-  // The answer to a request (inject/44-ask.js) goes back as one number, request * 4 + code:
-  // 0 native (the browser's own way), 1 grant (a permission) or open (an app link), 2 deny
-  // (a permission) or cancel (a chooser, an app link).
-  const ANSWER_NATIVE = 0;
-  const ANSWER_ACCEPT = 1;
-  const ANSWER_CANCEL = 2;
-  const PERMISSION_ANSWERS = { native: ANSWER_NATIVE, grant: 1, deny: 2 };
-  const answerPage = (request, code) => dispatchEvent(new CustomEvent(secret + 'p', { detail: request * 4 + code }));
-
-  // A permission request the page hook holds (inject/45-permissions.js): `what` the
-  // permissions' names joined by commas, `method` the page's call. The worker decides and
-  // sets the browser's content setting, then the hook makes the real call; any failure here
-  // lets the call through to the browser.
-  const onPermission = (request, what, method) => {
-    const names = typeof what === 'string' ? what.split(',').slice(0, 5) : [];
+  // A request the page hook asks about (inject/44-ask.js), whatever its kind: the worker
+  // decides (its adapter for the kind) and answers `accept`, `refuse` or `native` (the
+  // browser's own way). The answer goes back as one number, request * 4 + code; anything
+  // else, or no worker, is code 3: the hook then takes its kind's own safe way.
+  const ANSWER_CODES = { native: 0, accept: 1, refuse: 2 };
+  const ANSWER_NONE = 3;
+  const onAsk = (q) => {
+    const answer = (code) => dispatchEvent(new CustomEvent(secret + 'p', { detail: q.request * 4 + code }));
+    const msg = {
+      type: 'ask',
+      kind: q.kind.slice(0, 20),
+      page_request: q.request,
+      what: String(q.what ?? '').slice(0, 2048),
+      method: String(q.method ?? '').slice(0, 40),
+    };
     runtime()
-      .sendMessage({ type: 'permission', names, api: typeof method === 'string' ? method.slice(0, 40) : '' })
-      .then((r) => answerPage(request, PERMISSION_ANSWERS[r] ?? ANSWER_NATIVE), () => answerPage(request, ANSWER_NATIVE));
-  };
-
-  // A device chooser that opened (inject/46-choosers.js): `what` its API ('usb', …),
-  // `method` the page's call. The worker answers `cancel` (the hook gives the page the
-  // browser's own cancel result) or `native` (the chooser stands). If the worker cannot be
-  // reached the chooser is cancelled: in headless it would never settle.
-  const onChooser = (request, what, method) => {
-    runtime()
-      .sendMessage({ type: 'chooser', page_request: request, api: String(what).slice(0, 20), method: String(method).slice(0, 40) })
-      .then((r) => answerPage(request, r === 'native' ? ANSWER_NATIVE : ANSWER_CANCEL), () => answerPage(request, ANSWER_CANCEL));
-  };
-
-  // A navigation to a scheme that is not the web's (inject/47-applinks.js), which the hook
-  // cancelled (pilot on) or let go (pilot off): `what` its URL. The worker answers `open`
-  // (the hook navigates again), `cancel` or `native`; unreachable, it stays cancelled.
-  const onAppLink = (request, what) => {
-    runtime()
-      .sendMessage({ type: 'app_link', url: String(what).slice(0, 2048) })
-      .then((r) => answerPage(request, r === 'open' ? ANSWER_ACCEPT : r === 'native' ? ANSWER_NATIVE : ANSWER_CANCEL), () => answerPage(request, ANSWER_CANCEL));
-  };
-
-  // A WebAuthn request the page hook holds (inject/48-passkeys.js): `what` the relying
-  // party's id the page named (may be empty), `method` create or get. The worker answers
-  // `refuse` (the hook rejects it as a person's cancel), `accept` or `native` (the real call
-  // goes on); unreachable, it is refused: the browser's passkey sheet would wedge the tab.
-  const onPasskey = (request, what, method) => {
-    runtime()
-      .sendMessage({ type: 'passkey', rp_id: String(what).slice(0, 256), operation: method === 'create' ? 'create' : 'get' })
-      .then((r) => answerPage(request, r === 'accept' ? ANSWER_ACCEPT : r === 'native' ? ANSWER_NATIVE : ANSWER_CANCEL), () => answerPage(request, ANSWER_CANCEL));
+      .sendMessage(msg)
+      .then((r) => answer(Object.hasOwn(ANSWER_CODES, r) ? ANSWER_CODES[r] : ANSWER_NONE), () => answer(ANSWER_NONE));
   };
 
   const fromWorker = (msg) => {

@@ -13,8 +13,8 @@ export function createPasskeys(prompts, pilotOn) {
         tab_id: sender.tab.id,
         frame_id: sender.frameId,
         url: String(sender.url ?? ''),
-        operation: msg.operation === 'create' ? 'create' : 'get',
-        rp_id: typeof msg.rp_id === 'string' ? msg.rp_id.slice(0, 256) : '',
+        operation: msg.method === 'create' ? 'create' : 'get',
+        rp_id: msg.what.slice(0, 256),
       };
       if (!pilotOn()) {
         prompts.native('passkey', fields);

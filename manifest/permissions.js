@@ -58,22 +58,24 @@ export function createPermissions(prompts, pilotOn) {
       }
     }
     // A setting the browser refused: the browser decides the call itself.
-    reply(failed ? 'native' : { accept: 'grant', refuse: 'deny', native: 'native' }[decision]);
+    reply(failed ? 'native' : decision);
     if (failed) throw failed;
     return decision === 'accept';
   };
 
   return {
     async request(msg, sender, reply) {
-      const names = Array.isArray(msg.names) ? [...new Set(msg.names.filter((n) => Object.hasOwn(TYPES, n)))] : [];
+      // `what`: the names asked for, joined by commas (as the page hook sends them).
+      const asked = msg.what.split(',').slice(0, 5);
+      const names = [...new Set(asked.filter((n) => Object.hasOwn(TYPES, n)))];
       const patterns = patternsOf(sender);
-      if (names.length === 0 || names.length !== msg.names.length || patterns.length === 0) return reply('native');
+      if (names.length === 0 || names.length !== asked.length || patterns.length === 0) return reply('native');
       const fields = {
         tab_id: sender.tab.id,
         frame_id: sender.frameId,
         url: String(sender.url ?? ''),
         permissions: names,
-        method: String(msg.api ?? '').slice(0, 40),
+        method: msg.method,
       };
       if (!pilotOn()) {
         prompts.native('permission', fields);

@@ -6,7 +6,7 @@
 // `pilotOn()`: the human's switch (off: the browser printed, only reported).
 export function createPrints(prompts, pilotOn) {
   return {
-    request(sender, reply) {
+    request(msg, sender, reply) {
       const fields = { tab_id: sender.tab.id, frame_id: sender.frameId, url: String(sender.url ?? '') };
       if (!pilotOn()) {
         prompts.native('print', fields);

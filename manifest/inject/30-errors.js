@@ -1,6 +1,6 @@
-  // @needs apply, getOwnPropertyDescriptor, defineProperty, getPrototypeOf, hasOwn, NativeError
+  // @needs win, apply, getOwnPropertyDescriptor, defineProperty, getPrototypeOf, hasOwn, NativeError
   // @needs NewTypeError, captureStackTrace, indexOf, sliceString
-  // @gives withoutOwnFrames, nativeShapedError, bindingError, illegalInvocation
+  // @gives withoutOwnFrames, nativeShapedError, bindingError, checkWindow
   // ---- Errors: whatever a replacement throws looks as if the native had thrown it ----
   // Stacks are read only while the page has no Error.prepareStackTrace (else reading would
   // run page code with our frames); descriptors only, so no page getter ever runs.
@@ -117,4 +117,14 @@
     const err = new NewTypeError('Illegal invocation');
     captureStackTrace(err, fn);
     return err;
+  };
+  // The brand check a Window method makes of its receiver: any Window (another frame's too),
+  // or none, is valid; anything else is an illegal invocation of `fn`.
+  const checkWindow = (self, fn) => {
+    if (self === undefined || self === null || self === win) return;
+    try {
+      apply(getOwnPropertyDescriptor(win, 'window').get, self, []);
+    } catch {
+      throw illegalInvocation(fn);
+    }
   };

@@ -1,6 +1,6 @@
-  // @needs win, apply, getOwnPropertyDescriptor, charCodeAt, fromCharCode, sliceString, natives
+  // @needs win, apply, charCodeAt, fromCharCode, sliceString, natives
   // @needs MAX_MESSAGE, pageUrl, KIND_NAMES, BY_NAMES, BY_POLICY, engine, io, boot, post
-  // @needs withoutOwnFrames, bindingError, illegalInvocation
+  // @needs withoutOwnFrames, bindingError, checkWindow
   // @gives handle, decisionReport
   // ---- Decisions ----
   let seq = 0;
@@ -45,14 +45,7 @@
   };
 
   function handle(kind, self, args, fn) {
-    if (self !== undefined && self !== null && self !== win) {
-      try {
-        // Brand check as the natives do it: any Window (another frame's too) is valid.
-        apply(getOwnPropertyDescriptor(win, 'window').get, self, []);
-      } catch {
-        throw illegalInvocation(fn);
-      }
-    }
+    checkWindow(self, fn);
     const message = kind === 0
       ? (args.length === 0 ? '' : toText(args[0], fn))
       : (args[0] === undefined ? '' : toText(args[0], fn));

@@ -1,28 +1,28 @@
   // @needs win, apply, NewCustomEvent, dispatchEvent, addEventListener, detailOf, NewMap, mapGet
   // @needs mapSet, mapDelete, secret, toIsolated, admit, fold, defineProperty, withoutOwnFrames
-  // @gives ANSWER_ACCEPT, ANSWER_CANCEL, askBrowser, tellSettled, promiseThen, deferred, settle
+  // @gives ANSWER_NATIVE, ANSWER_ACCEPT, askBrowser, tellSettled, promiseThen, deferred, settle
   // @gives directPromise
-  // ---- Asking the browser side (45-permissions, 46-choosers) ----
+  // ---- Asking the browser side (45 to 49: permissions, choosers, app links, passkeys, print) ----
   // A request goes to content.js as one question, { request, kind, what, method }: `request`
-  // its number in this document, `kind` 'permission' or 'device_chooser', `what` the
-  // permissions asked (names joined by commas) or the chooser's API ('usb', 'hid', 'serial',
-  // 'bluetooth', 'display'), `method` the page's call. content.js takes it (cancels the event)
-  // and asks the service worker; the answer comes back on `secret + 'p'` as one number,
-  // request * 4 + answer code, and nothing else is read from it.
+  // its number in this document, `kind` the prompt's ('permission', 'device_chooser',
+  // 'app_link', 'passkey', 'print'), `what` what it is about (permission names joined by
+  // commas, a chooser's API, a link's URL, a relying party), `method` the page's call.
+  // content.js takes it (cancels the event) and asks the service worker; the answer comes
+  // back on `secret + 'p'` as one number, request * 4 + answer code, and nothing else is
+  // read from it.
   //
   // Start-up cost: none (two captures); the answer listener and its map are made on the
   // first request.
   const NewPromise = Promise;
   const promiseThen = Promise.prototype.then;
 
-  // The answer codes, as content.js sends them: 0 native (the browser's own way: a
-  // permission's content setting is in place, or none was set; a chooser stands), 1 grant
-  // (a permission) or open (an app link), 2 deny (a permission) or cancel (a chooser, an app
-  // link). A permission's real call follows whatever the answer (the browser's setting
-  // already says grant or deny); a chooser acts on cancel, an app link on open.
+  // The answer codes, as content.js sends them: 0 native (the browser's own way), 1 accept
+  // (grant a permission, open a link), 2 refuse (deny, cancel), 3 none: nobody answered (the
+  // flood limit, or no worker), and each kind takes its own safe way (a permission: the
+  // browser's; a chooser, a link, a passkey: refused).
   const ANSWER_NATIVE = 0;
   const ANSWER_ACCEPT = 1;
-  const ANSWER_CANCEL = 2;
+  const ANSWER_NONE = 3;
   let requestSeq = 0;
   let waiting = null; // request number -> continuation(answer code)
   const onAnswer = (event) => {
@@ -37,14 +37,13 @@
   };
   // Asks for a decision; `go(code)` runs once it came. Returns the request's number (0: not
   // asked). The dialogs' flood limit applies: past it a request is not asked but counted,
-  // and gets the answer that needs nobody (a permission: the browser's own; a chooser or an
-  // app link: cancel), so a page calling in a loop cannot push the agent's records out of
-  // the history.
-  // Nobody to take it (no content.js): the browser's own way.
+  // and gets `ANSWER_NONE`, so a page calling in a loop cannot push the agent's records out
+  // of the history. Nobody to take it (no content.js, so no pilot either): the browser's
+  // own way.
   const askBrowser = (kind, what, method, go) => {
     if (!admit()) {
       fold();
-      go(kind === 'permission' ? ANSWER_NATIVE : ANSWER_CANCEL);
+      go(ANSWER_NONE);
       return 0;
     }
     if (waiting === null) {

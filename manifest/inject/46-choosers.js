@@ -1,6 +1,6 @@
   // @needs win, apply, defineProperty, captureStackTrace, queueMicrotask, protoOf, withoutOwnFrames
   // @needs NewDOMException
-  // @needs ANSWER_CANCEL, askBrowser, tellSettled, promiseThen, deferred
+  // @needs ANSWER_NATIVE, askBrowser, tellSettled, promiseThen, deferred
   // @gives disguiseChoosers
   // ---- Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth; the screen-share picker) ----
   // No extension can list, pick or cancel a chooser (chrome.debugger refuses the
@@ -85,7 +85,9 @@
     const look = () => {
       if (done) return;
       asked = askBrowser('device_chooser', c.api, c.method, (code) => {
-        if (code === ANSWER_CANCEL) apply(queueMicrotask, win, [cancel]);
+        // Anything but the browser's own way (pilot off) cancels: a chooser left open never
+        // settles in headless.
+        if (code !== ANSWER_NATIVE) apply(queueMicrotask, win, [cancel]);
       });
     };
     // Bluetooth without an adapter fails by itself, but later than two microtasks: no

@@ -1,5 +1,5 @@
   // @needs getOwnPropertyDescriptor, getPrototypeOf, hasOwn, protoOf, NewDOMException
-  // @needs askBrowser, ANSWER_CANCEL, deferred, settle, directPromise
+  // @needs askBrowser, ANSWER_NATIVE, ANSWER_ACCEPT, deferred, settle, directPromise
   // @gives disguisePasskeys
   // ---- Passkeys: WebAuthn navigator.credentials.create() and get() ----
   // A WebAuthn request opens Chrome's passkey sheet, which headless never shows: the call
@@ -32,8 +32,10 @@
     const rp = op === 'create' ? ownValue(ownValue(publicKey, 'rp'), 'id') : ownValue(publicKey, 'rpId');
     const d = deferred();
     askBrowser('passkey', typeof rp === 'string' ? rp : '', op, (code) => {
-      if (code === ANSWER_CANCEL) d.reject(new NewDOMException(NOT_ALLOWED, 'NotAllowedError'));
-      else settle(native, self, args, d.resolve, d.reject, top);
+      // Only the browser's own way (pilot off) or an accept makes the real call: anything
+      // else, nobody answering too, is refused (the browser's sheet would wedge the tab).
+      if (code === ANSWER_NATIVE || code === ANSWER_ACCEPT) settle(native, self, args, d.resolve, d.reject, top);
+      else d.reject(new NewDOMException(NOT_ALLOWED, 'NotAllowedError'));
     });
     return d.promise;
   };

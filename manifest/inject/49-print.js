@@ -1,5 +1,4 @@
-  // @needs win, apply, getOwnPropertyDescriptor, pageUrl, natives, engine, boot, askBrowser
-  // @needs illegalInvocation
+  // @needs win, apply, pageUrl, natives, engine, boot, askBrowser, checkWindow
   // @gives printHook
   // ---- Print: window.print() in any frame ----
   // In headless Chromium print() returns but its job never ends: `afterprint` never comes,
@@ -14,21 +13,10 @@
   // Start-up cost: nothing but the replacement (60-install puts it in).
   const printHook = {
     print() {
-      const self = this;
-      if (self !== undefined && self !== null && self !== win) {
-        try {
-          // Brand check as the native does it: any Window (another frame's too) is valid.
-          apply(getOwnPropertyDescriptor(win, 'window').get, self, []);
-        } catch {
-          throw illegalInvocation(printHook.print);
-        }
-      }
+      checkWindow(this, printHook.print);
       if (engine === null) boot();
-      if (engine.pilot() !== 1) {
-        askBrowser('print', pageUrl(), 'print', () => {});
-        return apply(natives.print, win, []);
-      }
       askBrowser('print', pageUrl(), 'print', () => {});
-      return undefined;
+      // Pilot on: answered here, as a person's cancel; the browser's print() never runs.
+      return engine.pilot() === 1 ? undefined : apply(natives.print, win, []);
     },
   };
