@@ -51,7 +51,7 @@ const choosers = createChoosers(prompts, () => pilot);
 // Navigations to schemes the OS handles, cancelled in the page: opened or not (applinks.js).
 const appLinks = createAppLinks(prompts, () => pilot);
 // WebAuthn requests the page hook holds: refused, or left to the browser (passkeys.js).
-const passkeys = createPasskeys(prompts, () => pilot);
+const passkeys = createPasskeys(prompts, () => pilot, holds, toHost);
 // print() calls the page hook answered as a person's cancel: recorded (print.js).
 const prints = createPrints(prompts, () => pilot);
 // What the page hook asks about (content.js's `ask`), by kind. Each adapter answers
@@ -284,9 +284,13 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     ready.then(() => asks[msg.kind].request(msg, sender, reply)).catch(() => reply(null));
     return true;
   }
-  if (msg.type === 'chooser_settled') {
-    // After the request it follows (that one waits for `ready` too).
-    ready.then(() => choosers.settled(msg, sender));
+  if (msg.type === 'settled' && Number.isSafeInteger(msg.page_request)) {
+    // A chooser the browser answered first, an accepted passkey call done. After the
+    // request it follows (that one waits for `ready` too).
+    ready.then(() => {
+      choosers.settled(msg, sender);
+      passkeys.settled(msg, sender);
+    });
     return;
   }
   if (msg.type === 'hello') {

@@ -84,7 +84,7 @@
 
   // From the page hook: a question (a string; answered by cancelling the event or not), a
   // request to ask the worker about ({request, kind, what, method}: taken by cancelling the
-  // event, answered later), a chooser's "settled first" notice, or a batch of reports.
+  // event, answered later), a chooser's "settled first" or an accepted passkey call's "done" notice, or a batch of reports.
   const fromPage = (event) => {
     const q = event.detail;
     if (q === 'config') {
@@ -96,7 +96,7 @@
       event.preventDefault();
       onAsk(q);
     } else if (q && typeof q === 'object' && Number.isSafeInteger(q.settled)) {
-      runtime().sendMessage({ type: 'chooser_settled', page_request: q.settled }).catch(() => {});
+      runtime().sendMessage({ type: 'settled', page_request: q.settled }).catch(() => {});
     } else {
       onReport(q);
     }

@@ -1,13 +1,14 @@
   // @needs getOwnPropertyDescriptor, getPrototypeOf, hasOwn, protoOf, NewDOMException
-  // @needs askBrowser, ANSWER_NATIVE, ANSWER_ACCEPT, deferred, settle, directPromise
+  // @needs askBrowser, ANSWER_NATIVE, ANSWER_ACCEPT, deferred, settle, directPromise, tellSettled
   // @gives disguisePasskeys
   // ---- Passkeys: WebAuthn navigator.credentials.create() and get() ----
   // A WebAuthn request opens Chrome's passkey sheet, which headless never shows: the call
   // stays pending whatever its timeout, and from ~0.1 s on every click and key to the tab is
   // dropped until a reload (MODAL-FACTS 3). Nothing can close the sheet once it is open, so
   // the hook asks before the browser sees the call (rule, policy, agent): a refusal rejects
-  // it as a person's cancel does (`NotAllowedError`, the browser's words); the browser's way
-  // (pilot off) makes the real call. Other credential requests (a password, a federated or
+  // it as a person's cancel does (`NotAllowedError`, the browser's words); an accept makes the
+  // real call once the worker armed a virtual authenticator, and says when it is done (the
+  // worker then takes the keys back); the browser's way (pilot off) makes the real call. Other credential requests (a password, a federated or
   // identity one, conditional mediation's autofill) go straight to the browser.
   //
   // Start-up cost: a read and an assignment per method (secure contexts only).
@@ -31,11 +32,16 @@
     }
     const rp = op === 'create' ? ownValue(ownValue(publicKey, 'rp'), 'id') : ownValue(publicKey, 'rpId');
     const d = deferred();
-    askBrowser('passkey', typeof rp === 'string' ? rp : '', op, (code) => {
+    const request = askBrowser('passkey', typeof rp === 'string' ? rp : '', op, (code) => {
       // Only the browser's own way (pilot off) or an accept makes the real call: anything
       // else, nobody answering too, is refused (the browser's sheet would wedge the tab).
-      if (code === ANSWER_NATIVE || code === ANSWER_ACCEPT) settle(native, self, args, d.resolve, d.reject, top);
-      else d.reject(new NewDOMException(NOT_ALLOWED, 'NotAllowedError'));
+      if (code === ANSWER_NATIVE) settle(native, self, args, d.resolve, d.reject, top);
+      else if (code !== ANSWER_ACCEPT) d.reject(new NewDOMException(NOT_ALLOWED, 'NotAllowedError'));
+      else {
+        const resolve = (v) => { d.resolve(v); tellSettled(request); };
+        const reject = (e) => { d.reject(e); tellSettled(request); };
+        settle(native, self, args, resolve, reject, top);
+      }
     });
     return d.promise;
   };

@@ -191,6 +191,11 @@ pub struct InteractArgs {
     /// one of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chooser: Option<ChooserApi>,
+    /// dialog_type "passkey" with setup and accept: true: keep the passkeys this rule makes
+    /// for the browser profile (in Unmodal's private data, never shown), so a later session
+    /// signs in with them. Default false: they last as long as the browser session.
+    #[serde(default)]
+    pub keep: Option<bool>,
 }
 
 /// A device chooser's API, as the page reaches it (`navigator.usb`, …).
@@ -389,9 +394,10 @@ pub enum RuleSpec {
     /// A link to a scheme the OS handles: open it (accept) or cancel it; `match.url_contains`
     /// is on the link's URL, `match.scheme` its scheme.
     AppLink { accept: bool, matcher: MatchArg },
-    /// A WebAuthn request: refuse it (a person's cancel); `match.url_contains` is on the
-    /// page's URL, `match.rp_id` the relying party.
-    Passkey { accept: bool, matcher: MatchArg },
+    /// A WebAuthn request: answer it with Unmodal's virtual authenticator (accept; `keep`:
+    /// the passkeys made outlive the browser session) or refuse it (a person's cancel);
+    /// `match.url_contains` is on the page's URL, `match.rp_id` the relying party.
+    Passkey { accept: bool, keep: bool, matcher: MatchArg },
     /// A window.print(): cancel it (the preview closed); `match.url_contains` is on the frame's URL.
     Print { accept: bool, matcher: MatchArg },
 }
@@ -542,6 +548,9 @@ impl InteractArgs {
         if self.matcher.as_ref().is_some_and(|m| m.rp_id.is_some()) && !(setup && passkey) {
             return Err(bad("match.rp_id", "only with setup: true and dialog_type \"passkey\""));
         }
+        if self.keep.is_some() && !(setup && passkey) {
+            return Err(bad("keep", "only with setup: true and dialog_type \"passkey\""));
+        }
         if setup && auth {
             return self.auth_setup();
         }
@@ -689,17 +698,15 @@ impl InteractArgs {
         if matcher.rp_id.as_ref().is_some_and(|r| r.is_empty() || r.len() > 256) {
             return Err(bad("match.rp_id", "a relying party id such as \"example.com\", at most 256 characters"));
         }
-        if self.accept != Some(false) {
-            return Err(bad(
-                "accept",
-                "a passkey rule refuses (accept: false) for now: answering with a virtual authenticator is not built \
-yet (issue 23); without a rule passkey requests are refused anyway",
-            ));
+        let accept = self.accept.unwrap_or(true);
+        let keep = self.keep.unwrap_or(false);
+        if keep && !accept {
+            return Err(bad("keep", "keeps the passkeys an accepting rule makes; leave it out with accept: false"));
         }
         if self.text.is_some() {
             return Err(bad("text", "a passkey rule takes no text"));
         }
-        let rule = RuleSpec::Passkey { accept: false, matcher };
+        let rule = RuleSpec::Passkey { accept, keep, matcher };
         Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 

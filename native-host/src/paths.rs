@@ -140,6 +140,18 @@ pub fn home() -> io::Result<PathBuf> {
     })
 }
 
+/// Where Unmodal keeps what outlives a browser session (the passkeys a `keep` rule made):
+/// `UNMODAL_DATA_DIR`, else `$XDG_DATA_HOME/unmodal` (`~/.local/share/unmodal`), on macOS
+/// `~/Library/Application Support/unmodal`.
+pub fn data_dir() -> io::Result<PathBuf> {
+    if let Some(d) = std::env::var_os("UNMODAL_DATA_DIR") {
+        return Ok(d.into());
+    }
+    dirs::data_dir().map(|d| d.join("unmodal")).ok_or_else(|| {
+        io::Error::new(io::ErrorKind::NotFound, "cannot tell the data directory (no home directory is known); set HOME")
+    })
+}
+
 /// The user's configuration directory, where browsers keep their profiles: on Linux
 /// `$XDG_CONFIG_HOME`, else `~/.config`; on macOS `~/Library/Application Support`.
 pub fn config_dir() -> io::Result<PathBuf> {

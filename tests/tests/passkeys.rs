@@ -1,11 +1,13 @@
 //! Passkeys (dialog_type "passkey"): a WebAuthn create() or get(). Without Unmodal, headless
 //! Chromium opens its invisible passkey sheet: the call never settles and every input to the
 //! tab is dropped until a reload (MODAL-FACTS 3). With the pilot on the page hook holds the
-//! call before the browser sees it; the default refuses it as a person's cancel does.
-//! (Answering with a virtual authenticator is not built yet: every answer is a refusal.)
+//! call before the browser sees it; the default refuses it as a person's cancel does, and an
+//! accept (a rule, `auto_accept`, the agent) arms a virtual authenticator first, so the call
+//! makes or uses a real passkey.
 
 use serde_json::{Value, json};
-use unmodal_e2e::browser::Browser;
+use unmodal_e2e::browser::{Browser, Options};
+use unmodal_e2e::peer::{Driver, Peer};
 use unmodal_e2e::web::WebServer;
 use unmodal_e2e::{Session, eventually};
 
@@ -22,6 +24,24 @@ fn create(rp: &str, extra: &str) -> String {
         "navigator.credentials.create({{publicKey: {{rp: {{id: '{rp}', name: 'R'}}, user: {{id: new Uint8Array(16), name: 'u@x',
            displayName: 'U'}}, challenge: new Uint8Array(32), pubKeyCredParams: [{{type: 'public-key', alg: -7}}]{extra}}}}})
          .then((c) => ['ok', c.type], (e) => ['error', e.constructor.name, e.name, e.message, Object.hasOwn(e, 'stack')])"
+    )
+}
+
+/// A create() that answers the new credential's id and how long the call took (ms).
+const CREATE_ID: &str = "(() => { const t0 = performance.now();
+  return navigator.credentials.create({publicKey: {rp: {id: 'localhost', name: 'R'},
+      user: {id: new Uint8Array([1, 2, 3]), name: 'u@x', displayName: 'U'}, challenge: new Uint8Array(32),
+      pubKeyCredParams: [{type: 'public-key', alg: -7}], authenticatorSelection: {residentKey: 'required'}}})
+    .then((c) => ['ok', c.id, performance.now() - t0], (e) => ['error', e.name, e.message]); })()";
+
+/// A get() of credential `id` (base64url, as `PublicKeyCredential.id` reads): its id as
+/// signed, and the user handle's length.
+fn get_id(id: &str) -> String {
+    format!(
+        "navigator.credentials.get({{publicKey: {{rpId: 'localhost', challenge: new Uint8Array(32),
+           allowCredentials: [{{type: 'public-key',
+             id: Uint8Array.from(atob('{id}'.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0))}}]}}}})
+         .then((c) => ['ok', c.id, c.response.userHandle.byteLength], (e) => ['error', e.name, e.message])"
     )
 }
 
@@ -84,11 +104,6 @@ async fn the_default_refuses_as_a_person_would_and_the_tab_keeps_taking_input() 
 async fn a_rule_by_relying_party_and_must_respond_with_the_watchdog() -> anyhow::Result<()> {
     let site = WebServer::other_site()?;
     let s = session(&site, true).await?;
-    let err = s
-        .agent
-        .call("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "passkey", "accept": true}))
-        .await?;
-    assert!(format!("{err:?}").contains("not built yet"), "accepting is refused until it exists: {err:?}");
     let v = s
         .agent
         .ok(
@@ -118,7 +133,7 @@ async fn a_rule_by_relying_party_and_must_respond_with_the_watchdog() -> anyhow:
     s.page_later(&format!("window.late = 'pending'; {}.then((r) => window.late = r)", create("localhost", ""))).await?;
     let late = eventually(LIMIT, "the watchdog's refusal", || async {
         let v = s.page_value("window.late").await?;
-        Ok((v != json!("pending")).then_some(v))
+        Ok((v.is_array()).then_some(v))
     })
     .await?;
     assert_eq!(late[2], "NotAllowedError");
@@ -246,5 +261,128 @@ async fn a_flood_of_passkey_requests_is_counted_exactly_and_nothing_hangs() -> a
         Ok((s.recorded_or_counted("passkey").await? == 1000).then_some(()))
     })
     .await?;
+    takes_input(&s).await
+}
+
+async fn accept_rule(s: &Session, keep: bool) -> anyhow::Result<Value> {
+    s.agent
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "passkey", "accept": true, "once": false,
+                   "keep": keep, "match": {"rp_id": "localhost"}}),
+        )
+        .await
+}
+
+/// The page's view of whether a platform authenticator is there: only while one is armed.
+async fn authenticator_gone(s: &Session) -> anyhow::Result<()> {
+    eventually(LIMIT, "the virtual authenticator removed after the call", || async {
+        let v = s.page_value("PublicKeyCredential.isUserVerifyingPlatformAuthenticatorAvailable()").await?;
+        Ok((v == json!(false)).then_some(()))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_answers_with_a_virtual_authenticator_create_then_get() -> anyhow::Result<()> {
+    let site = WebServer::other_site()?;
+    let s = session(&site, true).await?;
+    let v = accept_rule(&s, false).await?;
+    assert_eq!((v["accept"].as_bool(), v.get("keep")), (Some(true), None), "{v}");
+    let made = s.page_value(CREATE_ID).await?;
+    assert_eq!(made[0], "ok", "{made}");
+    let id = made[1].as_str().unwrap_or_default().to_owned();
+    let took = made[2].as_f64().unwrap_or(f64::MAX);
+    assert!(took < 2000.0, "create() answered in {took} ms");
+    authenticator_gone(&s).await?;
+    // Signed with the same passkey, armed again for this call.
+    assert_eq!(s.page_value(&get_id(&id)).await?, json!(["ok", id, 3]));
+    // Discoverable: no list, the authenticator finds it by relying party.
+    let any = s.page_value(GET).await?;
+    assert_eq!(any, json!(["ok", "public-key"]));
+    let recs = s.closed_records("passkey", 3).await?;
+    for r in &recs {
+        assert_eq!((r["decided_by"].as_str(), r["accepted"].as_bool()), (Some("rule"), Some(true)), "{r}");
+    }
+    takes_input(&s).await?;
+    // The agent sees no key anywhere.
+    let all = [s.dialogs().await?.to_string(), s.agent.ok("observe", json!({"what": "logs"})).await?.to_string()];
+    assert!(!all.concat().contains("privateKey"), "{all:?}");
+
+    // must_respond: the agent's accept arms alike.
+    s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "clear": true})).await?;
+    s.policy("must_respond", 30).await?;
+    s.page_later(&format!("window.held = 'pending'; {}.then((r) => window.held = r)", get_id(&id))).await?;
+    let held = s.held(1).await?;
+    assert_eq!(
+        (held[0]["type"].as_str(), held[0]["message"].as_str()),
+        (Some("passkey"), Some("sign in with a passkey for localhost"))
+    );
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": true}))
+        .await?;
+    let got = eventually(LIMIT, "the page's call answered after the agent's accept", || async {
+        let v = s.page_value("window.held").await?;
+        Ok((v != json!("pending")).then_some(v))
+    })
+    .await?;
+    assert_eq!(got, json!(["ok", id, 3]));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kept_passkeys_sign_in_after_a_browser_restart() -> anyhow::Result<()> {
+    let site = WebServer::other_site()?;
+    let data = tempfile::tempdir()?;
+    let opts =
+        || Options { env: vec![("UNMODAL_DATA_DIR".into(), data.path().display().to_string())], ..Options::default() };
+    let start = |opts| async {
+        let s = Session::start_with(opts).await?;
+        let url = site.page("/passkeys", PAGE, &[]);
+        s.page.goto(&url).await?;
+        s.page.bring_to_front().await?;
+        s.agent.wait_for_tab(&url).await?;
+        s.enable_pilot().await?;
+        anyhow::Ok(s)
+    };
+    let first = start(opts()).await?;
+    assert_eq!(accept_rule(&first, true).await?["keep"], true);
+    let made = first.page_value(CREATE_ID).await?;
+    let id = made[1].as_str().unwrap_or_default().to_owned();
+    let file = data.path().join("passkeys.json");
+    eventually(LIMIT, "the kept passkey written", || async { Ok(file.exists().then_some(())) }).await?;
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&file)?.permissions().mode() & 0o777, 0o600);
+    drop(first);
+
+    let second = start(opts()).await?;
+    accept_rule(&second, false).await?;
+    assert_eq!(second.page_value(&get_id(&id)).await?, json!(["ok", id, 3]), "signed in with yesterday's passkey");
+    // A browser without the data directory has no such passkey: the virtual authenticator
+    // has nothing to sign with.
+    let third = start(Options::default()).await?;
+    accept_rule(&third, false).await?;
+    let v = third.page_value(&get_id(&id)).await?;
+    assert_eq!(v[0], "error", "{v}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn beside_playwright_mcp_attaching_and_detaching() -> anyhow::Result<()> {
+    let site = WebServer::other_site()?;
+    let s = session(&site, true).await?;
+    accept_rule(&s, false).await?;
+    let url = site.page("/passkeys", PAGE, &[]);
+    let peer = Peer::start(Driver::PlaywrightMcp, s.browser.debugging_port()?).await?;
+    // The driver's own evaluate makes the call: the authenticator answers it all the same.
+    let call = CREATE_ID.replace("(() => {", "async () => { return await (() => {").replace("})()", "})(); }");
+    let r = peer.evaluate(&url, &call).await?;
+    assert!(!r.is_error && r.text.contains("\"ok\""), "{r:?}");
+    // Its sessions leave (the virtual environment goes with them): the next call is armed again.
+    peer.close().await?;
+    let made = s.page_value(CREATE_ID).await?;
+    assert_eq!(made[0], "ok", "{made}");
+    let id = made[1].as_str().unwrap_or_default().to_owned();
+    assert_eq!(s.page_value(&get_id(&id)).await?, json!(["ok", id, 3]));
     takes_input(&s).await
 }

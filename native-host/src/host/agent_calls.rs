@@ -68,6 +68,8 @@ pub struct RuleView<'a> {
     permission: Option<PermissionName>,
     #[serde(skip_serializing_if = "Option::is_none")]
     chooser: Option<ChooserApi>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keep: Option<bool>,
     #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
     matcher: &'a MatchArg,
 }
@@ -83,6 +85,7 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             username: None,
             permission: None,
             chooser: None,
+            keep: None,
             matcher: r.rule.matcher(),
         };
         match &r.rule {
@@ -90,7 +93,8 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             RuleSpec::Auth { credentials, .. } => v.username = credentials.as_ref().map(|c| c.username.as_str()),
             RuleSpec::Permission { permission, .. } => v.permission = *permission,
             RuleSpec::DeviceChooser { chooser, .. } => v.chooser = *chooser,
-            RuleSpec::AppLink { .. } | RuleSpec::Passkey { .. } | RuleSpec::Print { .. } => {}
+            RuleSpec::Passkey { keep, .. } => v.keep = keep.then_some(true),
+            RuleSpec::AppLink { .. } | RuleSpec::Print { .. } => {}
         }
         v
     }

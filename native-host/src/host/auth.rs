@@ -11,7 +11,7 @@
 //! does the rest; here is what is auth's own: matching by realm, refused credentials not
 //! tried again, the attempt limit, and what became of the request.
 
-use super::prompt::{Described, PromptKind, Verdict, url_fits};
+use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
 use super::protocol::{AuthAsk, AuthDone, PromptDecision, PromptResult};
 use super::record::{self, AuthDetails, AuthOutcome, DecidedBy, Details, DialogState, MAX_MESSAGE_CHARS};
 use super::state::State;
@@ -93,7 +93,8 @@ impl PromptKind for AuthAsk {
             None => format!("HTTP auth cancelled: auth {named} matched (it cancels); the page gets the 401"),
         };
         let decision = if credentials.is_some() { PromptDecision::Accept } else { PromptDecision::Refuse };
-        Verdict::Answer { decision, credentials: credentials.clone(), by: DecidedBy::Rule, rule: Some(id), why }
+        let with = credentials.clone().map_or(With::Nothing, With::Login);
+        Verdict::Answer { decision, with, by: DecidedBy::Rule, rule: Some(id), why }
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {

@@ -75,6 +75,10 @@ impl State {
             // Goes to the call waiting for it (`host/mod.rs`), not to the state.
             FromBrowser::PilotResult(_) => Ok(Vec::new()),
             FromBrowser::Opened { tab_id, opener_tab_id } => Ok(self.on_opened(tab_id, opener_tab_id)),
+            FromBrowser::PasskeysSaved { tab_id: _, keep, credentials } => {
+                self.on_passkeys_saved(keep, credentials);
+                Ok(Vec::new())
+            }
             FromBrowser::Synced { id } => {
                 self.on_synced(id);
                 Ok(Vec::new())

@@ -145,7 +145,9 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
             "opened (the page navigated to it again; the browser hands it to the OS)".to_string()
         }
         (Kind::AppLink, Some(false)) => "cancelled (the page stays where it is)".to_string(),
-        (Kind::Passkey, Some(true)) => "accepted".to_string(),
+        (Kind::Passkey, Some(true)) => {
+            "answered by Unmodal's virtual authenticator (the page's call went to the browser)".to_string()
+        }
         (Kind::Print, Some(_)) => "cancelled (as a person closes the preview)".to_string(),
         (Kind::Passkey, Some(false)) => {
             "refused (the page got NotAllowedError, as after a person's cancel)".to_string()
@@ -179,9 +181,17 @@ pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
             matcher.scheme.as_ref().map_or("app link".to_string(), |s| format!("{s}: link")),
             if *accept { "open it (the browser hands it to the OS)" } else { "cancel it (the page stays where it is)" },
         ),
-        RuleSpec::Passkey { matcher, .. } => (
+        RuleSpec::Passkey { accept, keep, matcher } => (
             matcher.rp_id.as_ref().map_or("passkey request".to_string(), |r| format!("passkey request for {r}")),
-            "refuse it (the page gets NotAllowedError, as after a person's cancel)",
+            match (accept, keep) {
+                (true, true) => {
+                    "answer it with Unmodal's virtual authenticator, keeping the passkeys made for this profile"
+                }
+                (true, false) => {
+                    "answer it with Unmodal's virtual authenticator (passkeys last for the browser session)"
+                }
+                _ => "refuse it (the page gets NotAllowedError, as after a person's cancel)",
+            },
         ),
         RuleSpec::Print { .. } => ("print()".to_string(), "cancel it (as a person closes the preview)"),
         RuleSpec::DeviceChooser { chooser, .. } => {
@@ -201,10 +211,6 @@ pub fn accept_refused(kind: Kind, id: u64, with_credentials: bool) -> Option<Str
         Kind::Auth if !with_credentials => Some(format!(
             "Dialog {id} is an HTTP auth challenge: accept it with username and password, or send accept: false to \
 cancel it (the page gets the 401)."
-        )),
-        Kind::Passkey => Some(format!(
-            "Dialog {id} is a passkey request: answering it with a virtual authenticator is not built yet (issue 23), \
-so it can only be refused; send accept: false."
         )),
         Kind::Print => Some(format!(
             "Dialog {id} is a print: printing to a PDF file is not built yet (issue 23), so it can only be cancelled; \

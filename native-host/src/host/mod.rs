@@ -15,6 +15,7 @@ mod layers;
 pub mod logs;
 mod opener;
 mod passkey;
+pub mod passkey_keys;
 mod permission;
 pub mod persist;
 mod pilot;
@@ -223,6 +224,10 @@ async fn serve(origin: &str) -> Result<()> {
     match Redactor::load() {
         Ok(r) => state.redactor = r,
         Err(e) => tracing::error!(error = %e, "redaction config unreadable; using the built-in patterns"),
+    }
+    match paths::data_dir() {
+        Ok(data) => state.passkeys = passkey_keys::PasskeyKeys::open(data),
+        Err(e) => tracing::warn!(error = %e, "no data directory: passkeys last this session only"),
     }
     persist::remove_stale(&dir);
     let (tx, rx) = mpsc::unbounded_channel();

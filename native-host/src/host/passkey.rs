@@ -2,18 +2,30 @@
 //! browser's passkey sheet, which headless never shows, leaves the call pending whatever its
 //! timeout and, from ~0.1 s on, drops every click and key to the tab until a reload; nothing
 //! closes it once open. So the page hook (`manifest/inject/48-passkeys.js`) holds the call
-//! before the browser sees it and asks, through `manifest/passkeys.js`: a refusal rejects
-//! it as a person's cancel does (`NotAllowedError`), and sites then offer another way in.
+//! before the browser sees it and asks, through `manifest/passkeys.js`:
+//! - refuse: the page gets a person's cancel (`NotAllowedError`), and sites then offer
+//!   another way in;
+//! - accept: the worker arms a virtual authenticator (the DevTools protocol's WebAuthn
+//!   domain) with the relying party's keys (`passkey_keys.rs`), then lets the call through:
+//!   `create()` makes a real credential, `get()` signs with one; the keys come back after.
+//!
 //! The prompt pipeline (`prompt.rs`) does the rest; here is what is the passkey's own.
-//! Answering with a virtual authenticator (a rule with `accept: true`) is not built yet:
-//! every answer is a refusal. Pilot off: the browser's way, recorded.
+//! Pilot off: the browser's way, recorded.
 
-use super::prompt::{Described, PromptKind, Verdict, url_fits};
+use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
 use super::protocol::{PasskeyAsk, PromptDecision};
 use super::record::{self, DecidedBy, Details, PasskeyDetails};
+use super::state::State;
 use crate::api::RuleSpec;
 use crate::redact::Redactor;
 use unmodal_engine::Policy;
+
+impl PasskeyAsk {
+    fn accept(&self, by: DecidedBy, rule: Option<u32>, keep: bool, why: String) -> Verdict {
+        let with = With::Passkeys { rp_id: self.rp_id.clone(), keep };
+        Verdict::Answer { decision: PromptDecision::Accept, with, by, rule, why }
+    }
+}
 
 impl PromptKind for PasskeyAsk {
     fn check(&self) -> Result<(), String> {
@@ -44,31 +56,40 @@ impl PromptKind for PasskeyAsk {
         fits.then(|| usize::from(matcher.url_contains.is_some()) + usize::from(matcher.rp_id.is_some()))
     }
 
-    fn by_rule(&self, id: u32, _: &RuleSpec) -> Verdict {
-        Verdict::rule(
-            PromptDecision::Refuse,
-            id,
-            format!("Passkey request refused: passkey rule {id} matched (the page got NotAllowedError)"),
-        )
+    fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
+        let RuleSpec::Passkey { accept: true, keep, .. } = rule else {
+            return Verdict::rule(
+                PromptDecision::Refuse,
+                id,
+                format!("Passkey request refused: passkey rule {id} matched (the page got NotAllowedError)"),
+            );
+        };
+        let kept = if *keep { ", keeping the passkeys it makes for this profile" } else { "" };
+        let why =
+            format!("Passkey request answered by Unmodal's virtual authenticator: passkey rule {id} matched{kept}");
+        self.accept(DecidedBy::Rule, Some(id), *keep, why)
     }
 
-    /// Every answer refuses (no virtual authenticator yet); only `must_respond` waits.
     fn by_policy(&self, policy: Policy) -> Verdict {
         let refuse = |by, why: &str| Verdict::policy(PromptDecision::Refuse, by, why);
         match policy {
             Policy::MustRespond => Verdict::Hold {
-                why: "Passkey request held for the agent (policy must_respond): the page's call waits; refuse it with \
-interact {action:\"handle_dialog\", dialog_id, accept:false} (answering with a virtual authenticator is not built yet)"
+                why: "Passkey request held for the agent (policy must_respond): the page's call waits; answer with \
+interact {action:\"handle_dialog\", dialog_id, accept} (true: Unmodal's virtual authenticator answers; false: the \
+page gets NotAllowedError)"
                     .into(),
             },
             Policy::Auto => refuse(
                 DecidedBy::DefaultPolicy,
                 "Passkey request refused by the default policy, as a person's cancel (NotAllowedError): the browser's \
-passkey sheet, invisible in headless, would have dropped every input to the tab until a reload",
+passkey sheet, invisible in headless, would have dropped every input to the tab until a reload; a passkey rule \
+with accept: true answers it with Unmodal's virtual authenticator",
             ),
-            Policy::AutoAccept => refuse(
+            Policy::AutoAccept => self.accept(
                 DecidedBy::Policy,
-                "Passkey request refused: the tab's auto_accept policy has no authenticator to answer with yet",
+                None,
+                false,
+                "Passkey request answered by Unmodal's virtual authenticator (the tab's auto_accept policy)".into(),
             ),
             Policy::AutoDismiss => {
                 refuse(DecidedBy::Policy, "Passkey request refused by the tab's auto_dismiss policy")
@@ -80,6 +101,23 @@ passkey sheet, invisible in headless, would have dropped every input to the tab 
         "AI Web Pilot is off: the browser handles the passkey request itself (in headless its sheet is invisible and \
 drops every input to the tab until a reload); a person must switch the pilot on (`unmodal pilot on` in a terminal)"
             .into()
+    }
+}
+
+impl State {
+    /// The keys an armed authenticator held when the call was done (made or signed with).
+    pub(super) fn on_passkeys_saved(&mut self, keep: bool, credentials: Vec<serde_json::Value>) {
+        let keys = credentials
+            .into_iter()
+            .filter_map(|v| match serde_json::from_value(v) {
+                Ok(k) => Some(k),
+                Err(_) => {
+                    tracing::warn!("a passkey from the browser was not in the protocol's shape; not kept");
+                    None
+                }
+            })
+            .collect();
+        self.passkeys.save(keys, keep);
     }
 }
 
@@ -127,16 +165,71 @@ mod tests {
     fn a_rule_by_relying_party_and_must_respond_with_its_only_answer() {
         let mut s = state(Policy::MustRespond);
         let matcher = MatchArg { rp_id: Some("b.example".into()), ..MatchArg::default() };
-        s.interact(DialogCall::Setup { tab: None, once: true, rule: RuleSpec::Passkey { accept: false, matcher } })
-            .unwrap();
+        s.interact(DialogCall::Setup {
+            tab: None,
+            once: true,
+            rule: RuleSpec::Passkey { accept: false, keep: false, matcher },
+        })
+        .unwrap();
         assert_eq!(ask(&mut s, 1, "get", "b.example")[1]["decision"], "refuse");
         assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);
         assert_eq!(ask(&mut s, 2, "get", "c.example")[1]["type"], "prompt_hold");
         let id = s.held[0].record.id;
-        let err = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).unwrap_err();
-        assert_eq!(err.code, ErrorCode::InvalidParams);
         let done = s.interact(DialogCall::Respond { tab: None, accept: false, text: None, dialog_id: None }).unwrap();
         assert_eq!((done.answering, to_json(&done.msgs)[0]["decision"].as_str()), (Some(id), Some("refuse")));
+        assert!(to_json(&done.msgs)[0].get("passkeys").is_none(), "a refusal arms nothing");
+    }
+
+    fn saved(s: &mut State, keep: bool, id: &str, rp: &str) {
+        let key = json!({"credentialId": id, "isResidentCredential": true, "rpId": rp, "privateKey": "AAAA",
+            "userHandle": "dQ==", "signCount": 1, "userName": "u@x"});
+        feed(s, json!({"type":"passkeys_saved","tab_id":3,"keep":keep,"credentials":[key, {"oops": 1}]})).unwrap();
+    }
+
+    #[test]
+    fn an_accept_arms_the_authenticator_with_the_relying_partys_keys_only() {
+        let mut s = state(Policy::Auto);
+        let rule = |keep| RuleSpec::Passkey { accept: true, keep, matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: false, rule: rule(false) }).unwrap();
+        let out = ask(&mut s, 1, "create", "a.example");
+        assert_eq!(out[1]["decision"], "accept");
+        assert_eq!(out[1]["passkeys"], json!({"keep": false, "credentials": []}));
+        assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);
+        saved(&mut s, false, "AQ==", "a.example");
+        saved(&mut s, false, "Ag==", "b.example");
+        let out = ask(&mut s, 2, "get", "a.example");
+        let keys = &out[1]["passkeys"]["credentials"];
+        assert_eq!((keys.as_array().map(Vec::len), keys[0]["credentialId"].as_str()), (Some(1), Some("AQ==")));
+        assert_eq!(keys[0]["privateKey"], "AAAA", "the worker needs the key itself");
+        // Nothing the agent can read shows a key.
+        let observe = |what| crate::api::ObserveArgs { what, tab_id: None };
+        let seen = [
+            s.observe(&observe(crate::api::ObserveWhat::Dialogs)).unwrap().to_string(),
+            s.observe(&observe(crate::api::ObserveWhat::Logs)).unwrap().to_string(),
+        ]
+        .concat();
+        assert!(!seen.contains("AAAA") && seen.contains("a.example"), "{seen}");
+        // The agent's accept of a held one arms alike; keep comes only from a rule.
+        s.interact(DialogCall::Clear { tab: None, what: crate::api::DialogTypeArg::Passkey }).unwrap();
+        s.configure(crate::api::PolicyCall { tab: Some(3), policy: Policy::MustRespond, timeout_s: 30 }).unwrap();
+        assert_eq!(ask(&mut s, 3, "get", "b.example")[1]["type"], "prompt_hold");
+        let done = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).unwrap();
+        let m = &to_json(&done.msgs)[0];
+        assert_eq!((m["decision"].as_str(), m["passkeys"]["keep"].as_bool()), (Some("accept"), Some(false)));
+        assert_eq!(m["passkeys"]["credentials"][0]["credentialId"], "Ag==");
+    }
+
+    #[test]
+    fn auto_accept_arms_and_keep_needs_an_accepting_rule() {
+        let mut s = state(Policy::AutoAccept);
+        let out = ask(&mut s, 1, "create", "a.example");
+        assert_eq!((out[1]["decision"].as_str(), out[1]["passkeys"]["keep"].as_bool()), (Some("accept"), Some(false)));
+        let args = json!({"action":"handle_dialog","setup":true,"dialog_type":"passkey","accept":false,"keep":true});
+        let err = crate::api::parse::<crate::api::InteractArgs>(args).unwrap().validate().unwrap_err();
+        assert_eq!(err.param, "keep");
+        let args = json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","keep":true});
+        let err = crate::api::parse::<crate::api::InteractArgs>(args).unwrap().validate().unwrap_err();
+        assert_eq!(err.param, "keep");
     }
 
     #[test]

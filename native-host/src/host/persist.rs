@@ -4,6 +4,7 @@
 //! `hello`), private to the user like the sockets, written whole and renamed into place.
 
 use super::logs::{LogEntry, Logs};
+use super::passkey_keys::PasskeyKey;
 use super::record::{DecidedBy, DialogRecord, HeldDialog};
 use super::rules::Stored;
 use super::state::{ReportsSeen, State, Tab, TabPolicy};
@@ -130,6 +131,9 @@ pub struct Snapshot {
     /// another browser (one that claims this session's name) does not inherit it.
     #[serde(default)]
     pilot_on_for: Option<u32>,
+    /// This browser session's passkeys (the kept ones live in the data directory too).
+    #[serde(default)]
+    passkeys: Vec<PasskeyKey>,
 }
 
 /// A browser session's name as the extension gives it: short, letters and digits only (it
@@ -170,6 +174,7 @@ impl State {
             logs_evicted: self.logs.evicted,
             reports_seen: self.reports_seen.clone(),
             pilot_on_for: if self.pilot { self.browser.pid } else { None },
+            passkeys: self.passkeys.session.clone(),
         }
     }
 
@@ -196,6 +201,7 @@ impl State {
         }
         let (now, wall) = (Instant::now(), wall_ms());
         self.held = s.held.into_iter().map(|h| h.into_held(now, wall)).collect();
+        self.passkeys.save(s.passkeys, false);
     }
 }
 

@@ -6,7 +6,7 @@
 //! chose waits for the agent's acknowledgement; a closed tab closes what it held.
 
 use super::explain;
-use super::protocol::{PromptDecision, PromptRequest, PromptResult, ToBrowser};
+use super::protocol::{PasskeyArming, PromptDecision, PromptRequest, PromptResult, ToBrowser};
 use super::record::{DecidedBy, Details, DialogRecord, DialogState, HeldDialog};
 use super::state::State;
 use crate::api::{Credentials, RuleSpec};
@@ -22,29 +22,43 @@ const MAX_HELD: usize = 64;
 /// on its own (so the watchdog's answer, recorded, comes first).
 const HOLD_MARGIN: Duration = Duration::from_secs(5);
 
+/// What an accept carries to the worker besides the decision.
+pub(super) enum With {
+    Nothing,
+    /// HTTP auth's login.
+    Login(Credentials),
+    /// A passkey request's: the relying party's keys arm the virtual authenticator; `keep`:
+    /// what it makes is kept for the profile.
+    Passkeys {
+        rp_id: String,
+        keep: bool,
+    },
+}
+
 /// How a prompt is answered as it comes.
 pub(super) enum Verdict {
     Answer {
         decision: PromptDecision,
-        /// HTTP auth's, with `Accept`.
-        credentials: Option<Credentials>,
+        with: With,
         by: DecidedBy,
         rule: Option<u32>,
         why: String,
     },
     /// Held for the agent (`must_respond`).
-    Hold { why: String },
+    Hold {
+        why: String,
+    },
 }
 
 impl Verdict {
     /// The policy's answer, for kinds whose words are all the kind's own.
     pub fn policy(decision: PromptDecision, by: DecidedBy, why: impl Into<String>) -> Self {
-        Self::Answer { decision, credentials: None, by, rule: None, why: why.into() }
+        Self::Answer { decision, with: With::Nothing, by, rule: None, why: why.into() }
     }
 
-    /// Rule `id`'s answer (credentials only for HTTP auth: `Answer` itself).
+    /// Rule `id`'s answer (one that carries more: `Answer` itself).
     pub fn rule(decision: PromptDecision, id: u32, why: String) -> Self {
-        Self::Answer { decision, credentials: None, by: DecidedBy::Rule, rule: Some(id), why }
+        Self::Answer { decision, with: With::Nothing, by: DecidedBy::Rule, rule: Some(id), why }
     }
 }
 
@@ -106,22 +120,21 @@ impl State {
         }
         k.arrived(self);
         let described = k.describe(&self.redactor, &m.url);
-        let answer =
-            |decision, credentials| ToBrowser::PromptAnswer { kind, tab_id: m.tab_id, id: m.id, decision, credentials };
+        let answer = |s: &State, decision, with| s.prompt_answer(kind, m.tab_id, m.id, decision, with);
         let tab = self.policy_of(m.tab_id);
         let verdict = if m.native {
             None
         } else {
             let best = self.rules.best(m.tab_id, |r| k.fits(r, &described.url));
             match (best, k.unprompted()) {
-                (None, Some(decision)) => return Ok(vec![answer(decision, None)]),
+                (None, Some(decision)) => return Ok(vec![answer(self, decision, With::Nothing)]),
                 (Some(r), _) => Some(k.by_rule(r.id, &r.rule)),
                 (None, None) => Some(k.by_policy(tab.policy)),
             }
         };
         let waits = matches!(verdict, Some(Verdict::Hold { .. }));
         if waits && self.held.len() >= MAX_HELD {
-            return Ok(vec![answer(PromptDecision::Refuse, None)]);
+            return Ok(vec![answer(self, PromptDecision::Refuse, With::Nothing)]);
         }
         let (by, why, rule) = match &verdict {
             None => (DecidedBy::PilotOff, k.pilot_off(), None),
@@ -165,8 +178,8 @@ impl State {
                 let wait_ms = self.hold_prompt(record, m.id, tab.timeout_s);
                 out.push(ToBrowser::PromptHold { kind, tab_id: m.tab_id, id: m.id, wait_ms });
             }
-            Some(Verdict::Answer { decision, credentials, rule, .. }) => {
-                out.push(answer(decision, credentials));
+            Some(Verdict::Answer { decision, with, rule, .. }) => {
+                out.push(answer(self, decision, with));
                 if let Some(rule) = rule {
                     out.extend(self.spend_rule(m.tab_id, rule));
                 }
@@ -216,8 +229,27 @@ impl State {
         }
         h.closing = Some(by);
         h.answer_error = None;
+        let (tab, hold) = (h.record.tab_id, h.hold);
+        let with = match (&h.record.details, credentials) {
+            (_, Some(c)) => With::Login(c),
+            (Some(Details::Passkey(p)), None) => With::Passkeys { rp_id: p.rp_id.clone(), keep: false },
+            _ => With::Nothing,
+        };
         let decision = if accept { PromptDecision::Accept } else { PromptDecision::Refuse };
-        Ok(ToBrowser::PromptAnswer { kind, tab_id: h.record.tab_id, id: h.hold, decision, credentials })
+        Ok(self.prompt_answer(kind, tab, hold, decision, with))
+    }
+
+    /// The answer message; an accept carries what it needs (a login, the passkeys to arm).
+    fn prompt_answer(&self, kind: Kind, tab_id: i64, id: u64, decision: PromptDecision, with: With) -> ToBrowser {
+        let accept = decision == PromptDecision::Accept;
+        let (credentials, passkeys) = match with {
+            With::Login(c) if accept => (Some(c), None),
+            With::Passkeys { rp_id, keep } if accept => {
+                (None, Some(PasskeyArming { keep, credentials: self.passkeys.for_rp(&rp_id) }))
+            }
+            _ => (None, None),
+        };
+        ToBrowser::PromptAnswer { kind, tab_id, id, decision, credentials, passkeys }
     }
 
     /// The worker applied an answer to a held prompt, gave up on it, or the browser's own

@@ -87,6 +87,14 @@ pub enum FromBrowser {
     Opened { tab_id: i64, opener_tab_id: i64 },
     /// The answer to `Sync`: every debugger event the worker had before it is sent.
     Synced { id: u64 },
+    /// The keys a virtual authenticator holds after an accepted passkey call (made or
+    /// signed with), and whether the answer said to keep them (`passkey_keys.rs`).
+    PasskeysSaved {
+        tab_id: i64,
+        #[serde(default)]
+        keep: bool,
+        credentials: Vec<serde_json::Value>,
+    },
 }
 
 impl FromBrowser {
@@ -392,6 +400,14 @@ pub struct PromptResult {
     pub error: Option<String>,
 }
 
+/// The keys a virtual authenticator is armed with for an accepted passkey request; `keep`:
+/// what it makes is kept for the profile (the worker says so in `PasskeysSaved`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PasskeyArming {
+    pub keep: bool,
+    pub credentials: Vec<super::passkey_keys::PasskeyKey>,
+}
+
 /// What the worker does with a held prompt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -474,6 +490,9 @@ pub enum ToBrowser {
         decision: PromptDecision,
         #[serde(skip_serializing_if = "Option::is_none")]
         credentials: Option<crate::api::Credentials>,
+        /// An accepted passkey request: what the virtual authenticator starts with.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        passkeys: Option<PasskeyArming>,
     },
     /// The prompt waits for the agent: the worker holds it this long before it refuses on
     /// its own (the watchdog comes first).
@@ -568,6 +587,8 @@ mod tests {
             json!({"type":"synced","id":3}),
             json!({"type":"pilot_refused","via":"storage","reason":"written by an extension page"}),
             json!({"type":"pilot_applied","rev":2}),
+            json!({"type":"passkeys_saved","tab_id":1,"keep":false,"credentials":[{"credentialId":"AA==",
+                   "rpId":"a","privateKey":"AA==","signCount":1,"isResidentCredential":true}]}),
         ]
     }
 
@@ -594,6 +615,7 @@ mod tests {
                 Ok(FromBrowser::PilotResult(_)) => "pilot_result",
                 Ok(FromBrowser::Opened { .. }) => "opened",
                 Ok(FromBrowser::Synced { .. }) => "synced",
+                Ok(FromBrowser::PasskeysSaved { .. }) => "passkeys_saved",
                 Ok(FromBrowser::PilotRefused { .. }) => "pilot_refused",
                 Ok(FromBrowser::PilotApplied { .. }) => "pilot_applied",
                 Err(e) => panic!("{m}: {e}"),
@@ -602,7 +624,7 @@ mod tests {
             seen.insert(kind);
         }
 
-        assert_eq!(seen.len(), 18, "one sample of each kind");
+        assert_eq!(seen.len(), 19, "one sample of each kind");
     }
 
     #[test]
@@ -613,6 +635,7 @@ mod tests {
             include_str!("../../../manifest/debugger.js"),
             include_str!("../../../manifest/prompts.js"),
             include_str!("../../../manifest/auth.js"),
+            include_str!("../../../manifest/passkeys.js"),
         ]
         .concat();
         for m in samples() {
@@ -630,6 +653,7 @@ mod tests {
                 id: 1,
                 decision: PromptDecision::Accept,
                 credentials: None,
+                passkeys: None,
             },
             ToBrowser::PromptHold { kind: crate::kind::Kind::Auth, tab_id: 1, id: 1, wait_ms: 1 },
             ToBrowser::PilotCall {

@@ -150,6 +150,8 @@ pub struct State {
     /// Barriers sent to the worker, and the newest it answered (`barrier.rs`).
     pub(super) sync_sent: u64,
     pub(super) sync_seen: u64,
+    /// The virtual authenticator's passkeys (`passkey_keys.rs`).
+    pub passkeys: super::passkey_keys::PasskeyKeys,
 }
 
 impl Default for State {
@@ -186,6 +188,7 @@ impl State {
             reports_seen: ReportsSeen::default(),
             sync_sent: 0,
             sync_seen: 0,
+            passkeys: Default::default(),
         }
     }
 
