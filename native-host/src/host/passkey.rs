@@ -128,7 +128,6 @@ mod tests {
     use super::*;
     use crate::api::{DialogCall, MatchArg};
     use crate::kind::Kind;
-    use crate::reply::ErrorCode;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 

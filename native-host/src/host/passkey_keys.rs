@@ -135,10 +135,11 @@ impl PasskeyKeys {
             }
             upsert(&mut self.session, k);
         }
-        if write && let Some(dir) = &self.dir {
-            if let Err(e) = self.write(dir) {
-                tracing::error!(dir = %dir.display(), error = %e, "cannot keep passkeys on disk; they last this session");
-            }
+        if write
+            && let Some(dir) = &self.dir
+            && let Err(e) = self.write(dir)
+        {
+            tracing::error!(dir = %dir.display(), error = %e, "cannot keep passkeys on disk; they last this session");
         }
     }
 
