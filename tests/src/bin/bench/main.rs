@@ -9,6 +9,7 @@ use unmodal_e2e::page::Page;
 use unmodal_e2e::{Session, eventually};
 
 mod auth;
+mod passkey;
 mod peers;
 mod pilot;
 mod startup;
@@ -155,6 +156,9 @@ async fn main() -> Result<()> {
     if args.iter().any(|a| a == "--only-pilot") {
         let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title><body></body>").await?;
         return pilot::rows(&s).await;
+    }
+    if args.iter().any(|a| a == "--only-passkey") {
+        return passkey::rows().await;
     }
     if args.iter().any(|a| a == "--only-peers") {
         return peers::run().await;
@@ -306,6 +310,7 @@ async fn main() -> Result<()> {
     s.policy("auto", 10).await?;
     auth::rows(&s).await?;
     pilot::rows(&s).await?;
+    passkey::rows().await?;
     peers::run().await?;
 
     startup::share(&s.browser.art.extension, &s.web, &[], false).await?;
