@@ -3,7 +3,7 @@
   // @gives NewDOMException, NewTypeError, NativeError, captureStackTrace, indexOf, NewUint16Array, eventProto
   // @gives nativePreventDefault, eventType, eventPhase, unloadProto, returnValueDesc, NewMap, mapGet
   // @gives mapSet, mapDelete, charCodeAt, fromCharCode, sliceString, queueMicrotask, deleteProperty
-  // @gives MAX_MESSAGE, HANDOFF, pageUrl, protoOf, getterOf, KIND_NAMES, BY_NAMES, BY_POLICY
+  // @gives lateNative, documentProto, MAX_MESSAGE, HANDOFF, pageUrl, protoOf, getterOf, KIND_NAMES, BY_NAMES, BY_POLICY
   // ---- Pristine natives (the page has not run yet) ----
   // Every frame pays for what runs here, so only what the page could change before we need
   // it is captured now. [LegacyUnforgeable] members (window.window, window.location and
@@ -21,10 +21,16 @@
   const nativeToString = fnProto.toString;
   // alert/confirm/prompt as the browser made them; filled as they are replaced (60-install).
   const natives = { __proto__: null };
+  // Prototypes reached through the document's own chain (HTMLDocument, Document, Node,
+  // EventTarget), which exists already: naming `Node` or `EventTarget` would make their
+  // interface objects, a cost every frame would pay.
+  const documentProto = getPrototypeOf(getPrototypeOf(doc));
+  const nodeProto = getPrototypeOf(documentProto);
+  const eventTargetProto = getPrototypeOf(nodeProto);
   const NewCustomEvent = CustomEvent;
-  const dispatchEvent = EventTarget.prototype.dispatchEvent;
-  const addEventListener = EventTarget.prototype.addEventListener;
-  const detailOf = getOwnPropertyDescriptor(CustomEvent.prototype, 'detail').get;
+  const dispatchEvent = eventTargetProto.dispatchEvent;
+  const addEventListener = eventTargetProto.addEventListener;
+  const detailOf = getOwnPropertyDescriptor(NewCustomEvent.prototype, 'detail').get;
   const NewTypeError = TypeError;
   const NativeError = Error;
   const NewDOMException = DOMException;
@@ -50,7 +56,7 @@
   const MAX_MESSAGE = 4096;
   // Where background.js's new-document script leaves the config (see there).
   const HANDOFF = '__unmodalConfig';
-  const baseURI = getOwnPropertyDescriptor(Node.prototype, 'baseURI').get;
+  const baseURI = getOwnPropertyDescriptor(nodeProto, 'baseURI').get;
   // The URL rules match: the document's, or for about:blank/srcdoc frames their creator's.
   const pageUrl = () => {
     const href = win.location.href;
@@ -68,6 +74,13 @@
     const d = owner && getOwnPropertyDescriptor(owner, name);
     return d && typeof d.get === 'function' ? d.get : null;
   };
+  // A native looked up late, when first needed (making it at start would cost every
+  // frame): taken only if it is still the browser's own of this realm, a function whose
+  // source is the native's of that name (a page function, a bound one or a Proxy prints
+  // otherwise; no page code runs to ask) and whose prototype is `parent`; else null.
+  const lateNative = (fn, name, parent) =>
+    typeof fn === 'function' && apply(nativeToString, fn, []) === `function ${name}() { [native code] }` &&
+    getPrototypeOf(fn) === parent ? fn : null;
   const KIND_NAMES = ['alert', 'confirm', 'prompt', 'beforeunload'];
   const BY_NAMES = ['pilot_off', 'rule', 'default_policy', 'policy'];
   const BY_POLICY = 3;

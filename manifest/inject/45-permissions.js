@@ -1,5 +1,5 @@
   // @needs win, doc, apply, getOwnPropertyDescriptor, getPrototypeOf, hasOwn
-  // @needs nativeToString, NewMap, mapGet, mapSet, mapDelete, protoOf, getterOf, withoutOwnFrames
+  // @needs lateNative, documentProto, fnProto, nativeToString, NewMap, mapGet, mapSet, mapDelete, protoOf, getterOf, withoutOwnFrames
   // @needs askBrowser, deferred, settle, directPromise
   // @gives disguisePermissions
   // ---- Permission prompts (camera, microphone, notifications, geolocation, clipboard read) ----
@@ -12,18 +12,22 @@
   // the call through untouched. If nobody takes the request (no content.js), it goes
   // through at once.
   //
-  // Start-up cost: a read and an assignment per method and two getters looked up
-  // (featurePolicy, ondevicechange), nothing else; 44-ask makes its listener on first use.
+  // Start-up cost: a read and an assignment per method and one getter looked up
+  // (ondevicechange), nothing else; 44-ask makes its listener on first use.
   const permNatives = { __proto__: null };
   // A frame whose permissions policy forbids a feature (another site's frame without
   // allow=) never prompts: the browser refuses with its own policy error, so the call goes
   // straight through and nothing is asked.
-  // FeaturePolicy's own method is looked up on first use (its interface costs every frame
-  // to make), and used only if it is still the browser's (its source says so; no page
-  // function can print it).
-  const featurePolicyOf = getterOf(getPrototypeOf(getPrototypeOf(doc)), 'featurePolicy');
+  // The featurePolicy getter and FeaturePolicy's own method are looked up on first use
+  // (making them costs every frame), and used only if they are still the browser's (their
+  // source says so; no page function can print it).
+  let featurePolicyOf;
   let allowsFeature;
   const allowed = (feature) => {
+    if (featurePolicyOf === undefined) {
+      const d = getOwnPropertyDescriptor(documentProto, 'featurePolicy');
+      featurePolicyOf = d !== undefined && hasOwn(d, 'get') ? lateNative(d.get, 'get featurePolicy', fnProto) : null;
+    }
     if (featurePolicyOf === null) return true;
     try {
       const policy = apply(featurePolicyOf, doc, []);

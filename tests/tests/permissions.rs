@@ -341,6 +341,8 @@ const TRAPS: &str = r#"<!doctype html><title>traps</title>
   wrap(EventTarget.prototype, 'addEventListener', 'addEventListener');
   window.CustomEvent = function () { note('CustomEvent'); };
   window.Promise = function () { note('Promise'); };
+  // The hook looks featurePolicy up on first use: a page's getter by then is never called.
+  define(Document.prototype, 'featurePolicy', { configurable: true, get() { note('featurePolicy'); return undefined; } });
   window.constraintReads = 0;
   // Last (they make every later descriptor literal of the page's own odd): a descriptor read
   // through its prototype would find these.
