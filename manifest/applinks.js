@@ -4,10 +4,23 @@
 // hook navigates again, as the page did) or leave it cancelled; prompts.js waits for the
 // host, and with no host, or no answer in time, it stays cancelled. Message shapes:
 // native-host/src/host/protocol.rs.
+//
+// What the hook cannot cancel (a frame its parent navigates: `<iframe src=myapp://…>`, a
+// frame's location set from outside, whose document fires no `navigate` event; the pilot
+// off; a link a rule opened) reaches the browser, which hands mailto: to the mail client and
+// shows its "Open …?" dialog for anything else. That navigation ends in ERR_ABORTED: the host
+// hears of it (`app_link_dialog`) and lists the tab as blocked until it goes to another site.
 const MAX_URL = 2048;
+const WEB = new Set(['http:', 'https:', 'about:', 'blob:', 'data:', 'javascript:', 'file:', 'filesystem:', 'chrome:',
+  'chrome-extension:', 'chrome-untrusted:', 'devtools:', 'view-source:', 'ws:', 'wss:', 'ftp:', 'mailto:']);
 
 // `pilotOn()`: the human's switch (off: the browser's way, only reported).
-export function createAppLinks(prompts, pilotOn) {
+export function createAppLinks(prompts, pilotOn, toHost) {
+  chrome.webNavigation.onErrorOccurred.addListener((d) => {
+    const colon = d.url.indexOf(':');
+    if (d.error !== 'net::ERR_ABORTED' || colon < 1 || WEB.has(d.url.slice(0, colon + 1).toLowerCase())) return;
+    toHost({ type: 'app_link_dialog', tab_id: d.tabId, frame_id: d.frameId, target: d.url.slice(0, MAX_URL) });
+  });
   return {
     request(msg, sender, reply) {
       const target = msg.what.slice(0, MAX_URL);

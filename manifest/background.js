@@ -49,7 +49,8 @@ createAuth(prompts, toHost, () => pilot);
 const permissions = createPermissions(prompts, () => pilot);
 const choosers = createChoosers(prompts, () => pilot);
 // Navigations to schemes the OS handles, cancelled in the page: opened or not (applinks.js).
-const appLinks = createAppLinks(prompts, () => pilot);
+// The browser's own app-link dialogs go to the host once it is there (the event may wake this worker).
+const appLinks = createAppLinks(prompts, () => pilot, (msg) => ready.then(() => toHost(msg)));
 // WebAuthn requests the page hook holds: refused, or left to the browser (passkeys.js).
 const passkeys = createPasskeys(prompts, () => pilot, holds, toHost);
 // print() calls the page hook answered as a person's cancel: recorded (print.js).

@@ -302,3 +302,58 @@ async fn a_flood_of_app_links_is_counted_exactly_and_nothing_hangs() -> anyhow::
     assert!(folded > fired / 2, "{folded} counted of {fired}: the flood limit held");
     takes_input(&s).await
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_frame_its_parent_navigates_is_reported_blocking_until_the_tab_goes_to_another_site() -> anyhow::Result<()> {
+    let s = session(true).await?;
+    // A srcdoc frame's own script: its document fires `navigate`, the hook cancels it.
+    s.page_value(
+        "{ const f = document.createElement('iframe');
+           f.srcdoc = '<script>location.href = \"myapp://srcdoc\"</scr' + 'ipt>'; document.body.append(f); } 0",
+    )
+    .await?;
+    let r = &s.closed_records("app_link", 1).await?[0];
+    assert_eq!((r["decided_by"].as_str(), r["target"].as_str()), (Some("default_policy"), Some("myapp://srcdoc")));
+    takes_input(&s).await?;
+    // A frame its parent points at an app link fires no `navigate` the hook could cancel:
+    // the browser shows its dialog, and Unmodal says so.
+    s.page_value(
+        "document.body.insertAdjacentHTML('beforeend', '<iframe src=\"myapp://framed?token=s3cret\"></iframe>'); 0",
+    )
+    .await?;
+    let shown = eventually(LIMIT, "the browser's dialog reported", || async {
+        let v = s.dialogs().await?;
+        let open = v["pending_dialogs"].as_array().into_iter().flatten().find(|d| d["state"] == "open").cloned();
+        Ok(open)
+    })
+    .await?;
+    assert_eq!(
+        (shown["type"].as_str(), shown["decided_by"].as_str(), shown["target"].as_str()),
+        (Some("app_link"), Some("remote"), Some("myapp://framed?token=[redacted:password]")),
+        "{shown}"
+    );
+    assert!(shown["explanation"].as_str().unwrap_or("").contains("another site"), "{shown}");
+    // Every answer says the tab is blocked, and how to clear it.
+    let status = s.agent.call("interact", json!({"action": "handle_dialog", "status": true})).await?;
+    let text = format!("{status:?}");
+    assert!(text.contains("dialogs_blocking") && text.contains("navigate the tab to another site"), "{text}");
+    // Nothing can answer it.
+    let id = shown["dialog_id"].clone();
+    let err = s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": false})).await?;
+    assert!(format!("{err:?}").contains("no answer reaches it"), "{err:?}");
+    // The way out: another site.
+    let other = WebServer::other_site()?;
+    let away = other.page("/away", PAGE, &[]);
+    s.page.goto(&away).await?;
+    s.agent.wait_for_tab(&away).await?;
+    let closed = eventually(LIMIT, "the dialog closed by the navigation", || async {
+        let v = s.dialogs().await?;
+        let r = v["recent_dialogs"].as_array().into_iter().flatten().find(|d| d["dialog_id"] == id).cloned();
+        Ok(r.filter(|r| r["state"] == "closed"))
+    })
+    .await?;
+    assert!(closed["explanation"].as_str().unwrap_or("").contains("went to another site"), "{closed}");
+    let after = s.agent.call("interact", json!({"action": "handle_dialog", "status": true})).await?;
+    assert!(!format!("{after:?}").contains("dialogs_blocking"), "{after:?}");
+    takes_input(&s).await
+}

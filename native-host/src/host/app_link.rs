@@ -6,12 +6,23 @@
 //! and asks, through `manifest/applinks.js`; the answer opens it (the hook navigates again)
 //! or leaves it cancelled. The prompt pipeline (`prompt.rs`) does the rest; here is what is
 //! the app link's own. Pilot off: the browser's way, recorded.
+//!
+//! What the hook cannot see (a frame navigated by its parent: `<iframe src=myapp://…>`, or a
+//! frame's location set from outside; the pilot off; a link a rule opened) reaches the
+//! browser, which shows its dialog: the worker sees that navigation end in `ERR_ABORTED`
+//! (`app_link_dialog`). It is recorded open and listed in `dialogs_blocking` until the tab
+//! goes to another site, the only thing that clears it.
 
 use super::prompt::{Described, PromptKind, Verdict, url_fits};
 use super::protocol::{AppLinkAsk, PromptDecision};
-use super::record::{self, AppLinkDetails, DecidedBy, Details, MAX_MESSAGE_CHARS};
+use super::record::{
+    self, AppDialog, AppLinkDetails, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS,
+};
+use super::state::State;
 use crate::api::RuleSpec;
+use crate::kind::Kind;
 use crate::redact::Redactor;
+use ringbuf::traits::Consumer;
 use unmodal_engine::Policy;
 
 impl AppLinkAsk {
@@ -99,6 +110,71 @@ other scheme raises an \"Open …?\" dialog that, headless, blocks every input t
 another site); a person must switch the pilot on (`unmodal pilot on` in a terminal)",
             self.scheme()
         )
+    }
+}
+
+/// The host of a URL (empty for none): another one means another site.
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or("", |(_, r)| r);
+    rest.split(['/', '?', '#']).next().unwrap_or_default().rsplit('@').next().unwrap_or_default()
+}
+
+impl State {
+    /// The browser showed its own dialog for a link the hook did not cancel.
+    pub(super) fn on_app_link_dialog(&mut self, tab_id: i64, frame_id: i64, target: &str) {
+        let ask = AppLinkAsk { target: target.to_owned() };
+        if ask.check().is_err() || ask.scheme() == "mailto" {
+            return; // mailto: goes to the mail client without a dialog
+        }
+        let page = self.tab(tab_id).map(|t| t.url.clone()).unwrap_or_default();
+        let described = ask.describe(&self.redactor, &page);
+        let record = DialogRecord {
+            message: described.message,
+            message_truncated: described.truncated,
+            redacted: described.redacted,
+            state: DialogState::Open,
+            explanation: format!(
+                "The browser showed its \"Open …?\" dialog for a {}: link the page hook did not cancel (a frame \
+navigated by its parent, the pilot off, or a link opened on purpose). Headless, nobody sees it and it drops every \
+click and key to the tab, even across reloads; no answer reaches it. A navigation of the tab to another site clears \
+it (navigate to about:blank, then back).",
+                ask.scheme()
+            ),
+            url: described.url,
+            page_url: page.clone(),
+            frame_id: Some(frame_id),
+            details: described.details,
+            ..DialogRecord::new(self.next_id(), Kind::AppLink, tab_id, DecidedBy::Remote)
+        };
+        self.logs.dialog(&record);
+        let id = record.id;
+        self.remember(record);
+        self.queue_pending(id);
+        let host = host_of(&page).to_owned();
+        self.app_dialogs.push(AppDialog { id, tab_id, host, opened: std::time::Instant::now() });
+    }
+
+    /// Dialogs of tabs that closed or went to another site are gone.
+    pub(super) fn close_app_dialogs_left_behind(&mut self) {
+        let (tabs, mut gone) = (&self.tabs, Vec::new());
+        self.app_dialogs.retain(|d| {
+            let tab = tabs.iter().find(|t| t.id == d.tab_id);
+            let stays = tab.is_some_and(|t| host_of(&t.url) == d.host);
+            if !stays {
+                gone.push((d.id, tab.is_some(), d.opened.elapsed()));
+            }
+            stays
+        });
+        for (id, navigated, open_for) in gone {
+            let Some(rec) = self.history.iter_mut().find(|r| r.id == id) else { continue };
+            rec.state = DialogState::Closed;
+            rec.closed_by = Some(DecidedBy::Remote);
+            let how = if navigated { "the tab went to another site" } else { "the tab closed" };
+            rec.explanation = format!("{} Closed after {} ms: {how}.", rec.explanation, open_for.as_millis());
+            let summary = format!("closed: {how}");
+            let rec = rec.clone();
+            self.logs.closed(&rec, summary);
+        }
     }
 }
 

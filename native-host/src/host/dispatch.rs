@@ -75,6 +75,10 @@ impl State {
             // Goes to the call waiting for it (`host/mod.rs`), not to the state.
             FromBrowser::PilotResult(_) => Ok(Vec::new()),
             FromBrowser::Opened { tab_id, opener_tab_id } => Ok(self.on_opened(tab_id, opener_tab_id)),
+            FromBrowser::AppLinkDialog { tab_id, frame_id, target } => {
+                self.on_app_link_dialog(tab_id, frame_id, &target);
+                Ok(Vec::new())
+            }
             FromBrowser::PasskeysSaved { tab_id: _, keep, credentials } => {
                 self.on_passkeys_saved(keep, credentials);
                 Ok(Vec::new())

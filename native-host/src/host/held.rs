@@ -10,6 +10,7 @@ use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_
 use super::state::State;
 use crate::api::{Credentials, RuleSpec};
 use crate::reply::{BlockingDialog, BlockingNote, ErrorCode, ToolError};
+use ringbuf::traits::Consumer;
 use std::time::{Duration, Instant};
 use unmodal_engine::{DialogKind, Engine, Policy, Subject};
 
@@ -201,6 +202,15 @@ impl State {
         by: DecidedBy,
     ) -> Result<ToBrowser, ToolError> {
         let Some(pos) = self.held.iter().position(|h| h.record.id == id) else {
+            if self.app_dialogs.iter().any(|d| d.id == id) {
+                return Err(ToolError::new(
+                    ErrorCode::InvalidParams,
+                    format!(
+                        "Dialog {id} is the browser's own \"Open …?\" dialog for an app link: no answer reaches it. \
+Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
+                    ),
+                ));
+            }
             return Err(ToolError::new(ErrorCode::DialogNotFound, format!("Dialog {id} is not open.")));
         };
         let h = &mut self.held[pos];
@@ -263,19 +273,29 @@ impl State {
     pub fn blocking_note(&self) -> Option<BlockingNote> {
         let now = Instant::now();
         let secs = |d: Duration| (d.as_secs_f64() * 10.0).round() / 10.0;
-        BlockingNote::new(
-            self.awaiting_agent()
-                .map(|h| BlockingDialog {
-                    dialog_id: h.record.id,
-                    tab_id: h.record.tab_id,
-                    kind: h.record.kind,
-                    message: record::clip(&h.record.message, NOTE_CHARS).0,
-                    url: h.record.url.clone(),
-                    open_for_s: secs(now - h.opened),
-                    watchdog_in_s: h.deadline.map(|d| secs(d.saturating_duration_since(now))),
-                })
-                .collect(),
-        )
+        let held = self.awaiting_agent().map(|h| BlockingDialog {
+            dialog_id: h.record.id,
+            tab_id: h.record.tab_id,
+            kind: h.record.kind,
+            message: record::clip(&h.record.message, NOTE_CHARS).0,
+            url: h.record.url.clone(),
+            open_for_s: secs(now - h.opened),
+            watchdog_in_s: h.deadline.map(|d| secs(d.saturating_duration_since(now))),
+        });
+        // The browser's own app-link dialogs: nothing answers them, no watchdog.
+        let shown = self.app_dialogs.iter().filter_map(|d| {
+            let r = self.history.iter().find(|r| r.id == d.id)?;
+            Some(BlockingDialog {
+                dialog_id: d.id,
+                tab_id: d.tab_id,
+                kind: r.kind,
+                message: record::clip(&r.message, NOTE_CHARS).0,
+                url: r.url.clone(),
+                open_for_s: secs(now - d.opened),
+                watchdog_in_s: None,
+            })
+        });
+        BlockingNote::new(held.chain(shown).collect())
     }
 }
 

@@ -87,6 +87,15 @@ pub enum FromBrowser {
     Opened { tab_id: i64, opener_tab_id: i64 },
     /// The answer to `Sync`: every debugger event the worker had before it is sent.
     Synced { id: u64 },
+    /// The browser showed its "Open …?" dialog for an app link the page hook did not cancel
+    /// (a frame its parent navigated, the pilot off, a link a rule opened): the navigation
+    /// to `target` ended in `ERR_ABORTED` (`chrome.webNavigation`).
+    AppLinkDialog {
+        tab_id: i64,
+        #[serde(default)]
+        frame_id: i64,
+        target: String,
+    },
     /// The keys a virtual authenticator holds after an accepted passkey call (made or
     /// signed with), and whether the answer said to keep them (`passkey_keys.rs`).
     PasskeysSaved {
@@ -589,6 +598,7 @@ mod tests {
             json!({"type":"pilot_applied","rev":2}),
             json!({"type":"passkeys_saved","tab_id":1,"keep":false,"credentials":[{"credentialId":"AA==",
                    "rpId":"a","privateKey":"AA==","signCount":1,"isResidentCredential":true}]}),
+            json!({"type":"app_link_dialog","tab_id":1,"frame_id":4,"target":"myapp://x"}),
         ]
     }
 
@@ -616,6 +626,7 @@ mod tests {
                 Ok(FromBrowser::Opened { .. }) => "opened",
                 Ok(FromBrowser::Synced { .. }) => "synced",
                 Ok(FromBrowser::PasskeysSaved { .. }) => "passkeys_saved",
+                Ok(FromBrowser::AppLinkDialog { .. }) => "app_link_dialog",
                 Ok(FromBrowser::PilotRefused { .. }) => "pilot_refused",
                 Ok(FromBrowser::PilotApplied { .. }) => "pilot_applied",
                 Err(e) => panic!("{m}: {e}"),
@@ -624,7 +635,7 @@ mod tests {
             seen.insert(kind);
         }
 
-        assert_eq!(seen.len(), 19, "one sample of each kind");
+        assert_eq!(seen.len(), 20, "one sample of each kind");
     }
 
     #[test]
@@ -636,6 +647,7 @@ mod tests {
             include_str!("../../../manifest/prompts.js"),
             include_str!("../../../manifest/auth.js"),
             include_str!("../../../manifest/passkeys.js"),
+            include_str!("../../../manifest/applinks.js"),
         ]
         .concat();
         for m in samples() {

@@ -152,6 +152,8 @@ pub struct State {
     pub(super) sync_seen: u64,
     /// The virtual authenticator's passkeys (`passkey_keys.rs`).
     pub passkeys: super::passkey_keys::PasskeyKeys,
+    /// The browser's own app-link dialogs showing in tabs (`app_link.rs`).
+    pub app_dialogs: Vec<super::record::AppDialog>,
 }
 
 impl Default for State {
@@ -189,6 +191,7 @@ impl State {
             sync_sent: 0,
             sync_seen: 0,
             passkeys: Default::default(),
+            app_dialogs: Vec::new(),
         }
     }
 
@@ -204,6 +207,7 @@ impl State {
         self.tracked = tracked;
         self.tabs = tabs;
         self.drop_held_of_closed_tabs();
+        self.close_app_dialogs_left_behind();
     }
 
     pub fn tab(&self, id: i64) -> Option<&Tab> {

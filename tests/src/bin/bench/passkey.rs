@@ -15,7 +15,10 @@ use unmodal_e2e::{Session, eventually};
 const PAGE: &str = "<!doctype html><title>passkeys</title>";
 
 /// Milliseconds from the page's call to its answer, and `true` or the error's name and message.
-async fn timed_create(eval: &impl AsyncFn(&str) -> Result<serde_json::Value>, user: usize) -> Result<(f64, serde_json::Value)> {
+async fn timed_create(
+    eval: &impl AsyncFn(&str) -> Result<serde_json::Value>,
+    user: usize,
+) -> Result<(f64, serde_json::Value)> {
     let v = eval(&format!(
         "(async () => {{ const t0 = performance.now();
            const ok = await navigator.credentials.create({{publicKey: {{rp: {{id: 'localhost', name: 'R'}},
@@ -52,10 +55,7 @@ pub async fn rows() -> Result<()> {
         anyhow::ensure!(made != json!(true), "the default refused");
         refuse_ms.push(ms);
         s.agent
-            .ok(
-                "interact",
-                json!({"action": "handle_dialog", "setup": true, "dialog_type": "passkey", "accept": true}),
-            )
+            .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "passkey", "accept": true}))
             .await?;
         let (ms, made) = timed_create(&ours, i).await?;
         anyhow::ensure!(made == json!(true), "the rule's authenticator made no passkey: {made}");
