@@ -53,8 +53,8 @@ const choosers = createChoosers(prompts, () => pilot);
 const appLinks = createAppLinks(prompts, () => pilot, (msg) => ready.then(() => toHost(msg)));
 // WebAuthn requests the page hook holds: refused, or left to the browser (passkeys.js).
 const passkeys = createPasskeys(prompts, () => pilot, holds, toHost);
-// print() calls the page hook answered as a person's cancel: recorded (print.js).
-const prints = createPrints(prompts, () => pilot);
+// print() calls the page hook answered as a person's cancel: recorded, or printed to PDF (print.js).
+const prints = createPrints(prompts, () => pilot, holds, toHost);
 // What the page hook asks about (content.js's `ask`), by kind. Each adapter answers
 // `accept`, `refuse` or `native`.
 const asks = { __proto__: null, permission: permissions, device_chooser: choosers, app_link: appLinks, passkey: passkeys, print: prints };

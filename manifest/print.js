@@ -1,10 +1,31 @@
 // Print: a window.print() the page hook (inject/49-print.js) answered itself — as a
 // person's cancel of the preview with the pilot on, by the browser's own print() with it
-// off. Only recorded here: the host's decision (rule, policy, agent) changes nothing the
-// page already has. Message shapes: native-host/src/host/protocol.rs.
+// off. The host (the state of record) decides what more happens:
+// - cancel: nothing (the page already has its cancel);
+// - accept: the tab's page is printed to PDF through its debugger (Page.printToPDF: the
+//   page gets beforeprint and afterprint, its print styles apply) and the PDF goes to the
+//   host (`print_pdf`), which writes the file it chose; the worker never names a path.
+// Message shapes: native-host/src/host/protocol.rs.
 
-// `pilotOn()`: the human's switch (off: the browser printed, only reported).
-export function createPrints(prompts, pilotOn) {
+// The largest PDF sent to the host (base64), under the host's 64 MB frame limit.
+const MAX_DATA = 44 * 1024 * 1024;
+
+// `pilotOn()`: the human's switch (off: the browser printed, only reported); `holds`: the
+// tab debugger's leases (debugger.js).
+export function createPrints(prompts, pilotOn, holds, toHost) {
+  const printToPdf = async (tabId, id) => {
+    await holds.lease(tabId);
+    try {
+      const { data } = await chrome.debugger.sendCommand({ tabId }, 'Page.printToPDF', { printBackground: true });
+      if (typeof data !== 'string' || data.length > MAX_DATA) throw new Error('the PDF is over 32 MB');
+      toHost({ type: 'print_pdf', tab_id: tabId, id, data });
+    } catch (err) {
+      toHost({ type: 'print_pdf', tab_id: tabId, id, error: String(err?.message ?? err).slice(0, 300) });
+      throw err;
+    } finally {
+      holds.unlease(tabId);
+    }
+  };
   return {
     request(msg, sender, reply) {
       const fields = { tab_id: sender.tab.id, frame_id: sender.frameId, url: String(sender.url ?? '') };
@@ -12,7 +33,13 @@ export function createPrints(prompts, pilotOn) {
         prompts.native('print', fields);
         return reply('native');
       }
-      prompts.ask('print', fields, { apply: (decision) => { reply(decision); return false; } });
+      const apply = async (decision, answer) => {
+        reply(decision === 'accept' ? 'accept' : 'refuse');
+        if (decision !== 'accept') return false;
+        await printToPdf(sender.tab.id, answer.id);
+        return true;
+      };
+      prompts.ask('print', fields, { apply });
     },
   };
 }

@@ -7,6 +7,7 @@ use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::borrow::Cow;
 use std::fmt;
+use std::path::PathBuf;
 use unmodal_engine::{MAX_MATCH_UNITS, MAX_TEXT_UNITS, Policy, RuleTarget};
 use zeroize::Zeroizing;
 
@@ -196,6 +197,11 @@ pub struct InteractArgs {
     /// signs in with them. Default false: they last as long as the browser session.
     #[serde(default)]
     pub keep: Option<bool>,
+    /// dialog_type "print" (with setup and accept: true, or answering a held print): the PDF
+    /// file to write, an absolute path inside the MCP client's roots or the directories
+    /// configured for Unmodal. Default: Unmodal's prints directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_to: Option<String>,
 }
 
 /// A device chooser's API, as the page reaches it (`navigator.usb`, …).
@@ -377,6 +383,12 @@ pub enum DialogCall {
         dialog_id: Option<u64>,
         credentials: Credentials,
     },
+    /// Answers a held print by printing the page to the PDF file `save_to`.
+    PrintTo {
+        tab: Option<i64>,
+        dialog_id: Option<u64>,
+        save_to: PathBuf,
+    },
 }
 
 /// What a rule answers, one shape per kind of modal UI. The page's engine applies `Dialog`
@@ -398,8 +410,10 @@ pub enum RuleSpec {
     /// the passkeys made outlive the browser session) or refuse it (a person's cancel);
     /// `match.url_contains` is on the page's URL, `match.rp_id` the relying party.
     Passkey { accept: bool, keep: bool, matcher: MatchArg },
-    /// A window.print(): cancel it (the preview closed); `match.url_contains` is on the frame's URL.
-    Print { accept: bool, matcher: MatchArg },
+    /// A window.print(): print the page to a PDF file (accept; `save_to`, else Unmodal's
+    /// prints directory) or cancel it (the preview closed); `match.url_contains` is on the
+    /// frame's URL.
+    Print { accept: bool, save_to: Option<PathBuf>, matcher: MatchArg },
 }
 
 impl RuleSpec {
@@ -495,6 +509,15 @@ fn between_backticks(s: &str) -> Option<&str> {
     Some(&s[start..start + len])
 }
 
+/// `save_to` as given: an absolute path of at most 4096 bytes (`unmodal mcp` then checks it
+/// against the allowed directories, `files.rs`).
+fn absolute(to: &str) -> Result<PathBuf, ParamError> {
+    if to.len() > 4096 || !to.starts_with('/') || to.contains('\0') {
+        return Err(bad("save_to", "an absolute path to a file, such as /home/me/work/page.pdf"));
+    }
+    Ok(PathBuf::from(to))
+}
+
 pub fn check_tab(tab: Option<i64>) -> Result<(), ParamError> {
     match tab {
         Some(id) if id < 0 => Err(bad("tab_id", format!("{id} is not a tab id; tab ids are positive"))),
@@ -550,6 +573,10 @@ impl InteractArgs {
         }
         if self.keep.is_some() && !(setup && passkey) {
             return Err(bad("keep", "only with setup: true and dialog_type \"passkey\""));
+        }
+        let print = self.dialog_type == Some(DialogTypeArg::Print);
+        if self.save_to.is_some() && (self.clear == Some(true) || (setup && !print)) {
+            return Err(bad("save_to", "only with dialog_type \"print\" in a setup, or when answering a held print"));
         }
         if setup && auth {
             return self.auth_setup();
@@ -615,6 +642,12 @@ device_chooser, app_link, passkey, print, all",
             let credentials = self.credentials()?;
             return Ok(DialogCall::Authenticate { tab, dialog_id: self.dialog_id, credentials });
         }
+        if let Some(to) = &self.save_to {
+            if self.accept == Some(false) || self.text.is_some() {
+                return Err(bad("save_to", "prints a held print to this file: only with accept: true, without text"));
+            }
+            return Ok(DialogCall::PrintTo { tab, dialog_id: self.dialog_id, save_to: absolute(to)? });
+        }
         if self.once.is_some() {
             return Err(bad("once", "only with setup: true"));
         }
@@ -676,17 +709,18 @@ impl InteractArgs {
             let param = if matcher.scheme.is_some() { "match.scheme" } else { "match.rp_id" };
             return Err(bad(param, "not with dialog_type \"print\""));
         }
-        if self.accept != Some(false) {
+        let accept = self.accept.unwrap_or(true);
+        if self.save_to.is_some() && !accept {
             return Err(bad(
-                "accept",
-                "a print rule cancels the preview (accept: false) for now: printing to a PDF file is not built yet \
-(issue 23); without a rule print() is answered as a cancel anyway",
+                "save_to",
+                "where an accepting print rule writes its PDF; leave it out with accept: false",
             ));
         }
         if self.text.is_some() {
             return Err(bad("text", "a print rule takes no text"));
         }
-        let rule = RuleSpec::Print { accept: false, matcher };
+        let save_to = self.save_to.as_deref().map(absolute).transpose()?;
+        let rule = RuleSpec::Print { accept, save_to, matcher };
         Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 

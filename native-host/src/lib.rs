@@ -5,6 +5,7 @@ pub mod api;
 pub mod cli;
 pub mod debuggable;
 pub mod doctor;
+pub mod files;
 pub mod frame;
 pub mod host;
 pub mod install;

@@ -28,6 +28,29 @@ pub struct Redactor {
 pub struct Config {
     #[serde(default)]
     pub redact: RedactConfig,
+    #[serde(default)]
+    pub files: FilesConfig,
+}
+
+/// Where an agent may have Unmodal write files (`files.rs`), besides the MCP client's roots.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FilesConfig {
+    #[serde(default)]
+    pub allowed_dirs: Vec<std::path::PathBuf>,
+}
+
+impl Config {
+    /// The user's config (`config_path`); none: the defaults.
+    pub fn load() -> Result<Self, String> {
+        let Some(path) = config_path() else { return Ok(Self::default()) };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,14 +136,8 @@ impl Redactor {
     /// Reads the user's config; without one, the defaults. A broken config is an error the
     /// caller reports (the host then keeps the defaults rather than redacting nothing).
     pub fn load() -> Result<Self, String> {
-        let Some(path) = config_path() else { return Ok(Self::default()) };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        };
-        let config: Config = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::new(&config).map_err(|e| format!("{}: {e}", path.display()))
+        let config = Config::load()?;
+        Self::new(&config).map_err(|e| format!("{}: {e}", config_path().unwrap_or_default().display()))
     }
 
     /// `text` with every match replaced by `[redacted:<name>]`, and the names that matched.

@@ -13,7 +13,34 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(15);
 
 pub struct Agent {
-    client: RunningService<RoleClient, ()>,
+    client: RunningService<RoleClient, Client>,
+}
+
+/// The client's side of MCP: with directories given, it offers them as its roots (the
+/// places `unmodal mcp` may write files such as a printed page's PDF).
+#[derive(Clone, Default)]
+pub struct Client {
+    roots: Vec<std::path::PathBuf>,
+}
+
+// MCP's roots are deprecated (SEP-2577) but still what clients send.
+#[allow(deprecated)]
+impl rmcp::ClientHandler for Client {
+    fn get_info(&self) -> rmcp::model::ClientInfo {
+        let mut info = rmcp::model::ClientInfo::default();
+        if !self.roots.is_empty() {
+            info.capabilities.roots = Some(rmcp::model::RootsCapabilities::default());
+        }
+        info
+    }
+
+    async fn list_roots(
+        &self,
+        _: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        let roots = self.roots.iter().map(|d| rmcp::model::Root::new(format!("file://{}", d.display()))).collect();
+        Ok(rmcp::model::ListRootsResult::new(roots))
+    }
 }
 
 /// What a tool call came back with.
@@ -30,10 +57,16 @@ pub enum Reply {
 impl Agent {
     /// Starts `unmodal mcp` with the given runtime dir (where the hosts' sockets are).
     pub async fn start(host: &Path, runtime: &Path) -> Result<Self> {
+        Self::start_with_roots(host, runtime, &[]).await
+    }
+
+    /// As `start`, with a client that offers `roots` (directories) to the server.
+    pub async fn start_with_roots(host: &Path, runtime: &Path, roots: &[std::path::PathBuf]) -> Result<Self> {
         let mut cmd = tokio::process::Command::new(host);
         cmd.arg("mcp").env("UNMODAL_RUNTIME_DIR", runtime);
         let transport = TokioChildProcess::new(cmd).context("starting `unmodal mcp`")?;
-        let client = ().serve(transport).await.context("MCP handshake with `unmodal mcp`")?;
+        let client = Client { roots: roots.to_vec() };
+        let client = client.serve(transport).await.context("MCP handshake with `unmodal mcp`")?;
         Ok(Self { client })
     }
 

@@ -2,10 +2,13 @@
 //! Chromium starts a print job that never ends: no `afterprint`, and Page.printToPDF fails
 //! ("Page is already being printed") until the page navigates (MODAL-FACTS 2). With the
 //! pilot on the page hook answers print() as a person's cancel of the preview, without the
-//! browser's print(); the host records it (rule, policy, agent, watchdog).
+//! browser's print(); the host records it (rule, policy, agent, watchdog). A print rule
+//! with accept: true (or the agent's accept) prints the page to a PDF file, only inside the
+//! MCP client's roots or Unmodal's prints directory.
 
 use serde_json::{Value, json};
-use unmodal_e2e::browser::Browser;
+use unmodal_e2e::agent::Agent;
+use unmodal_e2e::browser::{Browser, Options};
 use unmodal_e2e::page::Page;
 use unmodal_e2e::web::WebServer;
 use unmodal_e2e::{Session, eventually};
@@ -70,11 +73,6 @@ async fn the_default_answers_as_a_cancel_and_leaves_no_print_job() -> anyhow::Re
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rule_and_must_respond_with_the_agent_and_the_watchdog() -> anyhow::Result<()> {
     let s = session(true).await?;
-    let refused = s
-        .agent
-        .call("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "print", "accept": true}))
-        .await?;
-    assert!(format!("{refused:?}").contains("not built yet"), "{refused:?}");
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "print", "accept": false}))
         .await?;
@@ -175,5 +173,84 @@ async fn a_flood_of_prints_is_counted_exactly() -> anyhow::Result<()> {
     })
     .await?;
     assert_eq!(printable(&s.page).await?, Ok(()));
+    Ok(())
+}
+
+/// The newest print record once it names its PDF file.
+async fn printed(s: &Session, n: usize) -> anyhow::Result<Value> {
+    eventually(LIMIT, "the print saved to a file", || async {
+        let recs = s.closed_records("print", n).await?;
+        Ok(recs.last().filter(|r| r["file"].is_string()).cloned())
+    })
+    .await
+}
+
+fn pdf_of(record: &Value) -> anyhow::Result<Vec<u8>> {
+    let bytes = std::fs::read(record["file"].as_str().unwrap_or_default())?;
+    assert!(bytes.starts_with(b"%PDF"), "a PDF");
+    assert_eq!(Some(bytes.len() as u64), record["size"].as_u64(), "{record}");
+    Ok(bytes)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn accepted_prints_become_pdf_files_only_inside_the_allowed_directories() -> anyhow::Result<()> {
+    let data = tempfile::tempdir()?;
+    let env = vec![("UNMODAL_DATA_DIR".to_string(), data.path().display().to_string())];
+    let s = Session::start_with(Options { env, ..Options::default() }).await?;
+    s.open("/print", PAGE, &[]).await?;
+    s.enable_pilot().await?;
+    let work = tempfile::tempdir()?;
+    let outside = tempfile::tempdir()?;
+    std::os::unix::fs::symlink(outside.path(), work.path().join("out"))?;
+    let roots = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
+    let rule = |to: &std::path::Path| json!({"action": "handle_dialog", "setup": true, "dialog_type": "print", "save_to": to.display().to_string()});
+    // Outside the client's roots, through a link out of them, or relative: refused, naming them.
+    for bad in [outside.path().join("a.pdf"), work.path().join("out/a.pdf")] {
+        let err = format!("{:?}", roots.call("interact", rule(&bad)).await?);
+        assert!(err.contains("save_to") && err.contains(&work.path().canonicalize()?.display().to_string()), "{err}");
+    }
+    // A client without roots cannot name the directory either.
+    let err = format!("{:?}", s.agent.call("interact", rule(&work.path().join("a.pdf"))).await?);
+    assert!(err.contains("outside the allowed directories"), "{err}");
+    assert!(std::fs::read_dir(outside.path())?.next().is_none(), "nothing written outside");
+
+    let v = roots.ok("interact", rule(&work.path().join("page.pdf"))).await?;
+    assert_eq!(v["rules_in_force"], true, "{v}");
+    assert_eq!(s.page_value("print()").await?, json!(null), "the call returns at once");
+    let r = printed(&s, 1).await?;
+    assert_eq!((r["decided_by"].as_str(), r["accepted"].as_bool()), (Some("rule"), Some(true)), "{r}");
+    assert_eq!(r["file"].as_str(), Some(work.path().canonicalize()?.join("page.pdf").to_str().unwrap_or("")));
+    pdf_of(&r)?;
+    // The browser printed it: the page's own print events, in the browser's order.
+    eventually(LIMIT, "beforeprint and afterprint", || async {
+        Ok((s.page_value("seen").await? == json!(["beforeprint", "afterprint"])).then_some(()))
+    })
+    .await?;
+
+    // auto_accept with no file named: Unmodal's prints directory.
+    s.policy("auto_accept", 10).await?;
+    s.page_value("print(); 0").await?;
+    let r = printed(&s, 2).await?;
+    assert!(r["file"].as_str().unwrap_or("").starts_with(&data.path().join("prints").display().to_string()), "{r}");
+    pdf_of(&r)?;
+
+    // must_respond: the agent names the file when it answers.
+    s.policy("must_respond", 30).await?;
+    s.page_value("print(); 0").await?;
+    let held = s.held(1).await?;
+    let to = work.path().join("held.pdf");
+    roots
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "save_to": to.display().to_string()}),
+        )
+        .await?;
+    let r = printed(&s, 3).await?;
+    assert_eq!(
+        (r["closed_by"].as_str(), r["file"].as_str()),
+        (Some("agent"), work.path().canonicalize()?.join("held.pdf").to_str())
+    );
+    pdf_of(&r)?;
+    assert_eq!(printable(&s.page).await?, Ok(()), "no print job left behind");
     Ok(())
 }

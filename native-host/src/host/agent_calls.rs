@@ -4,6 +4,7 @@
 use super::explain::{self, PILOT_OFF_WARNING};
 use super::logs::{self, LogEntry};
 use super::policy::PolicyView;
+use super::prompt::With;
 use super::protocol::ToBrowser;
 use super::record::{DecidedBy, DialogRecord};
 use super::state::{HISTORY, Rule, State, Tab, is_page_rule};
@@ -70,6 +71,8 @@ pub struct RuleView<'a> {
     chooser: Option<ChooserApi>,
     #[serde(skip_serializing_if = "Option::is_none")]
     keep: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    save_to: Option<&'a std::path::Path>,
     #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
     matcher: &'a MatchArg,
 }
@@ -86,6 +89,7 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             permission: None,
             chooser: None,
             keep: None,
+            save_to: None,
             matcher: r.rule.matcher(),
         };
         match &r.rule {
@@ -94,7 +98,8 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             RuleSpec::Permission { permission, .. } => v.permission = *permission,
             RuleSpec::DeviceChooser { chooser, .. } => v.chooser = *chooser,
             RuleSpec::Passkey { keep, .. } => v.keep = keep.then_some(true),
-            RuleSpec::AppLink { .. } | RuleSpec::Print { .. } => {}
+            RuleSpec::Print { save_to, .. } => v.save_to = save_to.as_deref(),
+            RuleSpec::AppLink { .. } => {}
         }
         v
     }
@@ -313,12 +318,23 @@ impl State {
 setup:true, dialog_type:\"auth\", username, password}, then load the page again.",
                     ));
                 };
-                let msg = self.answer_held(id, true, None, Some(credentials), DecidedBy::Agent)?;
+                let msg = self.answer_held(id, true, None, With::Login(credentials), DecidedBy::Agent)?;
+                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
+            }
+            DialogCall::PrintTo { tab, dialog_id, save_to } => {
+                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
+                    return Err(ToolError::new(
+                        ErrorCode::DialogNotFound,
+                        "No print is held open for the agent (only the must_respond policy holds them). To print the \
+next one to a file, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"print\", save_to}.",
+                    ));
+                };
+                let msg = self.answer_held(id, true, None, With::Pdf { to: Some(save_to) }, DecidedBy::Agent)?;
                 Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
             }
             DialogCall::Respond { tab, accept, text, dialog_id } => {
                 if let Some(id) = self.held_to_answer(tab, dialog_id)? {
-                    let msg = self.answer_held(id, accept, text, None, DecidedBy::Agent)?;
+                    let msg = self.answer_held(id, accept, text, With::Nothing, DecidedBy::Agent)?;
                     return Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) });
                 }
                 let tab = self.resolve_tab(tab)?.clone();

@@ -75,6 +75,10 @@ impl State {
             // Goes to the call waiting for it (`host/mod.rs`), not to the state.
             FromBrowser::PilotResult(_) => Ok(Vec::new()),
             FromBrowser::Opened { tab_id, opener_tab_id } => Ok(self.on_opened(tab_id, opener_tab_id)),
+            FromBrowser::PrintPdf { tab_id, id, data, error } => {
+                self.on_print_pdf(tab_id, id, data.as_deref(), error.as_deref());
+                Ok(Vec::new())
+            }
             FromBrowser::AppLinkDialog { tab_id, frame_id, target } => {
                 self.on_app_link_dialog(tab_id, frame_id, &target);
                 Ok(Vec::new())

@@ -148,7 +148,8 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         (Kind::Passkey, Some(true)) => {
             "answered by Unmodal's virtual authenticator (the page's call went to the browser)".to_string()
         }
-        (Kind::Print, Some(_)) => "cancelled (as a person closes the preview)".to_string(),
+        (Kind::Print, Some(true)) => "printed to a PDF file (the page got beforeprint and afterprint)".to_string(),
+        (Kind::Print, Some(false)) => "cancelled (as a person closes the preview)".to_string(),
         (Kind::Passkey, Some(false)) => {
             "refused (the page got NotAllowedError, as after a person's cancel)".to_string()
         }
@@ -193,6 +194,7 @@ pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
                 _ => "refuse it (the page gets NotAllowedError, as after a person's cancel)",
             },
         ),
+        RuleSpec::Print { accept: true, .. } => ("print()".to_string(), "print the page to a PDF file"),
         RuleSpec::Print { .. } => ("print()".to_string(), "cancel it (as a person closes the preview)"),
         RuleSpec::DeviceChooser { chooser, .. } => {
             (chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str())), "cancel it")
@@ -211,10 +213,6 @@ pub fn accept_refused(kind: Kind, id: u64, with_credentials: bool) -> Option<Str
         Kind::Auth if !with_credentials => Some(format!(
             "Dialog {id} is an HTTP auth challenge: accept it with username and password, or send accept: false to \
 cancel it (the page gets the 401)."
-        )),
-        Kind::Print => Some(format!(
-            "Dialog {id} is a print: printing to a PDF file is not built yet (issue 23), so it can only be cancelled; \
-send accept: false."
         )),
         Kind::DeviceChooser => Some(format!(
             "Dialog {id} is a device chooser: no extension can pick a device (Chromium refuses extensions its \

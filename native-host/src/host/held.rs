@@ -5,10 +5,11 @@
 //! watchdog's answers, and the `dialogs_blocking` note.
 
 use super::explain;
+use super::prompt::With;
 use super::protocol::{AnswerResult, HeldClosed, HeldOpened, HeldRef, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
 use super::state::State;
-use crate::api::{Credentials, RuleSpec};
+use crate::api::RuleSpec;
 use crate::reply::{BlockingDialog, BlockingNote, ErrorCode, ToolError};
 use ringbuf::traits::Consumer;
 use std::time::{Duration, Instant};
@@ -192,13 +193,13 @@ impl State {
     }
 
     /// Sends an answer to a held dialog or prompt on behalf of `by` (the agent or the
-    /// watchdog); `credentials` only for an HTTP auth challenge.
-    pub fn answer_held(
+    /// watchdog); `with` what a browser prompt's accept carries (a login, a PDF file).
+    pub(super) fn answer_held(
         &mut self,
         id: u64,
         accept: bool,
         text: Option<String>,
-        credentials: Option<Credentials>,
+        with: With,
         by: DecidedBy,
     ) -> Result<ToBrowser, ToolError> {
         let Some(pos) = self.held.iter().position(|h| h.record.id == id) else {
@@ -214,20 +215,24 @@ Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
             return Err(ToolError::new(ErrorCode::DialogNotFound, format!("Dialog {id} is not open.")));
         };
         let h = &mut self.held[pos];
-        if credentials.is_some() && h.record.kind != crate::kind::Kind::Auth {
+        let (fits, what) = match &with {
+            With::Login(_) => {
+                (h.record.kind == crate::kind::Kind::Auth, "username and password answer only an auth challenge")
+            }
+            With::Pdf { .. } => (h.record.kind == crate::kind::Kind::Print, "save_to answers only a print"),
+            _ => (true, ""),
+        };
+        if !fits {
             return Err(ToolError::new(
                 ErrorCode::InvalidParams,
-                format!(
-                    "Dialog {id} is a {}; username and password answer only an auth challenge (use accept and text).",
-                    h.record.kind.as_str()
-                ),
+                format!("Dialog {id} is a {}; {what} (use accept and text).", h.record.kind.as_str()),
             ));
         }
         if h.closing.is_some() {
             return Err(ToolError::new(ErrorCode::DialogNotFound, format!("Dialog {id} is being answered already.")));
         }
         if h.record.kind.is_browser_prompt() {
-            return self.answer_prompt(pos, accept, credentials, by);
+            return self.answer_prompt(pos, accept, with, by);
         }
         h.closing = Some(by);
         h.answer_error = None;
@@ -237,7 +242,7 @@ Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
 
     /// The watchdog's turn: dismiss the dialog if nobody answered it.
     pub fn watchdog(&mut self, id: u64) -> Vec<ToBrowser> {
-        self.answer_held(id, false, None, None, DecidedBy::Watchdog).map(|m| vec![m]).unwrap_or_default()
+        self.answer_held(id, false, None, With::Nothing, DecidedBy::Watchdog).map(|m| vec![m]).unwrap_or_default()
     }
 
     /// Once the answer to `id` went to the browser: `Some(Ok(record))` when the dialog

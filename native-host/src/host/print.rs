@@ -2,17 +2,29 @@
 //! `afterprint`; later prints do nothing; `Page.printToPDF` fails until the page navigates),
 //! and in a headful browser it blocks the page's script until a person closes the preview.
 //! With the pilot on the page hook (`manifest/inject/49-print.js`) answers it itself, as a
-//! person's cancel of the preview, without calling the browser's print(); the request only
-//! tells the host, through `manifest/print.js`, for the record. The prompt pipeline
-//! (`prompt.rs`) does the rest. Printing to a PDF file (a rule with `accept: true`) is not
-//! built yet: every answer is a cancel. Pilot off: the browser's print(), recorded.
+//! person's cancel of the preview, without calling the browser's print(); the request tells
+//! the host, through `manifest/print.js`. The prompt pipeline (`prompt.rs`) decides:
+//! - cancel: nothing more (the page already has the cancel);
+//! - print (a rule with `accept: true`, `auto_accept`, the agent): the worker prints the
+//!   tab's page with `Page.printToPDF` (the page gets `beforeprint` and `afterprint`, its
+//!   print styles apply) and sends the PDF here, which writes it where the agent said
+//!   (`save_to`, checked against the allowed directories by `unmodal mcp`: `files.rs`) or
+//!   in Unmodal's prints directory; the record names the file and its size.
+//!
+//! Pilot off: the browser's print(), recorded.
 
-use super::prompt::{Described, PromptKind, Verdict, url_fits};
+use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
 use super::protocol::{PrintAsk, PromptDecision};
-use super::record::{self, DecidedBy};
+use super::record::{self, DecidedBy, Details, PrintDetails};
+use super::state::State;
 use crate::api::RuleSpec;
 use crate::redact::Redactor;
+use ringbuf::traits::Consumer;
+use std::path::PathBuf;
 use unmodal_engine::Policy;
+
+/// The largest PDF written (base64 from the worker: about 4/3 of it).
+const MAX_PDF: usize = 32 * 1024 * 1024;
 
 impl PromptKind for PrintAsk {
     fn describe(&self, _: &Redactor, url: &str) -> Described {
@@ -30,12 +42,17 @@ impl PromptKind for PrintAsk {
         url_fits(matcher.url_contains.as_ref(), url).then(|| usize::from(matcher.url_contains.is_some()))
     }
 
-    fn by_rule(&self, id: u32, _: &RuleSpec) -> Verdict {
-        Verdict::rule(
-            PromptDecision::Refuse,
-            id,
-            format!("print() cancelled as a person closes the preview: print rule {id} matched"),
-        )
+    fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
+        let RuleSpec::Print { accept: true, save_to, .. } = rule else {
+            return Verdict::rule(
+                PromptDecision::Refuse,
+                id,
+                format!("print() cancelled as a person closes the preview: print rule {id} matched"),
+            );
+        };
+        let why = format!("print() printed to a PDF file: print rule {id} matched");
+        let with = With::Pdf { to: save_to.clone() };
+        Verdict::Answer { decision: PromptDecision::Accept, with, by: DecidedBy::Rule, rule: Some(id), why }
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
@@ -43,17 +60,24 @@ impl PromptKind for PrintAsk {
         match policy {
             Policy::MustRespond => Verdict::Hold {
                 why: "print() held for the agent (policy must_respond): the page's call returned as after a cancel; \
-answer with interact {action:\"handle_dialog\", dialog_id, accept:false} (printing to a PDF file is not built yet)"
+interact {action:\"handle_dialog\", dialog_id, accept:true, save_to?} prints the page to a PDF file, accept:false \
+leaves it cancelled"
                     .into(),
             },
             Policy::Auto => cancel(
                 DecidedBy::DefaultPolicy,
                 "print() answered by the default policy as a person's cancel of the preview: the call returned, no \
-print job was left behind (the browser's own would never end in headless, and would block PDF printing)",
+print job was left behind (the browser's own would never end in headless, and would block PDF printing); a print \
+rule with accept: true prints the page to a PDF file",
             ),
-            Policy::AutoAccept => {
-                cancel(DecidedBy::Policy, "print() cancelled: the tab's auto_accept policy cannot print to a file yet")
-            }
+            Policy::AutoAccept => Verdict::Answer {
+                decision: PromptDecision::Accept,
+                with: With::Pdf { to: None },
+                by: DecidedBy::Policy,
+                rule: None,
+                why: "print() printed to a PDF file in Unmodal's prints directory (the tab's auto_accept policy)"
+                    .into(),
+            },
             Policy::AutoDismiss => cancel(DecidedBy::Policy, "print() cancelled by the tab's auto_dismiss policy"),
         }
     }
@@ -64,6 +88,58 @@ printing until the page navigates; headful: the preview, which blocks the page's
 it); a person must switch the pilot on (`unmodal pilot on` in a terminal)"
             .into()
     }
+}
+
+impl State {
+    /// An accepted print's PDF came (or why it could not be made): written, and its record
+    /// says where.
+    pub(super) fn on_print_pdf(&mut self, tab_id: i64, id: u64, data: Option<&str>, error: Option<&str>) {
+        let Some(job) = self.print_jobs.remove(&(tab_id, id)) else { return };
+        let outcome = match (data, error) {
+            (Some(d), _) => save(job.to, job.record, d),
+            (None, e) => Err(format!("the browser made no PDF: {}", e.unwrap_or("no reason given"))),
+        };
+        let rec = match self.held.iter_mut().find(|h| h.record.id == job.record) {
+            Some(h) => &mut h.record,
+            None => match self.history.iter_mut().find(|r| r.id == job.record) {
+                Some(r) => r,
+                None => return,
+            },
+        };
+        match outcome {
+            Ok((file, size)) => {
+                rec.explanation = format!("{}. Saved {} ({size} bytes).", rec.explanation, file.display());
+                rec.details = Some(Details::Print(PrintDetails { file: file.display().to_string(), size }));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a printed page was not saved");
+                rec.explanation = format!("{}. Not saved: {e}.", rec.explanation);
+            }
+        }
+    }
+}
+
+/// Decodes and writes the PDF: to `to`, else a new file in Unmodal's prints directory.
+fn save(to: Option<PathBuf>, record: u64, data: &str) -> Result<(PathBuf, u64), String> {
+    use base64::Engine as _;
+    if data.len() > MAX_PDF / 3 * 4 + 4 {
+        return Err(format!("the PDF is over {} MB", MAX_PDF >> 20));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| format!("not base64: {e}"))?;
+    if !bytes.starts_with(b"%PDF") {
+        return Err("what the browser sent is not a PDF".into());
+    }
+    let file = match to {
+        Some(f) => f,
+        None => {
+            let dir = crate::paths::data_dir().map_err(|e| e.to_string())?.join(crate::files::PRINTS);
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            dir.join(format!("print-{stamp}-{record}.pdf"))
+        }
+    };
+    crate::files::write_new(&file, &bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok((file, bytes.len() as u64))
 }
 
 #[cfg(test)]
@@ -90,5 +166,32 @@ mod tests {
         let back: crate::host::record::DialogRecord =
             serde_json::from_value(serde_json::to_value(rec).unwrap()).unwrap();
         assert!(back.details.is_none());
+    }
+
+    #[test]
+    fn an_accepting_rule_writes_the_pdf_where_it_says_and_the_record_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = State::new();
+        s.pilot = true;
+        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
+        let to = dir.path().join("p.pdf");
+        let rule = RuleSpec::Print { accept: true, save_to: Some(to.clone()), matcher: Default::default() };
+        s.add_rule(3, true, rule).unwrap();
+        let ask = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":7,"url":"http://a/r"});
+        assert_eq!(to_json(&feed(&mut s, ask).unwrap())[1]["decision"], "accept");
+        // Not a PDF, or for a print nobody accepted: nothing is written.
+        feed(&mut s, json!({"type":"print_pdf","tab_id":3,"id":8,"data":"JVBERi0="})).unwrap();
+        assert!(!to.exists());
+        feed(&mut s, json!({"type":"print_pdf","tab_id":3,"id":7,"data":"JVBERi0xLjQK"})).unwrap();
+        assert_eq!(std::fs::read(&to).unwrap(), b"%PDF-1.4\n");
+        let rec = s.history.iter().last().unwrap();
+        let j = serde_json::to_value(rec).unwrap();
+        assert_eq!((j["file"].as_str(), j["size"].as_u64()), (to.to_str(), Some(9)), "{j}");
+        let back: crate::host::record::DialogRecord = serde_json::from_value(j).unwrap();
+        assert_eq!(back.details, rec.details, "the record's details survive a restart");
+        // A second PDF for the same print is not written over the first.
+        std::fs::write(&to, b"kept").unwrap();
+        feed(&mut s, json!({"type":"print_pdf","tab_id":3,"id":7,"data":"JVBERi0xLjQK"})).unwrap();
+        assert_eq!(std::fs::read(&to).unwrap(), b"kept");
     }
 }

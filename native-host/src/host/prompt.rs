@@ -7,7 +7,7 @@
 
 use super::explain;
 use super::protocol::{PasskeyArming, PromptDecision, PromptRequest, PromptResult, ToBrowser};
-use super::record::{DecidedBy, Details, DialogRecord, DialogState, HeldDialog};
+use super::record::{DecidedBy, Details, DialogRecord, DialogState, HeldDialog, PrintJob};
 use super::state::State;
 use crate::api::{Credentials, RuleSpec};
 use crate::kind::Kind;
@@ -32,6 +32,10 @@ pub(super) enum With {
     Passkeys {
         rp_id: String,
         keep: bool,
+    },
+    /// A print's: the PDF file to write (none: Unmodal's prints directory).
+    Pdf {
+        to: Option<std::path::PathBuf>,
     },
 }
 
@@ -120,21 +124,22 @@ impl State {
         }
         k.arrived(self);
         let described = k.describe(&self.redactor, &m.url);
-        let answer = |s: &State, decision, with| s.prompt_answer(kind, m.tab_id, m.id, decision, with);
+        let answer =
+            |s: &mut State, decision, with, record| s.prompt_answer(kind, (m.tab_id, m.id, record), decision, with);
         let tab = self.policy_of(m.tab_id);
         let verdict = if m.native {
             None
         } else {
             let best = self.rules.best(m.tab_id, |r| k.fits(r, &described.url));
             match (best, k.unprompted()) {
-                (None, Some(decision)) => return Ok(vec![answer(self, decision, With::Nothing)]),
+                (None, Some(decision)) => return Ok(vec![answer(self, decision, With::Nothing, 0)]),
                 (Some(r), _) => Some(k.by_rule(r.id, &r.rule)),
                 (None, None) => Some(k.by_policy(tab.policy)),
             }
         };
         let waits = matches!(verdict, Some(Verdict::Hold { .. }));
         if waits && self.held.len() >= MAX_HELD {
-            return Ok(vec![answer(self, PromptDecision::Refuse, With::Nothing)]);
+            return Ok(vec![answer(self, PromptDecision::Refuse, With::Nothing, 0)]);
         }
         let (by, why, rule) = match &verdict {
             None => (DecidedBy::PilotOff, k.pilot_off(), None),
@@ -179,7 +184,7 @@ impl State {
                 out.push(ToBrowser::PromptHold { kind, tab_id: m.tab_id, id: m.id, wait_ms });
             }
             Some(Verdict::Answer { decision, with, rule, .. }) => {
-                out.push(answer(self, decision, with));
+                out.push(answer(self, decision, with, record.id));
                 if let Some(rule) = rule {
                     out.extend(self.spend_rule(m.tab_id, rule));
                 }
@@ -219,33 +224,45 @@ impl State {
         &mut self,
         pos: usize,
         accept: bool,
-        credentials: Option<Credentials>,
+        with: With,
         by: DecidedBy,
     ) -> Result<ToBrowser, ToolError> {
         let h = &mut self.held[pos];
         let kind = h.record.kind;
-        if accept && let Some(why) = explain::accept_refused(kind, h.record.id, credentials.is_some()) {
+        if accept && let Some(why) = explain::accept_refused(kind, h.record.id, matches!(with, With::Login(_))) {
             return Err(ToolError::new(ErrorCode::InvalidParams, why));
         }
         h.closing = Some(by);
         h.answer_error = None;
-        let (tab, hold) = (h.record.tab_id, h.hold);
-        let with = match (&h.record.details, credentials) {
-            (_, Some(c)) => With::Login(c),
-            (Some(Details::Passkey(p)), None) => With::Passkeys { rp_id: p.rp_id.clone(), keep: false },
-            _ => With::Nothing,
+        let (tab, hold, record) = (h.record.tab_id, h.hold, h.record.id);
+        let with = match (&h.record.details, with) {
+            (Some(Details::Passkey(p)), With::Nothing) => With::Passkeys { rp_id: p.rp_id.clone(), keep: false },
+            (_, With::Nothing) if kind == Kind::Print => With::Pdf { to: None },
+            (_, with) => with,
         };
         let decision = if accept { PromptDecision::Accept } else { PromptDecision::Refuse };
-        Ok(self.prompt_answer(kind, tab, hold, decision, with))
+        Ok(self.prompt_answer(kind, (tab, hold, record), decision, with))
     }
 
-    /// The answer message; an accept carries what it needs (a login, the passkeys to arm).
-    fn prompt_answer(&self, kind: Kind, tab_id: i64, id: u64, decision: PromptDecision, with: With) -> ToBrowser {
+    /// The answer message to prompt `id` of `tab_id` (its record: `record`). An accept
+    /// carries what it needs (a login, the passkeys to arm) or leaves what the worker's
+    /// result will need (where a print's PDF goes).
+    fn prompt_answer(
+        &mut self,
+        kind: Kind,
+        (tab_id, id, record): (i64, u64, u64),
+        decision: PromptDecision,
+        with: With,
+    ) -> ToBrowser {
         let accept = decision == PromptDecision::Accept;
         let (credentials, passkeys) = match with {
             With::Login(c) if accept => (Some(c), None),
             With::Passkeys { rp_id, keep } if accept => {
                 (None, Some(PasskeyArming { keep, credentials: self.passkeys.for_rp(&rp_id) }))
+            }
+            With::Pdf { to } if accept => {
+                self.print_jobs.insert((tab_id, id), PrintJob { record, to });
+                (None, None)
             }
             _ => (None, None),
         };

@@ -87,6 +87,15 @@ pub enum FromBrowser {
     Opened { tab_id: i64, opener_tab_id: i64 },
     /// The answer to `Sync`: every debugger event the worker had before it is sent.
     Synced { id: u64 },
+    /// An accepted print's PDF (`Page.printToPDF`, base64), or why there is none.
+    PrintPdf {
+        tab_id: i64,
+        id: u64,
+        #[serde(default)]
+        data: Option<String>,
+        #[serde(default)]
+        error: Option<String>,
+    },
     /// The browser showed its "Open …?" dialog for an app link the page hook did not cancel
     /// (a frame its parent navigated, the pilot off, a link a rule opened): the navigation
     /// to `target` ended in `ERR_ABORTED` (`chrome.webNavigation`).
@@ -599,6 +608,7 @@ mod tests {
             json!({"type":"passkeys_saved","tab_id":1,"keep":false,"credentials":[{"credentialId":"AA==",
                    "rpId":"a","privateKey":"AA==","signCount":1,"isResidentCredential":true}]}),
             json!({"type":"app_link_dialog","tab_id":1,"frame_id":4,"target":"myapp://x"}),
+            json!({"type":"print_pdf","tab_id":1,"id":3,"data":"JVBERi0="}),
         ]
     }
 
@@ -627,6 +637,7 @@ mod tests {
                 Ok(FromBrowser::Synced { .. }) => "synced",
                 Ok(FromBrowser::PasskeysSaved { .. }) => "passkeys_saved",
                 Ok(FromBrowser::AppLinkDialog { .. }) => "app_link_dialog",
+                Ok(FromBrowser::PrintPdf { .. }) => "print_pdf",
                 Ok(FromBrowser::PilotRefused { .. }) => "pilot_refused",
                 Ok(FromBrowser::PilotApplied { .. }) => "pilot_applied",
                 Err(e) => panic!("{m}: {e}"),
@@ -635,7 +646,7 @@ mod tests {
             seen.insert(kind);
         }
 
-        assert_eq!(seen.len(), 20, "one sample of each kind");
+        assert_eq!(seen.len(), 21, "one sample of each kind");
     }
 
     #[test]
@@ -648,6 +659,7 @@ mod tests {
             include_str!("../../../manifest/auth.js"),
             include_str!("../../../manifest/passkeys.js"),
             include_str!("../../../manifest/applinks.js"),
+            include_str!("../../../manifest/print.js"),
         ]
         .concat();
         for m in samples() {

@@ -103,6 +103,7 @@ pub enum Details {
     Chooser(ChooserDetails),
     AppLink(AppLinkDetails),
     Passkey(PasskeyDetails),
+    Print(PrintDetails),
 }
 
 /// An HTTP auth challenge: realm, scheme, proxy, what became of the request.
@@ -159,6 +160,15 @@ pub struct PasskeyDetails {
     pub operation: String,
     /// The relying party's id as the page named it (empty: its own origin's host).
     pub rp_id: String,
+}
+
+/// A print written to a PDF file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrintDetails {
+    /// Where the PDF is.
+    pub file: String,
+    /// Its size in bytes.
+    pub size: u64,
 }
 
 /// A link to a scheme the OS handles.
@@ -236,6 +246,14 @@ pub struct HeldDialog {
     pub closing: Option<DecidedBy>,
     /// Why the last answer did not reach the browser.
     pub answer_error: Option<String>,
+}
+
+/// A print the worker is printing to PDF: the record it belongs to, and the file the agent
+/// named (none: Unmodal's prints directory).
+#[derive(Clone, Debug)]
+pub struct PrintJob {
+    pub record: u64,
+    pub to: Option<std::path::PathBuf>,
 }
 
 /// A browser's own "Open …?" dialog for an app link, shown in a tab: nothing answers it; a

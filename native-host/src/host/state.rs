@@ -154,6 +154,8 @@ pub struct State {
     pub passkeys: super::passkey_keys::PasskeyKeys,
     /// The browser's own app-link dialogs showing in tabs (`app_link.rs`).
     pub app_dialogs: Vec<super::record::AppDialog>,
+    /// Prints being printed to PDF, by tab and request (`print.rs`).
+    pub print_jobs: HashMap<(i64, u64), super::record::PrintJob>,
 }
 
 impl Default for State {
@@ -192,6 +194,7 @@ impl State {
             sync_seen: 0,
             passkeys: Default::default(),
             app_dialogs: Vec::new(),
+            print_jobs: HashMap::new(),
         }
     }
 

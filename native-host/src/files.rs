@@ -1,0 +1,169 @@
+//! Which files an agent may have Unmodal write (a printed page's PDF): only inside the MCP
+//! client's roots (`roots/list`), the directories the person configured (`files.allowed_dirs`
+//! in config.json), or Unmodal's own data directory. A path outside them, through a symlink
+//! out, onto something that is not a regular file, or into a directory that does not exist
+//! is refused with an error that names the allowed directories.
+
+use std::path::{Path, PathBuf};
+
+/// Where printed pages go when the agent names no file (inside the data directory).
+pub const PRINTS: &str = "prints";
+
+#[derive(Debug, Default)]
+pub struct Allowed {
+    /// Canonical directories (those that exist).
+    dirs: Vec<PathBuf>,
+}
+
+impl Allowed {
+    pub fn new(dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for d in dirs {
+            if let Ok(c) = d.canonicalize()
+                && c.is_dir()
+                && !out.contains(&c)
+            {
+                out.push(c);
+            }
+        }
+        Self { dirs: out }
+    }
+
+    /// The client's roots, the configured directories and the data directory's prints.
+    pub fn gather(roots: Vec<PathBuf>) -> Self {
+        let configured = crate::redact::Config::load().map(|c| c.files.allowed_dirs).unwrap_or_default();
+        let prints = crate::paths::data_dir().map(|d| d.join(PRINTS)).ok();
+        if let Some(p) = &prints {
+            let _ = crate::paths::ensure_private_dir(p.parent().unwrap_or(p)).and_then(|()| std::fs::create_dir_all(p));
+        }
+        Self::new(roots.into_iter().chain(configured).chain(prints))
+    }
+
+    pub fn names(&self) -> String {
+        if self.dirs.is_empty() {
+            return "none".into();
+        }
+        self.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The file to write for `asked`: an absolute path whose directory (symlinks resolved)
+    /// is inside an allowed one; an existing file there must be a regular file, not a link.
+    pub fn output(&self, asked: &str) -> Result<PathBuf, String> {
+        let refuse = |why: &str| {
+            Err(format!(
+                "{why}. Files are written only inside the MCP client's roots, the directories in files.allowed_dirs \
+of Unmodal's config.json, or Unmodal's prints directory; allowed now: {}.",
+                self.names()
+            ))
+        };
+        let path = Path::new(asked);
+        if !path.is_absolute() {
+            return refuse(&format!("{asked:?} is not an absolute path"));
+        }
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return refuse(&format!("{asked:?} names no file"));
+        };
+        let Ok(dir) = parent.canonicalize() else {
+            return refuse(&format!("the directory of {asked:?} does not exist"));
+        };
+        if !self.dirs.iter().any(|a| dir.starts_with(a)) {
+            return refuse(&format!("{asked:?} is outside the allowed directories"));
+        }
+        let file = dir.join(name);
+        match std::fs::symlink_metadata(&file) {
+            Ok(m) if !m.file_type().is_file() => refuse(&format!("{asked:?} exists and is not a regular file")),
+            _ => Ok(file),
+        }
+    }
+}
+
+/// The local directories among an MCP client's roots (`file://` URIs).
+pub fn root_dirs<'a>(uris: impl IntoIterator<Item = &'a str>) -> Vec<PathBuf> {
+    uris.into_iter()
+        .filter_map(|u| u.strip_prefix("file://"))
+        .filter_map(|p| percent_decode(p.strip_prefix("localhost").unwrap_or(p)))
+        .map(PathBuf::from)
+        .collect()
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(s.len());
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Writes `bytes` to `file` (made 0600 if new), never through a symlink.
+pub fn write_new(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(file)?;
+    f.write_all(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_files_inside_allowed_directories() {
+        let tmp = tempfile::tempdir().unwrap();
+        let inside = tmp.path().join("in");
+        let outside = tmp.path().join("out");
+        std::fs::create_dir_all(inside.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, inside.join("link")).unwrap();
+        std::os::unix::fs::symlink(outside.join("x.pdf"), inside.join("trap.pdf")).unwrap();
+        let allowed = Allowed::new([inside.clone(), tmp.path().join("missing")]);
+        let ok = allowed.output(inside.join("sub/a.pdf").to_str().unwrap()).unwrap();
+        assert_eq!(ok, inside.canonicalize().unwrap().join("sub/a.pdf"));
+        for bad in [
+            outside.join("a.pdf"),
+            inside.join("link/a.pdf"),
+            inside.join("../out/a.pdf"),
+            inside.join("trap.pdf"),
+            inside.join("sub"),
+            inside.join("nope/a.pdf"),
+            PathBuf::from("a.pdf"),
+        ] {
+            let err = allowed.output(bad.to_str().unwrap()).unwrap_err();
+            assert!(err.contains(inside.canonicalize().unwrap().to_str().unwrap()), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn roots_are_file_uris_decoded() {
+        let dirs = root_dirs(["file:///home/a%20b/w", "https://x/y", "file://localhost/tmp"]);
+        assert_eq!(dirs, [PathBuf::from("/home/a b/w"), PathBuf::from("/tmp")]);
+    }
+
+    #[test]
+    fn writing_never_follows_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("target");
+        std::fs::write(&target, b"keep").unwrap();
+        std::os::unix::fs::symlink(&target, tmp.path().join("link")).unwrap();
+        assert!(write_new(&tmp.path().join("link"), b"x").is_err());
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+        write_new(&tmp.path().join("new.pdf"), b"%PDF").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(tmp.path().join("new.pdf")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
