@@ -25,6 +25,9 @@ use unmodal_engine::Policy;
 
 /// The largest PDF written (base64 from the worker: about 4/3 of it).
 const MAX_PDF: usize = 32 * 1024 * 1024;
+/// New files a host writes into the prints directory, at most: a page printing in a loop
+/// under `auto_accept` must not fill the disk (a `save_to` file is written over instead).
+const MAX_NEW_PRINTS: u32 = 200;
 
 impl PromptKind for PrintAsk {
     fn describe(&self, _: &Redactor, url: &str) -> Described {
@@ -95,8 +98,12 @@ impl State {
     /// says where.
     pub(super) fn on_print_pdf(&mut self, tab_id: i64, id: u64, data: Option<&str>, error: Option<&str>) {
         let Some(job) = self.print_jobs.remove(&(tab_id, id)) else { return };
+        let fresh = job.to.is_none();
         let outcome = match (data, error) {
-            (Some(d), _) => save(job.to, job.record, d),
+            (Some(_), _) if job.to.is_none() && self.prints_made >= MAX_NEW_PRINTS => Err(format!(
+                "this host already wrote {MAX_NEW_PRINTS} new files into the prints directory; name a file with save_to"
+            )),
+            (Some(d), _) => save(job.to, job.record, d).inspect(|_| self.prints_made += u32::from(fresh)),
             (None, e) => Err(format!("the browser made no PDF: {}", e.unwrap_or("no reason given"))),
         };
         let rec = match self.held.iter_mut().find(|h| h.record.id == job.record) {
@@ -193,5 +200,16 @@ mod tests {
         std::fs::write(&to, b"kept").unwrap();
         feed(&mut s, json!({"type":"print_pdf","tab_id":3,"id":7,"data":"JVBERi0xLjQK"})).unwrap();
         assert_eq!(std::fs::read(&to).unwrap(), b"kept");
+    }
+
+    #[test]
+    fn a_page_printing_in_a_loop_cannot_fill_the_prints_directory() {
+        let mut s = super::super::state::tests::state_with(Policy::AutoAccept);
+        s.prints_made = MAX_NEW_PRINTS;
+        let ask = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":1,"url":"http://a/r"});
+        assert_eq!(to_json(&feed(&mut s, ask).unwrap())[1]["decision"], "accept");
+        feed(&mut s, json!({"type":"print_pdf","tab_id":3,"id":1,"data":"JVBERi0xLjQK"})).unwrap();
+        let rec = s.history.iter().last().unwrap();
+        assert!(rec.details.is_none() && rec.explanation.contains("name a file with save_to"), "{}", rec.explanation);
     }
 }

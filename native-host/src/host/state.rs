@@ -154,8 +154,10 @@ pub struct State {
     pub passkeys: super::passkey_keys::PasskeyKeys,
     /// The browser's own app-link dialogs showing in tabs (`app_link.rs`).
     pub app_dialogs: Vec<super::record::AppDialog>,
-    /// Prints being printed to PDF, by tab and request (`print.rs`).
+    /// Prints being printed to PDF, by tab and request (`print.rs`), and how many PDFs this
+    /// host wrote.
     pub print_jobs: HashMap<(i64, u64), super::record::PrintJob>,
+    pub prints_made: u32,
 }
 
 impl Default for State {
@@ -195,6 +197,7 @@ impl State {
             passkeys: Default::default(),
             app_dialogs: Vec::new(),
             print_jobs: HashMap::new(),
+            prints_made: 0,
         }
     }
 
