@@ -10,6 +10,7 @@ import { createChoosers } from './choosers.js';
 import { createAppLinks } from './applinks.js';
 import { createPasskeys } from './passkeys.js';
 import { createPrints } from './print.js';
+import { createSignIns } from './sign_in.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
 import { createStalled } from './stalled.js';
@@ -57,7 +58,17 @@ const passkeys = createPasskeys(prompts, () => pilot, holds, toHost);
 const prints = createPrints(prompts, () => pilot, holds, toHost);
 // What the page hook asks about (content.js's `ask`), by kind. Each adapter answers
 // `accept`, `refuse` or `native`.
-const asks = { __proto__: null, permission: permissions, device_chooser: choosers, app_link: appLinks, passkey: passkeys, print: prints };
+// FedCM sign-ins the page hook holds: refused at once, or left to the browser (sign_in.js).
+const signIns = createSignIns(prompts, () => pilot);
+const asks = {
+  __proto__: null,
+  permission: permissions,
+  device_chooser: choosers,
+  app_link: appLinks,
+  passkey: passkeys,
+  print: prints,
+  sign_in: signIns,
+};
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
 

@@ -46,11 +46,18 @@ pub enum DialogTypeArg {
     /// (the browser hands it to the OS), dismiss = cancel it (the page stays where it is).
     #[serde(rename = "app_link")]
     AppLink,
-    /// A WebAuthn request (navigator.credentials.create or get with publicKey): dismiss =
-    /// refuse it as a person's cancel (NotAllowedError).
+    /// A WebAuthn request (navigator.credentials.create or get with publicKey): accept =
+    /// Unmodal's virtual authenticator answers it, dismiss = refuse it as a person's cancel
+    /// (NotAllowedError).
     Passkey,
-    /// window.print(): dismiss = the preview cancelled (the call returns, nothing printed).
+    /// window.print(): accept = print the page to a PDF file (save_to), dismiss = the preview
+    /// cancelled (the call returns, nothing printed).
     Print,
+    /// A FedCM sign-in (navigator.credentials.get with identity): accept = the browser's own
+    /// account chooser (headful: it waits for a person), dismiss = refused at once
+    /// (NetworkError, as the browser refuses one it cannot complete).
+    #[serde(rename = "sign_in")]
+    SignIn,
     All,
 }
 
@@ -64,6 +71,7 @@ impl DialogTypeArg {
             Self::AppLink => "app_link",
             Self::Passkey => "passkey",
             Self::Print => "print",
+            Self::SignIn => "sign_in",
             page => page.target().as_str(),
         }
     }
@@ -87,7 +95,8 @@ impl DialogTypeArg {
             | Self::DeviceChooser
             | Self::AppLink
             | Self::Passkey
-            | Self::Print => RuleTarget::All,
+            | Self::Print
+            | Self::SignIn => RuleTarget::All,
         }
     }
 }
@@ -414,6 +423,9 @@ pub enum RuleSpec {
     /// prints directory) or cancel it (the preview closed); `match.url_contains` is on the
     /// frame's URL.
     Print { accept: bool, save_to: Option<PathBuf>, matcher: MatchArg },
+    /// A FedCM sign-in: leave it to the browser (accept) or refuse it at once;
+    /// `match.url_contains` is on the frame's URL.
+    SignIn { accept: bool, matcher: MatchArg },
 }
 
 impl RuleSpec {
@@ -427,6 +439,7 @@ impl RuleSpec {
             Self::AppLink { .. } => "app_link",
             Self::Passkey { .. } => "passkey",
             Self::Print { .. } => "print",
+            Self::SignIn { .. } => "sign_in",
         }
     }
 
@@ -436,7 +449,8 @@ impl RuleSpec {
             | Self::Permission { accept, .. }
             | Self::AppLink { accept, .. }
             | Self::Passkey { accept, .. }
-            | Self::Print { accept, .. } => *accept,
+            | Self::Print { accept, .. }
+            | Self::SignIn { accept, .. } => *accept,
             Self::Auth { credentials, .. } => credentials.is_some(),
             Self::DeviceChooser { .. } => false,
         }
@@ -450,7 +464,8 @@ impl RuleSpec {
             | Self::DeviceChooser { matcher, .. }
             | Self::AppLink { matcher, .. }
             | Self::Passkey { matcher, .. }
-            | Self::Print { matcher, .. } => matcher,
+            | Self::Print { matcher, .. }
+            | Self::SignIn { matcher, .. } => matcher,
         }
     }
 
@@ -464,7 +479,8 @@ impl RuleSpec {
             | (Self::DeviceChooser { .. }, DialogTypeArg::DeviceChooser)
             | (Self::AppLink { .. }, DialogTypeArg::AppLink)
             | (Self::Passkey { .. }, DialogTypeArg::Passkey)
-            | (Self::Print { .. }, DialogTypeArg::Print) => true,
+            | (Self::Print { .. }, DialogTypeArg::Print)
+            | (Self::SignIn { .. }, DialogTypeArg::SignIn) => true,
             _ => false,
         }
     }
@@ -596,6 +612,9 @@ impl InteractArgs {
         if setup && self.dialog_type == Some(DialogTypeArg::Print) {
             return self.print_setup();
         }
+        if setup && self.dialog_type == Some(DialogTypeArg::SignIn) {
+            return self.sign_in_setup();
+        }
         if self.matcher.as_ref().is_some_and(|m| m.realm.is_some()) {
             return Err(bad("match.realm", "only with dialog_type \"auth\""));
         }
@@ -721,6 +740,19 @@ impl InteractArgs {
         }
         let save_to = self.save_to.as_deref().map(absolute).transpose()?;
         let rule = RuleSpec::Print { accept, save_to, matcher };
+        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+    }
+
+    fn sign_in_setup(&self) -> Result<DialogCall, ParamError> {
+        let matcher = self.url_only_match("a sign-in", "leave match out")?;
+        if matcher.scheme.is_some() || matcher.rp_id.is_some() {
+            let param = if matcher.scheme.is_some() { "match.scheme" } else { "match.rp_id" };
+            return Err(bad(param, "not with dialog_type \"sign_in\""));
+        }
+        if self.text.is_some() {
+            return Err(bad("text", "a sign-in rule takes no text"));
+        }
+        let rule = RuleSpec::SignIn { accept: self.accept.unwrap_or(true), matcher };
         Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 

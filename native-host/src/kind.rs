@@ -33,6 +33,10 @@ pub enum Kind {
     Passkey,
     /// A `window.print()` (`host/print.rs`), answered in the page as a person's cancel.
     Print,
+    /// A FedCM sign-in (`host/sign_in.rs`), `navigator.credentials.get({identity})`, held by
+    /// the page hook before the browser sees it.
+    #[serde(rename = "sign_in")]
+    SignIn,
 }
 
 impl Kind {
@@ -44,6 +48,7 @@ impl Kind {
             None if self == Self::AppLink => "app_link",
             None if self == Self::Passkey => "passkey",
             None if self == Self::Print => "print",
+            None if self == Self::SignIn => "sign_in",
             None => "auth",
         }
     }
@@ -55,7 +60,13 @@ impl Kind {
             Self::Confirm => Some(DialogKind::Confirm),
             Self::Prompt => Some(DialogKind::Prompt),
             Self::BeforeUnload => Some(DialogKind::BeforeUnload),
-            Self::Auth | Self::Permission | Self::DeviceChooser | Self::AppLink | Self::Passkey | Self::Print => None,
+            Self::Auth
+            | Self::Permission
+            | Self::DeviceChooser
+            | Self::AppLink
+            | Self::Passkey
+            | Self::Print
+            | Self::SignIn => None,
         }
     }
 

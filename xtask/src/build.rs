@@ -8,28 +8,6 @@ use std::path::Path;
 use std::process::Command;
 
 const MARKER: &str = "/*@ENGINE@*/";
-/// Files of manifest/ shipped as they are.
-const STATIC_FILES: &[&str] = &[
-    "manifest.json",
-    "content.js",
-    "pilot.js",
-    "background.js",
-    "debugger.js",
-    "prompts.js",
-    "auth.js",
-    "permissions.js",
-    "choosers.js",
-    "applinks.js",
-    "passkeys.js",
-    "print.js",
-    "pilot_tools.js",
-    "state_tools.js",
-    "tracking.js",
-    "stalled.js",
-    "popup.html",
-    "popup.css",
-    "popup.js",
-];
 /// wasm features rustc emits by default that binaryen must accept; bulk memory is then
 /// lowered to plain loops, which wasm2js supports.
 const FEATURES: &[&str] =
@@ -163,8 +141,14 @@ fn assemble(root: &Path, engine_js: &str) -> Result<()> {
         fs::remove_dir_all(&dst)?;
     }
     fs::create_dir_all(&dst)?;
-    for name in STATIC_FILES {
-        fs::copy(src.join(name), dst.join(name)).with_context(|| format!("copying manifest/{name}"))?;
+    // Every file of manifest/ ships as it is (a new kind's worker file too); inject/ is the
+    // page hook's parts, assembled below.
+    for entry in fs::read_dir(&src).context("reading manifest/")? {
+        let path = entry?.path();
+        if path.is_file() {
+            let name = path.file_name().context("a file without a name")?;
+            fs::copy(&path, dst.join(name)).with_context(|| format!("copying {}", path.display()))?;
+        }
     }
     let inject = page_hook(&src.join("inject"))?;
     if inject.matches(MARKER).count() != 1 {

@@ -61,6 +61,7 @@ impl State {
                     PromptAsk::AppLink(l) => l,
                     PromptAsk::Passkey(p) => p,
                     PromptAsk::Print(p) => p,
+                    PromptAsk::SignIn(p) => p,
                 };
                 self.on_prompt(&m, kind)
             }

@@ -150,6 +150,8 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         }
         (Kind::Print, Some(true)) => "printed to a PDF file (the page got beforeprint and afterprint)".to_string(),
         (Kind::Print, Some(false)) => "cancelled (as a person closes the preview)".to_string(),
+        (Kind::SignIn, Some(true)) => "left to the browser's account chooser".to_string(),
+        (Kind::SignIn, Some(false)) => "refused (the page got NetworkError)".to_string(),
         (Kind::Passkey, Some(false)) => {
             "refused (the page got NotAllowedError, as after a person's cancel)".to_string()
         }
@@ -196,6 +198,14 @@ pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
         ),
         RuleSpec::Print { accept: true, .. } => ("print()".to_string(), "print the page to a PDF file"),
         RuleSpec::Print { .. } => ("print()".to_string(), "cancel it (as a person closes the preview)"),
+        RuleSpec::SignIn { accept, .. } => (
+            "sign-in (FedCM)".to_string(),
+            if *accept {
+                "leave it to the browser's account chooser"
+            } else {
+                "refuse it at once (the page gets NetworkError)"
+            },
+        ),
         RuleSpec::DeviceChooser { chooser, .. } => {
             (chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str())), "cancel it")
         }
@@ -238,7 +248,7 @@ the page got the browser's answer."
 pub fn prompt_expired(kind: Kind) -> &'static str {
     match kind {
         Kind::Permission => "The extension denied it: no answer came from the host in time.",
-        Kind::Passkey => "The extension refused it: no answer came from the host in time.",
+        Kind::Passkey | Kind::SignIn => "The extension refused it: no answer came from the host in time.",
         _ => "The extension cancelled it: no answer came from the host in time.",
     }
 }

@@ -28,6 +28,7 @@ pub mod protocol;
 pub mod record;
 mod reports;
 pub mod rules;
+mod sign_in;
 mod socket;
 pub mod state;
 

@@ -315,6 +315,8 @@ pub enum PromptAsk {
     Passkey(PasskeyAsk),
     /// A window.print() the page hook answered (`manifest/print.js`).
     Print(PrintAsk),
+    /// A FedCM sign-in the page hook holds (`manifest/sign_in.js`).
+    SignIn(SignInAsk),
 }
 
 impl PromptAsk {
@@ -325,6 +327,7 @@ impl PromptAsk {
             Self::Permission(_) => Kind::Permission,
             Self::DeviceChooser(_) => Kind::DeviceChooser,
             Self::AppLink(_) => Kind::AppLink,
+            Self::SignIn(_) => Kind::SignIn,
             Self::Passkey(_) => Kind::Passkey,
             Self::Print(_) => Kind::Print,
         }
@@ -392,6 +395,13 @@ pub struct PasskeyAsk {
     /// The relying party's id as the page named it (empty: its own origin's host).
     #[serde(default)]
     pub rp_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SignInAsk {
+    /// The identity provider's config URL, as the page named its first one (page-made).
+    #[serde(default)]
+    pub provider: String,
 }
 
 /// A print carries nothing of its own: the frame and its URL say which.

@@ -58,6 +58,7 @@ impl rules::Rule for RuleSpec {
             Self::AppLink { .. } => "app link",
             Self::Passkey { .. } => "passkey",
             Self::Print { .. } => "print",
+            Self::SignIn { .. } => "sign-in",
         }
     }
 
@@ -71,7 +72,8 @@ impl rules::Rule for RuleSpec {
                 (R::DeviceChooser { chooser: a, .. }, R::DeviceChooser { chooser: b, .. }) => a == b,
                 (R::AppLink { .. }, R::AppLink { .. })
                 | (R::Passkey { .. }, R::Passkey { .. })
-                | (R::Print { .. }, R::Print { .. }) => true,
+                | (R::Print { .. }, R::Print { .. })
+                | (R::SignIn { .. }, R::SignIn { .. }) => true,
                 _ => false,
             }
     }
