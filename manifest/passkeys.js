@@ -30,6 +30,10 @@ export function createPasskeys(prompts, pilotOn, holds, toHost) {
   const send = (tabId, method, params = {}) => chrome.debugger.sendCommand({ tabId }, method, params);
   // tabId -> { id: authenticator id, calls: Map(call key -> { rp, keep, timer }) }
   const tabs = new Map();
+  // The keys last handed back, on their way to the host: a request waits for them, so the
+  // host (one port, in order) has them before it answers (a page signs in with the passkey
+  // it made a moment ago).
+  let saving = Promise.resolve();
   const callKey = (sender, pageRequest) => `${sender.frameId ?? 0}:${sender.documentId}:${pageRequest}`;
 
   // The tab's authenticator, made (or made again, if the environment went) with `keys` in it.
@@ -70,7 +74,9 @@ export function createPasskeys(prompts, pilotOn, holds, toHost) {
     if (call === undefined) return;
     t.calls.delete(key);
     clearTimeout(call.timer);
-    await save(tabId, t, call.rp, call.keep);
+    const saved = save(tabId, t, call.rp, call.keep);
+    saving = saving.then(() => saved);
+    await saved;
     if (t.calls.size > 0 || tabs.get(tabId) !== t) return;
     tabs.delete(tabId);
     if (t.id !== null) await send(tabId, 'WebAuthn.removeVirtualAuthenticator', { authenticatorId: t.id }).catch(() => {});
@@ -116,7 +122,7 @@ export function createPasskeys(prompts, pilotOn, holds, toHost) {
         reply('accept');
         return true;
       };
-      prompts.ask('passkey', fields, { apply });
+      saving.then(() => prompts.ask('passkey', fields, { apply }));
     },
     // The page's accepted call settled (its frame says so; the browser names the frame).
     settled(msg, sender) {

@@ -52,6 +52,29 @@ impl Session {
         Ok((s, url))
     }
 
+    /// A session whose tab shows `url` (from any server: another site's, for a `localhost`
+    /// page), tracked by the host, with the pilot on if asked.
+    pub async fn showing(url: &str, pilot: bool) -> Result<Self> {
+        let s = Self::start().await?;
+        s.page.goto(url).await?;
+        s.page.bring_to_front().await?;
+        s.agent.wait_for_tab(url).await?;
+        if pilot {
+            s.enable_pilot().await?;
+        }
+        Ok(s)
+    }
+
+    /// A trusted click on the page's `#b` reaches it (its handler pushes `'click'` to
+    /// `seen`, as the kinds' test pages do): the tab still takes input.
+    pub async fn takes_input(&self) -> Result<()> {
+        self.page.click("#b").await?;
+        eventually(LIMIT, "a click reaching the page", || async {
+            Ok(self.page_value("seen.includes('click')").await?.as_bool().unwrap_or(false).then_some(()))
+        })
+        .await
+    }
+
     /// Serves `html` at `path`, opens it in the tab, and waits until the host tracks it.
     pub async fn open(&self, path: &str, html: &str, headers: &[(&str, &str)]) -> Result<String> {
         let url = self.web.page(path, html, headers);

@@ -36,15 +36,6 @@ fn setup(extra: Value) -> Value {
     a
 }
 
-/// A trusted click on the button reaches the page: the tab still takes input.
-async fn takes_input(s: &Session) -> anyhow::Result<()> {
-    s.page.click("#b").await?;
-    eventually(LIMIT, "a click reaching the page", || async {
-        Ok(s.page_value("seen.includes('click')").await?.as_bool().unwrap_or(false).then_some(()))
-    })
-    .await
-}
-
 async fn seen(s: &Session) -> anyhow::Result<Value> {
     s.page_value("seen").await
 }
@@ -68,7 +59,7 @@ async fn the_default_cancels_and_the_tab_keeps_taking_input() -> anyhow::Result<
         assert_eq!((r["scheme"].as_str(), r["target"].as_str()), (Some(scheme), Some(target)), "{r}");
         assert!(r["explanation"].as_str().unwrap_or("").contains("cancelled by the default policy"), "{r}");
     }
-    takes_input(&s).await?;
+    s.takes_input().await?;
     assert_eq!(s.page_value("location.href").await?, url, "the page stays where it is");
     assert_eq!(seen(&s).await?, json!(["click"]), "no leave prompt, no lost focus: nothing reached the browser");
     // What nobody chose waits for the agent's acknowledgement, as a default-answered dialog.
@@ -101,7 +92,7 @@ async fn a_rule_opens_its_scheme_once_and_the_rest_stays_cancelled() -> anyhow::
     .await?;
     let after = s.agent.ok("interact", json!({"action": "handle_dialog", "status": true})).await?;
     assert_eq!(after["auto_responses"], json!([]), "a once-rule is spent");
-    takes_input(&s).await
+    s.takes_input().await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -115,7 +106,7 @@ async fn must_respond_holds_it_for_the_agent_then_the_watchdog_leaves_it() -> an
         (Some("app_link"), Some("mailto:[redacted:email]"))
     );
     // The navigation waits cancelled; the tab is free meanwhile.
-    takes_input(&s).await?;
+    s.takes_input().await?;
     let id = held[0]["dialog_id"].clone();
     let v = s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;
     assert_eq!(
@@ -145,7 +136,7 @@ async fn must_respond_holds_it_for_the_agent_then_the_watchdog_leaves_it() -> an
         "{}",
         recs[1]
     );
-    takes_input(&s).await
+    s.takes_input().await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -192,7 +183,7 @@ async fn another_sites_frame_and_a_strict_csp_page() -> anyhow::Result<()> {
     assert_eq!((r["decided_by"].as_str(), r["target"].as_str()), (Some("default_policy"), Some("myapp://from-frame")));
     assert!(r["url"].as_str().unwrap_or("").starts_with(&other.origin), "the frame's own URL: {r}");
     assert_ne!(r["frame_id"], json!(0), "{r}");
-    takes_input(&s).await?;
+    s.takes_input().await?;
     assert_eq!(s.page_value("violations").await?, json!([]), "no CSP violation");
     Ok(())
 }
@@ -220,7 +211,7 @@ async fn a_hostile_page_cannot_see_or_stop_the_hook() -> anyhow::Result<()> {
     s.page.click("#app").await?;
     let r = &s.closed_records("app_link", 1).await?[0];
     assert_eq!(r["decided_by"], "default_policy", "{r}");
-    takes_input(&s).await?;
+    s.takes_input().await?;
     // The engine, built on the first app link after the traps, answers dialogs too.
     assert_eq!(s.page_value("confirm('after the traps?')").await?, json!(false));
     assert_eq!(s.page_value("trapped").await?, json!(0), "the hook used only what it captured at start");
@@ -300,7 +291,7 @@ async fn a_flood_of_app_links_is_counted_exactly_and_nothing_hangs() -> anyhow::
     .await?;
     let folded = s.dialogs().await?["folded_by_flood_limit"].as_u64().unwrap_or(0);
     assert!(folded > fired / 2, "{folded} counted of {fired}: the flood limit held");
-    takes_input(&s).await
+    s.takes_input().await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -314,7 +305,7 @@ async fn a_frame_its_parent_navigates_is_reported_blocking_until_the_tab_goes_to
     .await?;
     let r = &s.closed_records("app_link", 1).await?[0];
     assert_eq!((r["decided_by"].as_str(), r["target"].as_str()), (Some("default_policy"), Some("myapp://srcdoc")));
-    takes_input(&s).await?;
+    s.takes_input().await?;
     // A frame its parent points at an app link fires no `navigate` the hook could cancel:
     // the browser shows its dialog, and Unmodal says so.
     s.page_value(
@@ -355,5 +346,5 @@ async fn a_frame_its_parent_navigates_is_reported_blocking_until_the_tab_goes_to
     assert!(closed["explanation"].as_str().unwrap_or("").contains("went to another site"), "{closed}");
     let after = s.agent.call("interact", json!({"action": "handle_dialog", "status": true})).await?;
     assert!(!format!("{after:?}").contains("dialogs_blocking"), "{after:?}");
-    takes_input(&s).await
+    s.takes_input().await
 }

@@ -49,23 +49,7 @@ const GET: &str = "navigator.credentials.get({publicKey: {rpId: 'localhost', cha
   .then((c) => ['ok', c.type], (e) => ['error', e.constructor.name, e.name, e.message, Object.hasOwn(e, 'stack')])";
 
 async fn session(site: &WebServer, pilot: bool) -> anyhow::Result<Session> {
-    let s = Session::start().await?;
-    let url = site.page("/passkeys", PAGE, &[]);
-    s.page.goto(&url).await?;
-    s.page.bring_to_front().await?;
-    s.agent.wait_for_tab(&url).await?;
-    if pilot {
-        s.enable_pilot().await?;
-    }
-    Ok(s)
-}
-
-async fn takes_input(s: &Session) -> anyhow::Result<()> {
-    s.page.click("#b").await?;
-    eventually(LIMIT, "a click reaching the page", || async {
-        Ok(s.page_value("seen.includes('click')").await?.as_bool().unwrap_or(false).then_some(()))
-    })
-    .await
+    Session::showing(&site.page("/passkeys", PAGE, &[]), pilot).await
 }
 
 /// What a browser without Unmodal gives a create() that is not allowed: its virtual
@@ -93,7 +77,7 @@ async fn the_default_refuses_as_a_person_would_and_the_tab_keeps_taking_input() 
         (recs[1]["operation"].as_str(), recs[1]["message"].as_str()),
         (Some("get"), Some("sign in with a passkey for localhost"))
     );
-    takes_input(&s).await?;
+    s.takes_input().await?;
     // A password credential is none of ours: the browser answers it.
     assert_eq!(s.page_value("navigator.credentials.get({password: true}).then((c) => c)").await?, json!(null));
     assert_eq!(s.closed_records("passkey", 2).await?.len(), 2, "not recorded");
@@ -121,7 +105,7 @@ async fn a_rule_by_relying_party_and_must_respond_with_the_watchdog() -> anyhow:
     let held = s.held(1).await?;
     assert_eq!(held[0]["type"], "passkey");
     assert_eq!(s.page_value("window.held").await?, json!("pending"), "the page's call waits");
-    takes_input(&s).await?;
+    s.takes_input().await?;
     let id = held[0]["dialog_id"].clone();
     s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": false})).await?;
     eventually(LIMIT, "the page's call refused by the agent", || async {
@@ -200,7 +184,7 @@ async fn another_sites_frame_under_a_strict_csp() -> anyhow::Result<()> {
     assert_eq!(got[2], "NotAllowedError", "{got}");
     let r = &s.closed_records("passkey", 1).await?[0];
     assert!(r["url"].as_str().unwrap_or("").starts_with(&site.origin), "the frame's own URL: {r}");
-    takes_input(&s).await?;
+    s.takes_input().await?;
     assert_eq!(s.page_value("violations").await?, json!([]));
     Ok(())
 }
@@ -261,7 +245,7 @@ async fn a_flood_of_passkey_requests_is_counted_exactly_and_nothing_hangs() -> a
         Ok((s.recorded_or_counted("passkey").await? == 1000).then_some(()))
     })
     .await?;
-    takes_input(&s).await
+    s.takes_input().await
 }
 
 async fn accept_rule(s: &Session, keep: bool) -> anyhow::Result<Value> {
@@ -304,7 +288,7 @@ async fn a_rule_answers_with_a_virtual_authenticator_create_then_get() -> anyhow
     for r in &recs {
         assert_eq!((r["decided_by"].as_str(), r["accepted"].as_bool()), (Some("rule"), Some(true)), "{r}");
     }
-    takes_input(&s).await?;
+    s.takes_input().await?;
     // The agent sees no key anywhere.
     let all = [s.dialogs().await?.to_string(), s.agent.ok("observe", json!({"what": "logs"})).await?.to_string()];
     assert!(!all.concat().contains("privateKey"), "{all:?}");
@@ -384,5 +368,5 @@ async fn beside_playwright_mcp_attaching_and_detaching() -> anyhow::Result<()> {
     assert_eq!(made[0], "ok", "{made}");
     let id = made[1].as_str().unwrap_or_default().to_owned();
     assert_eq!(s.page_value(&get_id(&id)).await?, json!(["ok", id, 3]));
-    takes_input(&s).await
+    s.takes_input().await
 }

@@ -19,23 +19,7 @@ const SIGN_IN: &str = "(() => { const t0 = performance.now();
     .then(() => ['ok'], (e) => [e.constructor.name, e.name, e.message, performance.now() - t0]); })()";
 
 async fn session(site: &WebServer, pilot: bool) -> anyhow::Result<Session> {
-    let s = Session::start().await?;
-    let url = site.page("/sign-in", PAGE, &[]);
-    s.page.goto(&url).await?;
-    s.page.bring_to_front().await?;
-    s.agent.wait_for_tab(&url).await?;
-    if pilot {
-        s.enable_pilot().await?;
-    }
-    Ok(s)
-}
-
-async fn takes_input(s: &Session) -> anyhow::Result<()> {
-    s.page.click("#b").await?;
-    eventually(LIMIT, "a click reaching the page", || async {
-        Ok(s.page_value("seen.includes('click')").await?.as_bool().unwrap_or(false).then_some(()))
-    })
-    .await
+    Session::showing(&site.page("/sign-in", PAGE, &[]), pilot).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -56,7 +40,7 @@ async fn the_default_refuses_at_once_with_the_browsers_own_error() -> anyhow::Re
         (Some("default_policy"), Some(false), Some("sign in with https://idp.example/config.json (FedCM)")),
         "{r}"
     );
-    takes_input(&s).await
+    s.takes_input().await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -80,7 +64,7 @@ async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it() -> anyhow::
     let held = s.held(1).await?;
     assert_eq!(held[0]["type"], "sign_in");
     assert_eq!(s.page_value("window.held").await?, json!("pending"), "the page's call waits");
-    takes_input(&s).await?;
+    s.takes_input().await?;
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": false}))
         .await?;
@@ -124,5 +108,5 @@ async fn with_the_pilot_off_the_browser_has_it_and_a_flood_is_counted() -> anyho
         Ok((s.recorded_or_counted("sign_in").await? == 1000).then_some(()))
     })
     .await?;
-    takes_input(&s).await
+    s.takes_input().await
 }
