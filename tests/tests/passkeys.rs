@@ -370,3 +370,31 @@ async fn beside_playwright_mcp_attaching_and_detaching() -> anyhow::Result<()> {
     assert_eq!(s.page_value(&get_id(&id)).await?, json!(["ok", id, 3]));
     s.takes_input().await
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_accepted_call_touches_nothing_of_the_pages() -> anyhow::Result<()> {
+    let site = WebServer::other_site()?;
+    let s = session(&site, true).await?;
+    accept_rule(&s, false).await?;
+    // Names the hook's own objects carry (none is a member WebAuthn reads from the options).
+    s.page_value(
+        "window.trapped = [];
+         for (const name of ['settled', 'request', 'kind', 'what', 'method', 'detail', 'page_request']) {
+           Object.defineProperty(Object.prototype, name, { get() { trapped.push('get ' + name); },
+             set(v) { trapped.push('set ' + name); }, configurable: true });
+         }
+         window.CustomEvent = function () { trapped.push('CustomEvent'); };
+         const then = Promise.prototype.then;
+         Promise.prototype.then = function (...a) {
+           if (new Error().stack.includes('chrome-extension')) trapped.push('then');
+           return then.apply(this, a);
+         };
+         0",
+    )
+    .await?;
+    let made = s.page_value(CREATE_ID).await?;
+    assert_eq!(made[0], "ok", "{made}");
+    authenticator_gone(&s).await?;
+    assert_eq!(s.page_value("trapped").await?, json!([]), "the page's traps saw the hook at work");
+    Ok(())
+}
