@@ -121,15 +121,7 @@
     });
     const folded = Number.isSafeInteger(batch.folded) && batch.folded > 0 ? batch.folded : 0;
     if (reports.length === 0 && folded === 0) return;
-    sendReports({ type: 'dialogs', reports, folded }, 0);
-  };
-  // As the browser starts, a message can find no worker listening yet and fail: reports go
-  // again a few times (the host drops any it already had, by their numbers).
-  const RETRY_MS = [50, 150, 400, 1000, 2000];
-  const sendReports = (msg, attempt) => {
-    runtime().sendMessage(msg).catch(() => {
-      if (attempt < RETRY_MS.length) setTimeout(() => sendReports(msg, attempt + 1), RETRY_MS[attempt]);
-    });
+    runtime().sendMessage({ type: 'dialogs', reports, folded }).catch(() => {});
   };
 
   // A request the page hook asks about (inject/44-ask.js), whatever its kind: the worker
