@@ -93,8 +93,7 @@ impl PromptKind for AuthAsk {
             None => format!("HTTP auth cancelled: auth {named} matched (it cancels); the page gets the 401"),
         };
         let decision = if credentials.is_some() { PromptDecision::Accept } else { PromptDecision::Refuse };
-        let with = credentials.clone().map_or(With::Nothing, With::Login);
-        Verdict::Answer { decision, with, by: DecidedBy::Rule, rule: Some(id), why }
+        Verdict::rule(decision, id, why).carrying(credentials.clone().map_or(With::Nothing, With::Login))
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {

@@ -21,9 +21,9 @@ use crate::redact::Redactor;
 use unmodal_engine::Policy;
 
 impl PasskeyAsk {
-    fn accept(&self, by: DecidedBy, rule: Option<u32>, keep: bool, why: String) -> Verdict {
-        let with = With::Passkeys { rp_id: self.rp_id.clone(), keep };
-        Verdict::Answer { decision: PromptDecision::Accept, with, by, rule, why }
+    /// The keys an accept arms the authenticator with: the relying party's.
+    fn arming(&self, keep: bool) -> With {
+        With::Passkeys { rp_id: self.rp_id.clone(), keep }
     }
 }
 
@@ -67,7 +67,7 @@ impl PromptKind for PasskeyAsk {
         let kept = if *keep { ", keeping the passkeys it makes for this profile" } else { "" };
         let why =
             format!("Passkey request answered by Unmodal's virtual authenticator: passkey rule {id} matched{kept}");
-        self.accept(DecidedBy::Rule, Some(id), *keep, why)
+        Verdict::rule(PromptDecision::Accept, id, why).carrying(self.arming(*keep))
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
@@ -85,12 +85,12 @@ page gets NotAllowedError)"
 passkey sheet, invisible in headless, would have dropped every input to the tab until a reload; a passkey rule \
 with accept: true answers it with Unmodal's virtual authenticator",
             ),
-            Policy::AutoAccept => self.accept(
+            Policy::AutoAccept => Verdict::policy(
+                PromptDecision::Accept,
                 DecidedBy::Policy,
-                None,
-                false,
-                "Passkey request answered by Unmodal's virtual authenticator (the tab's auto_accept policy)".into(),
-            ),
+                "Passkey request answered by Unmodal's virtual authenticator (the tab's auto_accept policy)",
+            )
+            .carrying(self.arming(false)),
             Policy::AutoDismiss => {
                 refuse(DecidedBy::Policy, "Passkey request refused by the tab's auto_dismiss policy")
             }

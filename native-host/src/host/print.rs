@@ -54,8 +54,7 @@ impl PromptKind for PrintAsk {
             );
         };
         let why = format!("print() printed to a PDF file: print rule {id} matched");
-        let with = With::Pdf { to: save_to.clone() };
-        Verdict::Answer { decision: PromptDecision::Accept, with, by: DecidedBy::Rule, rule: Some(id), why }
+        Verdict::rule(PromptDecision::Accept, id, why).carrying(With::Pdf { to: save_to.clone() })
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
@@ -73,14 +72,12 @@ leaves it cancelled"
 print job was left behind (the browser's own would never end in headless, and would block PDF printing); a print \
 rule with accept: true prints the page to a PDF file",
             ),
-            Policy::AutoAccept => Verdict::Answer {
-                decision: PromptDecision::Accept,
-                with: With::Pdf { to: None },
-                by: DecidedBy::Policy,
-                rule: None,
-                why: "print() printed to a PDF file in Unmodal's prints directory (the tab's auto_accept policy)"
-                    .into(),
-            },
+            Policy::AutoAccept => Verdict::policy(
+                PromptDecision::Accept,
+                DecidedBy::Policy,
+                "print() printed to a PDF file in Unmodal's prints directory (the tab's auto_accept policy)",
+            )
+            .carrying(With::Pdf { to: None }),
             Policy::AutoDismiss => cancel(DecidedBy::Policy, "print() cancelled by the tab's auto_dismiss policy"),
         }
     }

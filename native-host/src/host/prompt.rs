@@ -60,9 +60,17 @@ impl Verdict {
         Self::Answer { decision, with: With::Nothing, by, rule: None, why: why.into() }
     }
 
-    /// Rule `id`'s answer (one that carries more: `Answer` itself).
+    /// Rule `id`'s answer.
     pub fn rule(decision: PromptDecision, id: u32, why: String) -> Self {
         Self::Answer { decision, with: With::Nothing, by: DecidedBy::Rule, rule: Some(id), why }
+    }
+
+    /// The same answer, carrying `with` to the worker (a login, passkeys, a PDF's file).
+    pub fn carrying(self, with: With) -> Self {
+        match self {
+            Self::Answer { decision, by, rule, why, .. } => Self::Answer { decision, with, by, rule, why },
+            hold => hold,
+        }
     }
 }
 
