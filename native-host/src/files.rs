@@ -103,20 +103,6 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Writes `bytes` to `file` (made 0600 if new), never through a symlink.
-pub fn write_new(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(file)?;
-    f.write_all(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,11 +145,14 @@ mod tests {
         let target = tmp.path().join("target");
         std::fs::write(&target, b"keep").unwrap();
         std::os::unix::fs::symlink(&target, tmp.path().join("link")).unwrap();
-        assert!(write_new(&tmp.path().join("link"), b"x").is_err());
-        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
-        write_new(&tmp.path().join("new.pdf"), b"%PDF").unwrap();
+        crate::paths::write_private(&tmp.path().join("link"), b"x").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep", "the link's target is untouched");
+        assert!(std::fs::symlink_metadata(tmp.path().join("link")).unwrap().file_type().is_file(), "the link replaced");
+        crate::paths::write_private(&tmp.path().join("new.pdf"), b"%PDF").unwrap();
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(tmp.path().join("new.pdf")).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 3, "no temporary file left: {left:?}");
     }
 }

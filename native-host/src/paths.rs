@@ -130,6 +130,32 @@ impl Browser {
     }
 }
 
+/// Writes `bytes` as `file`, private to the user (0600): into a temporary file beside it,
+/// then renamed into place, so a reader never sees half a file and a symlink at `file` is
+/// replaced, never written through.
+pub fn write_private(file: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut tmp_name = file.file_name().unwrap_or_default().to_owned();
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = file.with_file_name(tmp_name);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes));
+    match written.and_then(|()| std::fs::rename(&tmp, file)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
 /// The user's home directory.
 pub fn home() -> io::Result<PathBuf> {
     dirs::home_dir().ok_or_else(|| {

@@ -7,8 +7,6 @@
 //! appears in an answer, a record or a log (`Debug` leaves it out).
 
 use serde::{Deserialize, Serialize};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Keys kept per store, at most (the oldest go first).
@@ -151,11 +149,7 @@ impl PasskeyKeys {
         for k in &self.kept {
             upsert(&mut all, k.clone());
         }
-        let file = dir.join(FILE);
-        let tmp = file.with_extension(format!("json.{}.tmp", std::process::id()));
-        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
-        f.write_all(&serde_json::to_vec(&all).map_err(std::io::Error::other)?)?;
-        std::fs::rename(&tmp, &file)
+        crate::paths::write_private(&dir.join(FILE), &serde_json::to_vec(&all).map_err(std::io::Error::other)?)
     }
 }
 

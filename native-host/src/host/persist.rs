@@ -12,7 +12,6 @@ use crate::api::{MatchArg, RuleSpec};
 use ringbuf::traits::{Consumer, RingBuffer};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
-use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -257,14 +256,9 @@ pub fn lock(dir: &Path, session: &str, wait: Duration) -> std::io::Result<std::f
     }
 }
 
-/// Writes the snapshot: to a private temporary file, then renamed over the old one, so a
-/// reader never sees half a file.
+/// Writes the snapshot whole (`paths::write_private`: a reader never sees half a file).
 pub fn save(dir: &Path, session: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let file = path(dir, session);
-    let tmp = file.with_extension(format!("json.{}.tmp", std::process::id()));
-    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
-    f.write_all(bytes)?;
-    std::fs::rename(&tmp, &file)
+    crate::paths::write_private(&path(dir, session), bytes)
 }
 
 /// Removes the state files of browser sessions long gone.

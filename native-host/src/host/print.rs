@@ -142,7 +142,7 @@ fn save(to: Option<PathBuf>, record: u64, data: &str) -> Result<(PathBuf, u64), 
             dir.join(format!("print-{stamp}-{record}.pdf"))
         }
     };
-    crate::files::write_new(&file, &bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+    crate::paths::write_private(&file, &bytes).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok((file, bytes.len() as u64))
 }
 
