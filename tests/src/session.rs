@@ -251,6 +251,14 @@ impl Session {
         Ok(kept as u64 + d["evicted"].as_u64().unwrap_or(0) + d["folded_by_flood_limit"].as_u64().unwrap_or(0))
     }
 
+    /// Waits until exactly `n` prompts of type `kind` were recorded or counted (a flood).
+    pub async fn all_accounted(&self, kind: &str, n: u64) -> Result<()> {
+        eventually(Duration::from_secs(15), &format!("{n} {kind} prompts recorded or counted"), || async {
+            Ok((self.recorded_or_counted(kind).await? == n).then_some(()))
+        })
+        .await
+    }
+
     pub async fn dialogs(&self) -> Result<Value> {
         self.agent.ok("observe", json!({"what": "dialogs"})).await
     }

@@ -285,10 +285,7 @@ async fn a_flood_of_app_links_is_counted_exactly_and_nothing_hangs() -> anyhow::
     // Chromium throttles a page's navigations (200 in 10 s); each it let through is counted.
     let fired = s.page_value("window.fired").await?.as_u64().unwrap_or(0);
     assert!(fired >= 100, "the page's own listener saw {fired} navigations");
-    eventually(LIMIT, "every app link recorded or counted", || async {
-        Ok((s.recorded_or_counted("app_link").await? == fired).then_some(()))
-    })
-    .await?;
+    s.all_accounted("app_link", fired).await?;
     let folded = s.dialogs().await?["folded_by_flood_limit"].as_u64().unwrap_or(0);
     assert!(folded > fired / 2, "{folded} counted of {fired}: the flood limit held");
     s.takes_input().await

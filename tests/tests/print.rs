@@ -168,10 +168,7 @@ async fn print_looks_and_fails_like_the_browsers_own() -> anyhow::Result<()> {
 async fn a_flood_of_prints_is_counted_exactly() -> anyhow::Result<()> {
     let s = session(true).await?;
     s.page_value("for (let i = 0; i < 1000; i++) print(); 0").await?;
-    eventually(LIMIT, "1000 prints recorded or counted", || async {
-        Ok((s.recorded_or_counted("print").await? == 1000).then_some(()))
-    })
-    .await?;
+    s.all_accounted("print", 1000).await?;
     assert_eq!(printable(&s.page).await?, Ok(()));
     Ok(())
 }

@@ -107,9 +107,6 @@ async fn with_the_pilot_off_the_browser_has_it_and_a_flood_is_counted() -> anyho
         ))
         .await?;
     assert_eq!(names, json!(["NetworkError"]), "every one refused");
-    eventually(LIMIT, "1000 sign-ins recorded or counted", || async {
-        Ok((s.recorded_or_counted("sign_in").await? == 1000).then_some(()))
-    })
-    .await?;
+    s.all_accounted("sign_in", 1000).await?;
     s.takes_input().await
 }
