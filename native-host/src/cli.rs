@@ -1,7 +1,7 @@
 //! Command line: host mode when Chrome starts us, otherwise the user's subcommands.
 
 use crate::paths::Browser;
-use crate::{doctor, host, install, mcp, pilot_cli};
+use crate::{browser, doctor, host, install, mcp, pilot_cli};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,7 +21,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the agent over MCP on stdin/stdout (put this in your agent's MCP config).
-    Mcp,
+    Mcp(McpArgs),
+    /// Start a browser with Unmodal loaded, in a profile of its own, for your agent's driver.
+    #[command(after_help = "Prints the DevTools endpoint and the MCP config lines for Playwright MCP, \
+chrome-devtools-mcp or a script. A second `unmodal browser` on the same profile prints the running one's \
+endpoint. Ctrl-C closes the browser.")]
+    Browser(BrowserArgs),
     /// Register the native host with browsers so the extension can start it.
     Install(Target),
     /// Remove what `install` wrote.
@@ -33,6 +38,43 @@ enum Command {
 out of the agent's MCP tools. In a browser started with remote debugging (any browser a driver such as \
 Playwright MCP or chrome-devtools-mcp attaches to) it is the only way to switch the pilot on.")]
     Pilot(PilotArgs),
+}
+
+#[derive(Args)]
+struct McpArgs {
+    /// Start Unmodal's browser (as `unmodal browser`) when no browser is connected, and close
+    /// it when the agent leaves; point the driver at its port (`--port`).
+    #[arg(long)]
+    browser: bool,
+    #[command(flatten)]
+    launch: BrowserArgs,
+}
+
+#[derive(Args)]
+struct BrowserArgs {
+    /// Run without a window.
+    #[arg(long)]
+    headless: bool,
+    /// DevTools port for the driver; 0 picks any free one (printed).
+    #[arg(long, default_value_t = 9222)]
+    port: u16,
+    /// Profile directory [default: <data dir>/profiles/default].
+    #[arg(long, value_name = "DIR")]
+    profile: Option<PathBuf>,
+    /// The browser binary [default: the first Chromium or Chrome for Testing found].
+    #[arg(long, value_name = "PATH")]
+    browser_path: Option<PathBuf>,
+}
+
+impl BrowserArgs {
+    fn options(self) -> browser::Options {
+        browser::Options {
+            headless: self.headless,
+            port: self.port,
+            profile: self.profile,
+            browser_path: self.browser_path,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -89,21 +131,29 @@ pub fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     match cli.command {
-        Command::Mcp => report(mcp::run()),
+        Command::Mcp(m) => report(mcp::run(m.browser.then(|| m.launch.options()))),
+        Command::Browser(b) => report(browser::run(&b.options())),
         Command::Install(t) => {
-            report(install::install(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|files| {
-                for f in files {
+            report(install::install_all(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|done| {
+                for f in done.manifests {
                     println!("registered {}", f.display());
                 }
-                println!(
-                    "Next: load the Unmodal extension; a person switches AI Web Pilot on with `unmodal pilot on`."
-                );
+                match done.extension {
+                    Ok(dir) => println!(
+                        "extension unpacked in {}\nNext: `unmodal browser` starts a browser with it loaded; for a \
+browser you start yourself, load that directory (chrome://extensions, Developer mode, \"Load unpacked\") or pass \
+--load-extension={}. A person switches AI Web Pilot on with `unmodal pilot on`.",
+                        dir.display(),
+                        dir.display()
+                    ),
+                    Err(why) => println!("no extension unpacked: {why}"),
+                }
             }))
         }
         Command::Uninstall(t) => {
-            report(install::uninstall(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|files| {
+            report(install::uninstall_all(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|files| {
                 if files.is_empty() {
-                    println!("nothing to remove: the host was not registered there");
+                    println!("nothing to remove: Unmodal was not installed there");
                 }
                 for f in files {
                     println!("removed {}", f.display());

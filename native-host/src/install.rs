@@ -1,6 +1,8 @@
 //! Registers the host with browsers: writes the native-messaging manifest that names this
-//! binary and allows only the Unmodal extension to start it.
+//! binary and allows only the Unmodal extension to start it; unpacks the extension this
+//! binary carries into the data directory (extension.rs).
 
+use crate::extension;
 use crate::paths::{self, Browser};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
@@ -32,6 +34,34 @@ pub fn targets(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec
     }
     let config = paths::config_dir()?;
     Ok(browsers.iter().map(|b| (b.name().to_string(), b.manifest_dir(&config))).collect())
+}
+
+/// What `install` did: the host manifests written, and the extension's unpacked copy (or
+/// why there is none).
+pub struct Installed {
+    pub manifests: Vec<PathBuf>,
+    pub extension: Result<PathBuf, String>,
+}
+
+/// Registers the host and unpacks the extension. A binary without the extension still
+/// registers the host (the extension may be loaded by hand) and says so.
+pub fn install_all(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Installed> {
+    let extension = if extension::carried() {
+        let data = paths::data_dir()?;
+        Ok(extension::unpack(&data)?)
+    } else {
+        Err(extension::NOT_CARRIED.to_owned())
+    };
+    Ok(Installed { manifests: install(browsers, user_data_dir)?, extension })
+}
+
+/// Takes back what `install_all` wrote: the host manifests and every unpacked extension.
+pub fn uninstall_all(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<PathBuf>> {
+    let mut removed = uninstall(browsers, user_data_dir)?;
+    if user_data_dir.is_none() {
+        removed.extend(extension::remove_all(&paths::data_dir()?)?);
+    }
+    Ok(removed)
 }
 
 pub fn install(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<PathBuf>> {

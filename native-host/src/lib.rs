@@ -2,9 +2,11 @@
 //! See ARCHITECTURE.md for how the parts fit.
 
 pub mod api;
+pub mod browser;
 pub mod cli;
 pub mod debuggable;
 pub mod doctor;
+pub mod extension;
 pub mod files;
 pub mod frame;
 pub mod host;

@@ -319,11 +319,29 @@ impl ServerHandler for Server {
     }
 }
 
-pub fn run() -> Result<()> {
+/// Serves the agent on stdio. With `browser`, first starts Unmodal's browser when no
+/// browser is connected (so the driver finds it on its first call), and closes it at the end.
+pub fn run(browser: Option<crate::browser::Options>) -> Result<()> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?.block_on(async {
-        let service = Server::new().serve(rmcp::transport::stdio()).await?;
-        service.waiting().await?;
-        Ok(())
+        let mut started = None;
+        if let Some(opts) = browser
+            && ipc::call(Tool::Info, Value::Null).await.is_err()
+        {
+            // stdout is the protocol: what a person needs goes to stderr.
+            let running = crate::browser::start(&opts).await?;
+            eprintln!("unmodal: browser for the agent at {} (profile {})", running.endpoint, running.profile.display());
+            started = Some(running);
+        }
+        let served = async {
+            let service = Server::new().serve(rmcp::transport::stdio()).await?;
+            service.waiting().await?;
+            anyhow::Ok(())
+        };
+        let result = served.await;
+        if let Some(mut running) = started {
+            running.close().await;
+        }
+        result
     })
 }
 

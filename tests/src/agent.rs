@@ -64,6 +64,11 @@ impl Agent {
     pub async fn start_with_roots(host: &Path, runtime: &Path, roots: &[std::path::PathBuf]) -> Result<Self> {
         let mut cmd = tokio::process::Command::new(host);
         cmd.arg("mcp").env("UNMODAL_RUNTIME_DIR", runtime);
+        Self::start_command(cmd, roots).await
+    }
+
+    /// An MCP client of the server `cmd` starts (its whole command line and environment).
+    pub async fn start_command(cmd: tokio::process::Command, roots: &[std::path::PathBuf]) -> Result<Self> {
         let transport = TokioChildProcess::new(cmd).context("starting `unmodal mcp`")?;
         let client = Client { roots: roots.to_vec() };
         let client = client.serve(transport).await.context("MCP handshake with `unmodal mcp`")?;

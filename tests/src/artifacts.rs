@@ -27,7 +27,9 @@ impl Artifacts {
         let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), PathBuf::from);
         let extension = target.join("extension");
         let host = target.join("release/unmodal");
-        for p in [extension.join("manifest.json"), extension.join("inject.js"), host.clone()] {
+        for p in
+            [extension.join("manifest.json"), extension.join("inject.js"), target.join("extension.stamp"), host.clone()]
+        {
             if !p.exists() {
                 bail!(
                     "{} is missing: run `cargo xtask build` (or `cargo xtask test`, which builds first)",
@@ -35,10 +37,8 @@ impl Artifacts {
                 );
             }
         }
-        let checks = [
-            (vec![extension.join("manifest.json"), extension.join("inject.js")], EXTENSION_SOURCES),
-            (vec![host.clone()], HOST_SOURCES),
-        ];
+        // xtask rewrites only the extension's files that changed; its stamp marks each build.
+        let checks = [(vec![target.join("extension.stamp")], EXTENSION_SOURCES), (vec![host.clone()], HOST_SOURCES)];
         for (built, sources) in checks {
             let sources: Vec<PathBuf> = sources.iter().map(|s| repo_root().join(s)).collect();
             if let Some((artifact, source)) = stale(&built, &sources)? {

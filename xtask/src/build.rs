@@ -134,20 +134,23 @@ fn page_hook(dir: &Path) -> Result<String> {
     Ok(out)
 }
 
+/// Assembles the extension in a staging directory, then brings target/extension/ in line
+/// with it file by file: an unchanged file keeps its time, so cargo rebuilds the host (which
+/// carries these files) only when one changed. target/extension.stamp marks each build.
 fn assemble(root: &Path, engine_js: &str) -> Result<()> {
     let src = root.join("manifest");
-    let dst = root.join("target/extension");
-    if dst.exists() {
-        fs::remove_dir_all(&dst)?;
+    let stage = root.join("target/extension.staging");
+    if stage.exists() {
+        fs::remove_dir_all(&stage)?;
     }
-    fs::create_dir_all(&dst)?;
+    fs::create_dir_all(&stage)?;
     // Every file of manifest/ ships as it is (a new kind's worker file too); inject/ is the
     // page hook's parts, assembled below.
     for entry in fs::read_dir(&src).context("reading manifest/")? {
         let path = entry?.path();
         if path.is_file() {
             let name = path.file_name().context("a file without a name")?;
-            fs::copy(&path, dst.join(name)).with_context(|| format!("copying {}", path.display()))?;
+            fs::copy(&path, stage.join(name)).with_context(|| format!("copying {}", path.display()))?;
         }
     }
     let inject = page_hook(&src.join("inject"))?;
@@ -155,13 +158,13 @@ fn assemble(root: &Path, engine_js: &str) -> Result<()> {
         bail!("manifest/inject/*.js must hold the marker {MARKER} exactly once");
     }
     let inject = inject.replace(MARKER, engine_js);
-    let out = dst.join("inject.js");
+    let out = stage.join("inject.js");
     fs::write(&out, &inject)?;
     // Every frame parses these two: minified, they cost a frame less. The tests run
     // against the minified files, as shipped.
     // UNMODAL_NO_MINIFY=1 keeps them readable (line-level CPU profiles of the bench).
     let minify = std::env::var_os("UNMODAL_NO_MINIFY").is_none();
-    for file in [out.clone(), dst.join("content.js")].into_iter().filter(|_| minify) {
+    for file in [out.clone(), stage.join("content.js")].into_iter().filter(|_| minify) {
         sh::run(
             Command::new(root.join("tools/node_modules/.bin/esbuild"))
                 .arg(&file)
@@ -170,11 +173,34 @@ fn assemble(root: &Path, engine_js: &str) -> Result<()> {
         )?;
     }
     let shipped = fs::metadata(&out)?.len();
+    sync(&stage, &sh::extension_dir())?;
+    fs::remove_dir_all(&stage)?;
+    fs::write(root.join("target/extension.stamp"), "")?;
     eprintln!(
         "xtask: target/extension/ assembled (inject.js {shipped} bytes minified from {}, engine {} bytes of it before)",
         inject.len(),
         engine_js.len()
     );
+    Ok(())
+}
+
+/// Makes `dst` hold exactly the files of `stage` (flat), writing only those that differ.
+fn sync(stage: &Path, dst: &Path) -> Result<()> {
+    fs::create_dir_all(dst)?;
+    for entry in fs::read_dir(dst)? {
+        let path = entry?.path();
+        if !stage.join(path.file_name().context("a file without a name")?).exists() {
+            if path.is_dir() { fs::remove_dir_all(&path)? } else { fs::remove_file(&path)? }
+        }
+    }
+    for entry in fs::read_dir(stage)? {
+        let path = entry?.path();
+        let target = dst.join(path.file_name().context("a file without a name")?);
+        let bytes = fs::read(&path)?;
+        if fs::read(&target).ok().as_deref() != Some(bytes.as_slice()) {
+            fs::write(&target, &bytes).with_context(|| format!("writing {}", target.display()))?;
+        }
+    }
     Ok(())
 }
 

@@ -8,9 +8,16 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
+/// The assembled extension, which the `unmodal` binary carries (native-host/build.rs).
+pub fn extension_dir() -> PathBuf {
+    root().join("target/extension")
+}
+
+/// cargo, in the workspace, with the extension named for the host's build script: every
+/// cargo run xtask makes builds the same host (no rebuild between build, test and bench).
 pub fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(root());
+    cmd.current_dir(root()).env("UNMODAL_EXTENSION_DIR", extension_dir());
     cmd
 }
 

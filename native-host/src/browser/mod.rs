@@ -1,0 +1,150 @@
+//! `unmodal browser`: a browser with Unmodal loaded, in a profile of its own, open to the
+//! agent's driver on a DevTools port. `unmodal mcp --browser` starts the same one.
+
+mod find;
+mod profile;
+mod say;
+
+use crate::{debuggable, extension, install, paths};
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::{Child, Command};
+
+pub use say::config_lines;
+
+/// How long the browser may take to open its DevTools port.
+const START_LIMIT: Duration = Duration::from_secs(30);
+/// How long the extension may take to reach its host once the browser runs.
+const HOST_LIMIT: Duration = Duration::from_secs(20);
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub headless: bool,
+    /// The DevTools port; 0 = any free one.
+    pub port: u16,
+    /// The profile directory (default: `<data dir>/profiles/default`).
+    pub profile: Option<PathBuf>,
+    pub browser_path: Option<PathBuf>,
+}
+
+/// A browser with Unmodal: one this call started (`child`), or one already running on the
+/// profile.
+pub struct Running {
+    pub child: Option<Child>,
+    pub pid: u32,
+    pub endpoint: String,
+    pub profile: PathBuf,
+    /// Whether the extension reached its host (the pilot's state, as the host said it).
+    pub host: Option<bool>,
+}
+
+impl Running {
+    /// Closes a browser this process started: asked politely (SIGTERM), then killed.
+    pub async fn close(&mut self) {
+        let Some(child) = self.child.as_mut() else { return };
+        if let Some(pid) = child.id() {
+            // SAFETY: kill(2) with a pid we started and have not reaped.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        }
+        if tokio::time::timeout(Duration::from_secs(10), child.wait()).await.is_err() {
+            let _ = child.kill().await;
+        }
+    }
+}
+
+pub fn default_profile(data_dir: &Path) -> PathBuf {
+    data_dir.join("profiles/default")
+}
+
+/// Starts the browser, or finds the one already running on the profile.
+pub async fn start(opts: &Options) -> Result<Running> {
+    let data = paths::data_dir()?;
+    let profile = match &opts.profile {
+        Some(p) => std::path::absolute(p).with_context(|| format!("--profile {}", p.display()))?,
+        None => default_profile(&data),
+    };
+    if let Some(b) = debuggable::running()
+        .into_iter()
+        .find(|b| b.user_data_dir.as_deref().is_some_and(|d| profile::same(d, &profile)))
+    {
+        let endpoint = b.port.map_or_else(|| "(port unknown)".to_owned(), say::endpoint);
+        let host = profile::host_status(&profile, Duration::ZERO).await;
+        return Ok(Running { child: None, pid: b.pid, endpoint, profile, host });
+    }
+    if let Some(pid) = profile::locked_by(&profile) {
+        bail!(
+            "the profile {} is in use by another browser (pid {pid}) that has no DevTools port: close that browser, or \
+pick another profile with --profile DIR",
+            profile.display()
+        );
+    }
+    let exe = find::browser(opts.browser_path.as_deref())?;
+    if opts.port != 0 {
+        profile::port_free(opts.port)?;
+    }
+    let ext = extension::unpack(&data)?;
+    std::fs::create_dir_all(&profile)
+        .with_context(|| format!("cannot create the profile directory {}", profile.display()))?;
+    install::install(&[], Some(&profile))?;
+    let active = profile.join("DevToolsActivePort");
+    let _ = std::fs::remove_file(&active);
+    let log = profile.join("unmodal-browser.log");
+    let mut cmd = Command::new(&exe);
+    cmd.arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--remote-debugging-port={}", opts.port))
+        .arg(format!("--load-extension={}", ext.display()))
+        // Without it the "started debugging this browser" bar shrinks the tab's viewport as
+        // soon as the extension attaches its debugger (must_respond, pilot tools).
+        .arg("--silent-debugger-extension-api")
+        .args(["--no-first-run", "--no-default-browser-check"]);
+    if opts.headless {
+        cmd.arg("--headless=new");
+    }
+    if paths::uid() == 0 {
+        // Chromium refuses to run as root with its sandbox (containers, CI).
+        cmd.arg("--no-sandbox");
+    }
+    cmd.arg("about:blank")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).with_context(|| format!("cannot write {}", log.display()))?);
+    let mut child = cmd.spawn().with_context(|| format!("cannot start {}", exe.display()))?;
+    let pid = child.id().unwrap_or(0);
+    let port = match profile::devtools_port(&active, &log, &mut child, START_LIMIT).await {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = child.kill().await;
+            bail!("{e:#}\n{}", profile::log_tail(&log, opts.headless));
+        }
+    };
+    let host = profile::host_status(&profile, HOST_LIMIT).await;
+    Ok(Running { child: Some(child), pid, endpoint: say::endpoint(port), profile, host })
+}
+
+/// `unmodal browser`: starts it, says how to use it, and runs until it closes or Ctrl-C.
+pub fn run(opts: &Options) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let mut running = start(opts).await?;
+        say::print(&say::started(&running));
+        if running.child.is_none() {
+            return Ok(());
+        }
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let child = running.child.as_mut().expect("started above");
+        tokio::select! {
+            status = child.wait() => {
+                let status = status?;
+                say::print(&[format!("the browser closed ({status})")]);
+                return Ok(());
+            }
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        running.close().await;
+        say::print(&["the browser is closed".to_owned()]);
+        Ok(())
+    })
+}

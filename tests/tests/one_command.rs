@@ -1,0 +1,262 @@
+//! From nothing to a working agent set-up: the `unmodal` binary alone, copied into an empty
+//! directory and run with an empty home, installs itself, starts its browser, and serves the
+//! agent beside Playwright MCP. Also the two-line MCP config, and each bad input a new user
+//! meets (a port in use, no browser, a profile in use, an unwritable data directory).
+
+use anyhow::{Context, Result, bail, ensure};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use unmodal_e2e::artifacts::Artifacts;
+use unmodal_e2e::browser::chromium_binary;
+use unmodal_e2e::{Agent, Driver, Peer, WebServer, eventually};
+
+const PAGE: &str = "<!doctype html><title>drafts</title>\
+    <button onclick=\"document.querySelector('#out').textContent = 'confirm: ' + confirm('Delete the draft?')\">Delete</button>\
+    <p id=out>none</p>";
+
+/// A new user's machine: the binary alone in `bin/`, an empty home, a private runtime dir.
+struct Fresh {
+    dir: tempfile::TempDir,
+    exe: PathBuf,
+}
+
+impl Fresh {
+    fn new() -> Result<Self> {
+        let dir = tempfile::Builder::new().prefix("unmodal-fresh-").tempdir()?;
+        for d in ["bin", "home", "run"] {
+            std::fs::create_dir(dir.path().join(d))?;
+        }
+        let exe = dir.path().join("bin/unmodal");
+        std::fs::copy(Artifacts::find()?.host, &exe)?;
+        Ok(Self { dir, exe })
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    fn run_dir(&self) -> PathBuf {
+        self.dir.path().join("run")
+    }
+
+    /// The profile `unmodal browser` uses by default.
+    fn profile(&self) -> PathBuf {
+        self.home().join(".local/share/unmodal/profiles/default")
+    }
+
+    /// `unmodal <args>` with only what a fresh login has: the browser found on PATH.
+    fn command(&self, args: &[&str]) -> Result<tokio::process::Command> {
+        let chromium = chromium_binary()?;
+        let path = format!("{}:/usr/bin:/bin", chromium.parent().context("chromium's directory")?.display());
+        let mut cmd = tokio::process::Command::new(&self.exe);
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", self.home())
+            .env("UNMODAL_RUNTIME_DIR", self.run_dir())
+            .kill_on_drop(true);
+        Ok(cmd)
+    }
+
+    async fn output(&self, args: &[&str]) -> Result<(bool, String)> {
+        let out = self.command(args)?.stdin(Stdio::null()).output().await?;
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        Ok((out.status.success(), text))
+    }
+}
+
+/// `unmodal browser …` started, once it printed its endpoint and that Unmodal is connected.
+struct Started {
+    child: tokio::process::Child,
+    port: u16,
+    printed: String,
+}
+
+async fn start_browser(fresh: &Fresh, args: &[&str]) -> Result<Started> {
+    let mut child = fresh.command(args)?.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
+    let mut printed = String::new();
+    let read = async {
+        while let Some(line) = lines.next_line().await? {
+            printed.push_str(&line);
+            printed.push('\n');
+            if line.starts_with("Ctrl-C closes the browser") {
+                return anyhow::Ok(());
+            }
+        }
+        bail!("`unmodal browser` ended early")
+    };
+    if let Err(e) =
+        tokio::time::timeout(Duration::from_secs(60), read).await.map_err(anyhow::Error::from).and_then(|r| r)
+    {
+        let mut err = String::new();
+        if let Some(mut s) = child.stderr.take() {
+            use tokio::io::AsyncReadExt;
+            let _ = tokio::time::timeout(Duration::from_secs(2), s.read_to_string(&mut err)).await;
+        }
+        bail!("{e:#}; it printed:\n{printed}{err}");
+    }
+    let port = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("DevTools endpoint: http://127.0.0.1:"))
+        .and_then(|p| p.trim().parse().ok())
+        .with_context(|| format!("no endpoint in:\n{printed}"))?;
+    Ok(Started { child, port, printed })
+}
+
+/// The recorded dialogs of the tab showing `url`, as the agent sees them.
+async fn recorded(agent: &Agent, url: &str) -> Result<Vec<Value>> {
+    let tabs = agent.ok("observe", json!({"what": "tabs"})).await?;
+    let tab = tabs["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url).map(|t| t["id"].clone());
+    let Some(tab) = tab else { return Ok(Vec::new()) };
+    let d = agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
+    Ok(d["recent_dialogs"].as_array().cloned().unwrap_or_default())
+}
+
+/// A person switches the pilot on, then the agent sets a rule; Playwright MCP's click
+/// raises a `confirm()` the rule answers.
+async fn a_rule_answers_the_drivers_click(fresh: &Fresh, agent: &Agent, port: u16) -> Result<()> {
+    let profile = fresh.profile();
+    let (ok, said) = fresh.output(&["pilot", "on", "--user-data-dir", &profile.display().to_string()]).await?;
+    ensure!(ok && said.contains("AI Web Pilot is on"), "`unmodal pilot on` said: {said}");
+    let web = WebServer::start()?;
+    let url = web.page("/drafts", PAGE, &[]);
+    let peer = Peer::start(Driver::PlaywrightMcp, port).await?;
+    peer.navigate(&url).await?;
+    agent
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "accept": true, "once": false}),
+        )
+        .await?;
+    let r = tokio::time::timeout(Duration::from_secs(20), peer.click_button(&url, "Delete"))
+        .await
+        .context("the click hung")??;
+    ensure!(!r.is_error, "Playwright MCP: {}", r.text);
+    let seen = peer.evaluate(&url, "() => document.querySelector('#out').textContent").await?;
+    ensure!(seen.text.contains("confirm: true"), "the page got: {}", seen.text);
+    let rec = eventually(Duration::from_secs(15), "the dialog recorded", || async {
+        Ok(recorded(agent, &url)
+            .await?
+            .into_iter()
+            .find(|r| r["message"] == "Delete the draft?" && r["decided_by"].is_string()))
+    })
+    .await?;
+    assert_eq!((rec["decided_by"].as_str(), rec["accepted"].as_bool()), (Some("rule"), Some(true)), "{rec}");
+    peer.close().await
+}
+
+/// No browser process runs on `profile` any more.
+async fn browser_gone(profile: &Path) -> Result<()> {
+    let needle = format!("--user-data-dir={}", profile.display());
+    eventually(Duration::from_secs(15), "the browser closing", || async {
+        let running = std::fs::read_dir("/proc")?.filter_map(Result::ok).any(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == needle.as_bytes()))
+        });
+        Ok((!running).then_some(()))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_binary_alone_sets_up_its_browser_and_answers_beside_playwright_mcp() -> Result<()> {
+    let fresh = Fresh::new()?;
+    let (ok, said) = fresh.output(&["install"]).await?;
+    ensure!(ok && said.contains("extension unpacked in"), "`unmodal install` said: {said}");
+    let mut started = start_browser(&fresh, &["browser", "--headless", "--port", "0"]).await?;
+    ensure!(started.printed.contains("Unmodal is connected"), "{}", started.printed);
+    ensure!(
+        started.printed.contains("@playwright/mcp@") && started.printed.contains("--cdp-endpoint"),
+        "{}",
+        started.printed
+    );
+    // A second one on the same profile names the first.
+    let (ok, again) = fresh.output(&["browser", "--headless", "--port", "0"]).await?;
+    ensure!(ok && again.contains("already running") && again.contains(&format!(":{}", started.port)), "{again}");
+
+    let mut cmd = fresh.command(&["mcp"])?;
+    cmd.stderr(Stdio::null());
+    let agent = Agent::start_command(cmd, &[]).await?;
+    a_rule_answers_the_drivers_click(&fresh, &agent, started.port).await?;
+    agent.close().await?;
+
+    // Ctrl-C closes the browser.
+    let pid = started.child.id().context("pid")?;
+    std::process::Command::new("kill").args(["-INT", &pid.to_string()]).status()?;
+    let status =
+        tokio::time::timeout(Duration::from_secs(20), started.child.wait()).await.context("it did not exit")??;
+    ensure!(status.success(), "{status}");
+    browser_gone(&fresh.profile()).await?;
+
+    // uninstall takes back what install wrote.
+    let (ok, said) = fresh.output(&["uninstall"]).await?;
+    ensure!(ok && said.contains("extension"), "{said}");
+    ensure!(!fresh.home().join(".local/share/unmodal/extension").exists(), "{said}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_lines_of_mcp_config_start_everything() -> Result<()> {
+    let fresh = Fresh::new()?;
+    let (ok, said) = fresh.output(&["install"]).await?;
+    ensure!(ok, "{said}");
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port();
+    let mut cmd = fresh.command(&["mcp", "--browser", "--headless", "--port", &port.to_string()])?;
+    let err_log = fresh.dir.path().join("mcp.err");
+    cmd.stderr(std::fs::File::create(&err_log)?);
+    let agent = match Agent::start_command(cmd, &[]).await {
+        Ok(a) => a,
+        Err(e) => bail!("{e:#}; it said: {}", std::fs::read_to_string(&err_log).unwrap_or_default()),
+    };
+    // Its browser runs and is connected by the first call.
+    let tabs = agent.ok("observe", json!({"what": "tabs"})).await?;
+    ensure!(tabs["tabs"].is_array(), "{tabs}");
+    a_rule_answers_the_drivers_click(&fresh, &agent, port).await?;
+    // The agent leaving closes the browser it started.
+    agent.close().await?;
+    browser_gone(&fresh.profile()).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_set_ups_are_clear_errors_that_leave_nothing_behind() -> Result<()> {
+    let fresh = Fresh::new()?;
+    let data = fresh.home().join(".local/share/unmodal");
+    // A port in use.
+    let held = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+    let port = held.local_addr()?.port().to_string();
+    let (ok, said) = fresh.output(&["browser", "--headless", "--port", &port]).await?;
+    ensure!(!ok && said.contains(&format!("port {port}")) && said.contains("--port 0"), "{said}");
+    ensure!(!data.exists(), "a refused start wrote {}", data.display());
+    // No such browser binary.
+    let (ok, said) = fresh.output(&["browser", "--headless", "--browser-path", "/nonexistent/chromium"]).await?;
+    ensure!(!ok && said.contains("/nonexistent/chromium") && said.contains("Chromium"), "{said}");
+    ensure!(!data.exists(), "a refused start wrote {}", data.display());
+    // An unwritable data directory (under a plain file: unwritable for root too).
+    std::fs::write(fresh.dir.path().join("file"), "")?;
+    let mut cmd = fresh.command(&["browser", "--headless", "--port", "0"])?;
+    let out = cmd.env("UNMODAL_DATA_DIR", fresh.dir.path().join("file/unmodal")).stdin(Stdio::null()).output().await?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    ensure!(!out.status.success() && said.contains("UNMODAL_DATA_DIR"), "{said}");
+    // A profile another browser holds (started without a DevTools port).
+    let profile = fresh.dir.path().join("held-profile");
+    let mut other = tokio::process::Command::new(chromium_binary()?)
+        .args(["--headless=new", "--no-sandbox", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("about:blank")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    eventually(Duration::from_secs(20), "the other browser locking its profile", || async {
+        Ok(std::fs::symlink_metadata(profile.join("SingletonLock")).is_ok().then_some(()))
+    })
+    .await?;
+    let p = profile.display().to_string();
+    let (ok, said) = fresh.output(&["browser", "--headless", "--port", "0", "--profile", &p]).await?;
+    ensure!(!ok && said.contains("in use by another browser"), "{said}");
+    other.kill().await?;
+    Ok(())
+}
