@@ -16,6 +16,9 @@ pub struct Debuggable {
     pub user_data_dir: Option<PathBuf>,
     /// `--load-extension` directories.
     pub extensions: Vec<PathBuf>,
+    /// `--silent-debugger-extension-api`: without it the "started debugging this browser"
+    /// bar shrinks the tab's viewport whenever the extension's debugger attaches.
+    pub silent_debugger: bool,
 }
 
 /// The browser process's command line, if it is a Chromium browser open to CDP drivers
@@ -39,7 +42,8 @@ pub fn parse(pid: u32, args: &[String]) -> Option<Debuggable> {
     let extensions = value("--load-extension")
         .map(|v| v.split(',').filter(|p| !p.is_empty()).map(PathBuf::from).collect())
         .unwrap_or_default();
-    Some(Debuggable { pid, port, user_data_dir, extensions })
+    let silent_debugger = args.iter().any(|a| a == "--silent-debugger-extension-api");
+    Some(Debuggable { pid, port, user_data_dir, extensions, silent_debugger })
 }
 
 /// Every such browser running now (Linux: `/proc`; elsewhere none are found).
@@ -87,9 +91,11 @@ mod tests {
                 "--remote-debugging-port=9222",
                 "--user-data-dir=/tmp/p",
                 "--load-extension=/a,/b",
+                "--silent-debugger-extension-api",
             ]),
         )
         .unwrap();
+        assert!(d.silent_debugger);
         assert_eq!(d.port, Some(9222));
         assert_eq!(d.user_data_dir.as_deref(), Some(Path::new("/tmp/p")));
         assert_eq!(d.extensions, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
@@ -107,6 +113,6 @@ mod tests {
         assert!(parse(1, &args(&[])).is_none());
         // Port 0 with no profile to read the chosen port from: listed, port unknown.
         let d = parse(1, &args(&["chrome", "--remote-debugging-port=0"])).unwrap();
-        assert_eq!((d.port, d.user_data_dir), (None, None));
+        assert_eq!((d.port, d.user_data_dir, d.silent_debugger), (None, None, false));
     }
 }

@@ -1,5 +1,6 @@
 //! `unmodal doctor`: each thing Unmodal needs, whether it is there, and the fix if not.
 
+use crate::extension;
 use crate::install::{self, HOST_NAME};
 use crate::ipc::{self, Tool};
 use crate::paths::{self, Browser};
@@ -89,6 +90,16 @@ fn beside_drivers(exe: &Path) -> Vec<Check> {
                 "start it with --load-extension=<unmodal>/target/extension (branded Chrome 137+ ignores the flag: use Chromium or Chrome for Testing); ignore this if you installed Unmodal another way".into()
             }),
         });
+        out.push(Check {
+            ok: b.silent_debugger,
+            what: "  started with --silent-debugger-extension-api".into(),
+            fix: (!b.silent_debugger).then(|| {
+                "without it the \"started debugging this browser\" bar shrinks the tab's viewport (the page sees a \
+resize) whenever Unmodal's debugger attaches (must_respond, pilot tools): restart it with the flag, or use `unmodal \
+browser`"
+                    .into()
+            }),
+        });
         let reg = match &b.user_data_dir {
             Some(dir) => {
                 let file = dir.join("NativeMessagingHosts").join(install::manifest_file_name());
@@ -122,6 +133,63 @@ fn beside_drivers(exe: &Path) -> Vec<Check> {
     out
 }
 
+/// The extension this binary carries, unpacked for browsers to load.
+fn unpacked() -> Check {
+    if !extension::carried() {
+        return Check { ok: true, what: format!("extension: {}", extension::NOT_CARRIED), fix: None };
+    }
+    match paths::data_dir() {
+        Ok(data) => {
+            let dir = extension::dir(&data);
+            let ok = extension::intact(&dir);
+            Check {
+                ok,
+                what: format!("extension unpacked for this binary ({})", dir.display()),
+                fix: (!ok).then(|| "run `unmodal install`".into()),
+            }
+        }
+        Err(e) => Check { ok: false, what: "data directory".into(), fix: Some(e.to_string()) },
+    }
+}
+
+/// The profiles `unmodal browser` made, each running or not, with its host registration.
+fn own_profiles() -> Vec<Check> {
+    let Ok(data) = paths::data_dir() else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(data.join("profiles")) else { return Vec::new() };
+    let running = crate::debuggable::running();
+    let mut out = Vec::new();
+    for dir in entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()) {
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let live = running.iter().find(|b| b.user_data_dir.as_deref().is_some_and(|d| canon(d) == canon(&dir)));
+        let state = match live {
+            Some(b) => format!(
+                "running, pid {}{}",
+                b.pid,
+                b.port.map(|p| format!(", http://127.0.0.1:{p}")).unwrap_or_default()
+            ),
+            None => "not running".into(),
+        };
+        out.push(Check { ok: true, what: format!("profile {} ({state})", dir.display()), fix: None });
+        let registered = dir.join("NativeMessagingHosts").join(install::manifest_file_name()).is_file();
+        out.push(Check {
+            ok: registered,
+            what: "  host registered in it".into(),
+            fix: (!registered)
+                .then(|| format!("`unmodal browser --profile {}` registers it as it starts", dir.display())),
+        });
+    }
+    out
+}
+
+fn print(checks: &[Check]) {
+    for c in checks {
+        println!("{} {}", if c.ok { "ok  " } else { "MISS" }, c.what);
+        if let Some(fix) = &c.fix {
+            println!("       {fix}");
+        }
+    }
+}
+
 pub fn run() -> ExitCode {
     let mut checks = Vec::new();
     let exe = std::env::current_exe().and_then(std::fs::canonicalize).unwrap_or_default();
@@ -134,6 +202,7 @@ pub fn run() -> ExitCode {
         }
         Err(e) => checks.push(Check { ok: false, what: "configuration directory".into(), fix: Some(e.to_string()) }),
     }
+    checks.push(unpacked());
     match crate::redact::Redactor::load() {
         Ok(_) => checks.push(Check { ok: true, what: "redaction config".into(), fix: None }),
         Err(e) => checks.push(Check {
@@ -147,21 +216,16 @@ pub fn run() -> ExitCode {
         Ok(rt) => checks.extend(rt.block_on(connection())),
         Err(e) => checks.push(Check { ok: false, what: "async runtime".into(), fix: Some(e.to_string()) }),
     }
-    for c in &checks {
-        println!("{} {}", if c.ok { "ok  " } else { "MISS" }, c.what);
-        if let Some(fix) = &c.fix {
-            println!("       {fix}");
-        }
+    print(&checks);
+    let profiles = own_profiles();
+    if !profiles.is_empty() {
+        println!("Profiles of `unmodal browser`:");
     }
+    print(&profiles);
     let drivers = beside_drivers(&exe);
     if !drivers.is_empty() {
         println!("Browsers open to CDP drivers (Playwright MCP, chrome-devtools-mcp, connectOverCDP):");
     }
-    for c in &drivers {
-        println!("{} {}", if c.ok { "ok  " } else { "MISS" }, c.what);
-        if let Some(fix) = &c.fix {
-            println!("       {fix}");
-        }
-    }
+    print(&drivers);
     if checks.iter().all(|c| c.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

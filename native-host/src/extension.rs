@@ -76,7 +76,7 @@ fn write_all(tmp: &Path) -> Result<()> {
 }
 
 /// Every file of this build is there with its contents.
-fn intact(dir: &Path) -> bool {
+pub fn intact(dir: &Path) -> bool {
     built::FILES.iter().all(|(rel, bytes)| fs::read(dir.join(rel)).is_ok_and(|b| b == *bytes))
 }
 

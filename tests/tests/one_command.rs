@@ -31,6 +31,17 @@ impl Fresh {
         }
         let exe = dir.path().join("bin/unmodal");
         std::fs::copy(Artifacts::find()?.host, &exe)?;
+        // A child another test thread forked while the copy was open for writing holds it
+        // until that child execs: running the copy fails with ETXTBSY until then.
+        for _ in 0..200 {
+            match std::process::Command::new(&exe).arg("--version").output() {
+                Err(e) if e.raw_os_error() == Some(26) => std::thread::sleep(Duration::from_millis(10)),
+                other => {
+                    other?;
+                    break;
+                }
+            }
+        }
         Ok(Self { dir, exe })
     }
 
@@ -177,6 +188,17 @@ async fn the_binary_alone_sets_up_its_browser_and_answers_beside_playwright_mcp(
     let (ok, again) = fresh.output(&["browser", "--headless", "--port", "0"]).await?;
     ensure!(ok && again.contains("already running") && again.contains(&format!(":{}", started.port)), "{again}");
 
+    // doctor knows the profile and the browser in it, and finds nothing missing there.
+    let (_, doc) = fresh.output(&["doctor"]).await?;
+    let profile_line = format!("ok   profile {} (running, pid", fresh.profile().display());
+    for want in [
+        profile_line.as_str(),
+        "ok     host registered in it",
+        "ok     started with --silent-debugger-extension-api",
+        "ok   extension unpacked for this binary",
+    ] {
+        ensure!(doc.contains(want), "doctor lacks {want:?}:\n{doc}");
+    }
     let mut cmd = fresh.command(&["mcp"])?;
     cmd.stderr(Stdio::null());
     let agent = Agent::start_command(cmd, &[]).await?;

@@ -9,6 +9,7 @@ use unmodal_e2e::page::Page;
 use unmodal_e2e::{Session, eventually};
 
 mod auth;
+mod launch;
 mod passkey;
 mod peers;
 mod pilot;
@@ -139,7 +140,7 @@ async fn held_dialogs(s: &Session) -> Result<()> {
 #[tokio::main]
 async fn main() -> Result<()> {
     // `cargo xtask bench -- --soak-seconds N` (default 120; 0 skips the soak), `--only-soak`,
-    // `--only-peers`.
+    // `--only-peers`, `--only-launch`.
     let args: Vec<String> = std::env::args().collect();
     let soak_secs = args
         .iter()
@@ -156,6 +157,9 @@ async fn main() -> Result<()> {
     if args.iter().any(|a| a == "--only-pilot") {
         let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title><body></body>").await?;
         return pilot::rows(&s).await;
+    }
+    if args.iter().any(|a| a == "--only-launch") {
+        return launch::rows().await;
     }
     if args.iter().any(|a| a == "--only-passkey") {
         return passkey::rows().await;
@@ -312,6 +316,7 @@ async fn main() -> Result<()> {
     pilot::rows(&s).await?;
     passkey::rows().await?;
     peers::run().await?;
+    launch::rows().await?;
 
     startup::share(&s.browser.art.extension, &s.web, &[], false).await?;
     startup::heavy(&s).await?;
