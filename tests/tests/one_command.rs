@@ -87,7 +87,11 @@ struct Started {
 }
 
 async fn start_browser(fresh: &Fresh, args: &[&str]) -> Result<Started> {
-    let mut child = fresh.command(args)?.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    start_browser_with(fresh.command(args)?).await
+}
+
+async fn start_browser_with(mut cmd: tokio::process::Command) -> Result<Started> {
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
     let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
     let mut printed = String::new();
     let read = async {
@@ -218,6 +222,22 @@ async fn the_binary_alone_sets_up_its_browser_and_answers_beside_playwright_mcp(
     ensure!(ok && said.contains("extension"), "{said}");
     ensure!(!fresh.home().join(".local/share/unmodal/extension").exists(), "{said}");
     Ok(())
+}
+
+/// Branded Chrome 137+ ignores `--load-extension`: there the extension is loaded through the
+/// DevTools pipe (`Extensions.loadUnpacked`). The same path, forced, on Chromium.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_extension_loads_through_the_devtools_pipe_where_the_flag_is_ignored() -> Result<()> {
+    let fresh = Fresh::new()?;
+    let mut cmd = fresh.command(&["browser", "--headless", "--port", "0"])?;
+    cmd.env("UNMODAL_LOAD_VIA_PIPE", "1");
+    let mut started = start_browser_with(cmd).await?;
+    ensure!(started.printed.contains("Unmodal is connected"), "{}", started.printed);
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", started.child.id().context("pid")?)).unwrap_or_default();
+    ensure!(!String::from_utf8_lossy(&cmdline).contains("--load-extension"), "the flag was passed");
+    std::process::Command::new("kill").args(["-INT", &started.child.id().context("pid")?.to_string()]).status()?;
+    tokio::time::timeout(Duration::from_secs(20), started.child.wait()).await.context("it did not exit")??;
+    browser_gone(&fresh.profile()).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

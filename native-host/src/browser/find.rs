@@ -1,6 +1,6 @@
 //! Which browser binary `unmodal browser` starts: the one named, else the first Chromium or
-//! Chrome for Testing found. Branded Google Chrome (137 and later) ignores
-//! `--load-extension`, so it is named only when nothing else is there, with what to do.
+//! Chrome for Testing found, else Google Chrome (which ignores `--load-extension` from 137
+//! on: it gets the extension through the DevTools protocol instead).
 
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ const MAC_APPS: &[&str] = &[
     "/Applications/Chromium.app/Contents/MacOS/Chromium",
     "/Applications/Google Chrome for Testing.app/Contents/MacOS/Google Chrome for Testing",
 ];
-/// Branded Chrome, which cannot load the extension from the command line.
+/// Branded Chrome, taken only when nothing else is there.
 const BRANDED: &[&str] =
     &["google-chrome", "google-chrome-stable", "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome"];
 
@@ -20,35 +20,50 @@ pub const HOW_TO_GET_ONE: &str = "install Chromium (Debian/Ubuntu: `apt-get inst
 --cask chromium`) or Chrome for Testing (`npx @puppeteer/browsers install chrome@stable`), or name one with \
 --browser-path";
 
-pub fn browser(named: Option<&Path>) -> Result<PathBuf> {
+/// A browser binary, and whether it is branded Google Chrome (which must be given the
+/// extension through the DevTools protocol, pipe.rs).
+#[derive(Debug)]
+pub struct Found {
+    pub path: PathBuf,
+    pub branded: bool,
+}
+
+pub fn browser(named: Option<&Path>) -> Result<Found> {
     if let Some(p) = named {
         if !is_executable(p) {
             bail!("--browser-path {}: no such executable; {HOW_TO_GET_ONE}", p.display());
         }
-        return Ok(p.to_path_buf());
+        return Ok(Found { path: p.to_path_buf(), branded: is_branded(p) });
     }
     if let Some(p) = std::env::var_os("UNMODAL_CHROMIUM").map(PathBuf::from).filter(|p| is_executable(p)) {
-        return Ok(p);
+        return Ok(Found { branded: is_branded(&p), path: p });
     }
     let found = ON_PATH
         .iter()
         .find_map(|n| on_path(n))
         .or_else(|| MAC_APPS.iter().map(PathBuf::from).find(|p| is_executable(p)));
-    if let Some(p) = found {
-        return Ok(p);
+    if let Some(path) = found {
+        return Ok(Found { path, branded: false });
     }
-    if let Some(chrome) = BRANDED
-        .iter()
-        .find_map(|n| if n.starts_with('/') { Some(PathBuf::from(n)).filter(|p| is_executable(p)) } else { on_path(n) })
-    {
-        bail!(
-            "only Google Chrome was found ({}), and Chrome 137 and later ignore --load-extension, so it cannot start \
-with Unmodal loaded. Either {HOW_TO_GET_ONE}; or start Chrome yourself and load the extension by hand (see `unmodal \
-install`).",
-            chrome.display()
-        );
+    let branded = BRANDED.iter().find_map(|n| {
+        if n.starts_with('/') { Some(PathBuf::from(n)).filter(|p| is_executable(p)) } else { on_path(n) }
+    });
+    match branded {
+        Some(path) => Ok(Found { path, branded: true }),
+        None => bail!("no Chromium browser found: {HOW_TO_GET_ONE}"),
     }
-    bail!("no Chromium browser found: {HOW_TO_GET_ONE}")
+}
+
+/// Google Chrome itself, not Chrome for Testing or Chromium (`--version` says which).
+fn is_branded(p: &Path) -> bool {
+    let name = p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    if !(name.contains("google") || name == "chrome") {
+        return false;
+    }
+    std::process::Command::new(p).arg("--version").output().is_ok_and(|o| {
+        let v = String::from_utf8_lossy(&o.stdout);
+        v.starts_with("Google Chrome ") && !v.contains("for Testing")
+    })
 }
 
 fn on_path(name: &str) -> Option<PathBuf> {
@@ -78,7 +93,8 @@ mod tests {
         std::fs::write(&exe, "#!/bin/sh\n").unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(browser(Some(&exe)).unwrap(), exe);
+        let found = browser(Some(&exe)).unwrap();
+        assert_eq!((found.path, found.branded), (exe.clone(), false));
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(browser(Some(&exe)).is_err(), "not executable");
     }

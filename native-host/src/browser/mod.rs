@@ -2,6 +2,7 @@
 //! agent's driver on a DevTools port. `unmodal mcp --browser` starts the same one.
 
 mod find;
+mod pipe;
 mod profile;
 mod say;
 
@@ -38,6 +39,8 @@ pub struct Running {
     pub profile: PathBuf,
     /// Whether the extension reached its host (the pilot's state, as the host said it).
     pub host: Option<bool>,
+    /// The DevTools pipe that loaded the extension (branded Chrome): the browser closes with it.
+    _pipe: Option<pipe::Pipe>,
 }
 
 impl Running {
@@ -71,7 +74,7 @@ pub async fn start(opts: &Options) -> Result<Running> {
     {
         let endpoint = b.port.map_or_else(|| "(port unknown)".to_owned(), say::endpoint);
         let host = profile::host_status(&profile, Duration::ZERO).await;
-        return Ok(Running { child: None, pid: b.pid, endpoint, profile, host });
+        return Ok(Running { child: None, pid: b.pid, endpoint, profile, host, _pipe: None });
     }
     if let Some(pid) = profile::locked_by(&profile) {
         bail!(
@@ -80,7 +83,11 @@ pick another profile with --profile DIR",
             profile.display()
         );
     }
-    let exe = find::browser(opts.browser_path.as_deref())?;
+    let found = find::browser(opts.browser_path.as_deref())?;
+    let exe = found.path;
+    // Google Chrome 137+ ignores --load-extension; UNMODAL_LOAD_VIA_PIPE=1 takes that path
+    // with any browser (the tests, on Chromium).
+    let via_pipe = found.branded || std::env::var_os("UNMODAL_LOAD_VIA_PIPE").is_some_and(|v| v == "1");
     if opts.port != 0 {
         profile::port_free(opts.port)?;
     }
@@ -92,9 +99,14 @@ pick another profile with --profile DIR",
     let _ = std::fs::remove_file(&active);
     let log = profile.join("unmodal-browser.log");
     let mut cmd = Command::new(&exe);
-    cmd.arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--remote-debugging-port={}", opts.port))
-        .arg(format!("--load-extension={}", ext.display()))
+    cmd.arg(format!("--user-data-dir={}", profile.display())).arg(format!("--remote-debugging-port={}", opts.port));
+    let mut pipe = None;
+    if via_pipe {
+        pipe = Some(pipe::attach(&mut cmd)?);
+    } else {
+        cmd.arg(format!("--load-extension={}", ext.display()));
+    }
+    cmd
         // Without it the "started debugging this browser" bar shrinks the tab's viewport as
         // soon as the extension attaches its debugger (must_respond, pilot tools).
         .arg("--silent-debugger-extension-api")
@@ -112,6 +124,26 @@ pick another profile with --profile DIR",
         .stderr(std::fs::File::create(&log).with_context(|| format!("cannot write {}", log.display()))?);
     let mut child = cmd.spawn().with_context(|| format!("cannot start {}", exe.display()))?;
     let pid = child.id().unwrap_or(0);
+    let pipe = match pipe {
+        None => None,
+        Some((ours, browsers)) => {
+            drop(browsers);
+            match ours.load_unpacked(&ext, START_LIMIT).await {
+                Ok((p, id)) if id == install::EXTENSION_ID => Some(p),
+                Ok((_, id)) => {
+                    let _ = child.kill().await;
+                    bail!(
+                        "the browser loaded the extension as {id}, not {}: is the unpacked copy damaged? Run `unmodal install`",
+                        install::EXTENSION_ID
+                    );
+                }
+                Err(e) => {
+                    let _ = child.kill().await;
+                    bail!("{e:#}\n{}", profile::log_tail(&log, opts.headless));
+                }
+            }
+        }
+    };
     let port = match profile::devtools_port(&active, &log, &mut child, START_LIMIT).await {
         Ok(p) => p,
         Err(e) => {
@@ -120,7 +152,7 @@ pick another profile with --profile DIR",
         }
     };
     let host = profile::host_status(&profile, HOST_LIMIT).await;
-    Ok(Running { child: Some(child), pid, endpoint: say::endpoint(port), profile, host })
+    Ok(Running { child: Some(child), pid, endpoint: say::endpoint(port), profile, host, _pipe: pipe })
 }
 
 /// `unmodal browser`: starts it, says how to use it, and runs until it closes or Ctrl-C.

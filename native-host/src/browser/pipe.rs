@@ -1,0 +1,101 @@
+//! Loading the extension through the DevTools protocol, for branded Google Chrome (137 and
+//! later ignore `--load-extension`). Measured on Chromium 156: with
+//! `--remote-debugging-pipe --enable-unsafe-extension-debugging`, `Extensions.loadUnpacked`
+//! loads it (our fixed ID, its service worker running) beside a `--remote-debugging-port`
+//! for the agent's driver. The pipe stays open for the browser's life: Chromium closes when
+//! its pipe does.
+
+use anyhow::{Context, Result, bail};
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::time::Duration;
+use tokio::process::Command;
+
+/// The largest answer read (the load answers in a few dozen bytes).
+const MAX_ANSWER: usize = 64 * 1024;
+
+/// Our ends of the browser's DevTools pipe.
+pub struct Pipe {
+    to_browser: std::fs::File,
+    from_browser: std::fs::File,
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two fds on success; each is owned once, below.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("making the DevTools pipe");
+    }
+    // SAFETY: both fds are fresh and ours alone.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The browser's ends, to drop once it is spawned (else a browser that dies leaves our
+/// read open).
+pub struct BrowserEnds(#[allow(dead_code)] OwnedFd, #[allow(dead_code)] OwnedFd);
+
+/// Gives the browser fd 3 (it reads) and fd 4 (it writes), as `--remote-debugging-pipe`
+/// expects; returns our ends and the browser's.
+pub fn attach(cmd: &mut Command) -> Result<(Pipe, BrowserEnds)> {
+    let (browser_reads, we_write) = pipe()?;
+    let (we_read, browser_writes) = pipe()?;
+    let (r, w) = (browser_reads.as_raw_fd(), browser_writes.as_raw_fd());
+    cmd.args(["--remote-debugging-pipe", "--enable-unsafe-extension-debugging"]);
+    // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Moved above 10 first: either end may itself be fd 3 or 4.
+            let (r2, w2) = (libc::fcntl(r, libc::F_DUPFD, 10), libc::fcntl(w, libc::F_DUPFD, 10));
+            if r2 < 0 || w2 < 0 || libc::dup2(r2, 3) < 0 || libc::dup2(w2, 4) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(r2);
+            libc::close(w2);
+            Ok(())
+        });
+    }
+    Ok((Pipe { to_browser: we_write.into(), from_browser: we_read.into() }, BrowserEnds(browser_reads, browser_writes)))
+}
+
+impl Pipe {
+    /// `Extensions.loadUnpacked`; the ID the browser gave it.
+    pub async fn load_unpacked(mut self, dir: &Path, limit: Duration) -> Result<(Self, String)> {
+        let call = serde_json::json!({"id": 1, "method": "Extensions.loadUnpacked", "params": {"path": dir}});
+        let mut line = serde_json::to_vec(&call)?;
+        line.push(0);
+        let answer = tokio::task::spawn_blocking(move || -> Result<(Self, Vec<u8>)> {
+            self.to_browser.write_all(&line).context("writing to the browser's DevTools pipe")?;
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = self.from_browser.read(&mut buf).context("reading the browser's DevTools pipe")?;
+                if n == 0 {
+                    bail!("the browser closed its DevTools pipe");
+                }
+                got.extend_from_slice(&buf[..n]);
+                while let Some(end) = got.iter().position(|b| *b == 0) {
+                    let msg: Vec<u8> = got.drain(..=end).collect();
+                    let v: serde_json::Value = serde_json::from_slice(&msg[..end]).unwrap_or_default();
+                    if v["id"] == 1 {
+                        return Ok((self, msg[..end].to_vec()));
+                    }
+                }
+                if got.len() > MAX_ANSWER {
+                    bail!("the browser's DevTools pipe sent more than {MAX_ANSWER} bytes without an answer");
+                }
+            }
+        });
+        let (pipe, raw) = tokio::time::timeout(limit, answer)
+            .await
+            .context("the browser did not answer Extensions.loadUnpacked in time")???;
+        let v: serde_json::Value = serde_json::from_slice(&raw)?;
+        match v["result"]["id"].as_str() {
+            Some(id) => Ok((pipe, id.to_owned())),
+            None => bail!(
+                "the browser refused to load the extension: {}",
+                v["error"]["message"].as_str().unwrap_or("no reason given")
+            ),
+        }
+    }
+}
