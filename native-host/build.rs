@@ -14,6 +14,11 @@ fn main() {
         println!("cargo:rerun-if-changed={}", dir.display());
         if dir.join("manifest.json").is_file() {
             collect(dir, dir, &mut files);
+        } else {
+            println!(
+                "cargo:warning=UNMODAL_EXTENSION_DIR={} holds no built extension: this unmodal carries none",
+                dir.display()
+            );
         }
     }
     files.sort();

@@ -49,7 +49,7 @@ UNMODAL_DATA_DIR names another)",
             root.display()
         )
     })?;
-    let tmp = root.join(format!(".unpacking-{}", std::process::id()));
+    let tmp = root.join(format!(".unpacking-{}-{}", std::process::id(), nanos()));
     let written = write_all(&tmp).and_then(|()| {
         if dst.exists() {
             // An incomplete copy (removed by hand in part): replaced whole.
@@ -57,11 +57,22 @@ UNMODAL_DATA_DIR names another)",
         }
         fs::rename(&tmp, &dst).with_context(|| format!("moving the extension into {}", dst.display()))
     });
-    if let Err(e) = written {
-        let _ = fs::remove_dir_all(&tmp);
-        return Err(e);
+    match written {
+        Ok(()) => Ok(dst),
+        // Another unmodal unpacked the same build meanwhile: theirs is as good.
+        Err(_) if intact(&dst) => {
+            let _ = fs::remove_dir_all(&tmp);
+            Ok(dst)
+        }
+        Err(e) => {
+            let _ = fs::remove_dir_all(&tmp);
+            Err(e)
+        }
     }
-    Ok(dst)
+}
+
+fn nanos() -> u32 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
 }
 
 fn write_all(tmp: &Path) -> Result<()> {

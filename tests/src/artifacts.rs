@@ -9,7 +9,8 @@ use std::time::SystemTime;
 /// What the built extension and the host are each made from (relative to the repo root).
 /// Each is checked against its own: cargo relinks the host only when its sources change.
 const EXTENSION_SOURCES: &[&str] = &["manifest", "engine/src", "engine/Cargo.toml"];
-const HOST_SOURCES: &[&str] = &["engine/src", "engine/Cargo.toml", "native-host/src", "native-host/Cargo.toml"];
+const HOST_SOURCES: &[&str] =
+    &["engine/src", "engine/Cargo.toml", "native-host/src", "native-host/build.rs", "native-host/Cargo.toml"];
 
 #[derive(Clone, Debug)]
 pub struct Artifacts {

@@ -8,6 +8,7 @@ mod say;
 
 use crate::{debuggable, extension, install, paths};
 use anyhow::{Context, Result, bail};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -39,7 +40,7 @@ pub struct Running {
     pub profile: PathBuf,
     /// Whether the extension reached its host (the pilot's state, as the host said it).
     pub host: Option<bool>,
-    /// The DevTools pipe that loaded the extension (branded Chrome): the browser closes with it.
+    /// The browser's DevTools pipe: it closes with it.
     _pipe: Option<pipe::Pipe>,
 }
 
@@ -63,7 +64,7 @@ pub fn default_profile(data_dir: &Path) -> PathBuf {
 
 /// Starts the browser, or finds the one already running on the profile.
 pub async fn start(opts: &Options) -> Result<Running> {
-    let data = paths::data_dir()?;
+    let data = std::path::absolute(paths::data_dir()?)?;
     let profile = match &opts.profile {
         Some(p) => std::path::absolute(p).with_context(|| format!("--profile {}", p.display()))?,
         None => default_profile(&data),
@@ -92,7 +93,11 @@ pick another profile with --profile DIR",
         profile::port_free(opts.port)?;
     }
     let ext = extension::unpack(&data)?;
-    std::fs::create_dir_all(&profile)
+    // A profile holds cookies and logins: the user's alone.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&profile)
         .with_context(|| format!("cannot create the profile directory {}", profile.display()))?;
     install::install(&[], Some(&profile))?;
     let active = profile.join("DevToolsActivePort");
@@ -100,10 +105,8 @@ pick another profile with --profile DIR",
     let log = profile.join("unmodal-browser.log");
     let mut cmd = Command::new(&exe);
     cmd.arg(format!("--user-data-dir={}", profile.display())).arg(format!("--remote-debugging-port={}", opts.port));
-    let mut pipe = None;
-    if via_pipe {
-        pipe = Some(pipe::attach(&mut cmd)?);
-    } else {
+    let (pipe, browser_ends) = pipe::attach(&mut cmd, via_pipe)?;
+    if !via_pipe {
         cmd.arg(format!("--load-extension={}", ext.display()));
     }
     cmd
@@ -124,25 +127,24 @@ pick another profile with --profile DIR",
         .stderr(std::fs::File::create(&log).with_context(|| format!("cannot write {}", log.display()))?);
     let mut child = cmd.spawn().with_context(|| format!("cannot start {}", exe.display()))?;
     let pid = child.id().unwrap_or(0);
-    let pipe = match pipe {
-        None => None,
-        Some((ours, browsers)) => {
-            drop(browsers);
-            match ours.load_unpacked(&ext, START_LIMIT).await {
-                Ok((p, id)) if id == install::EXTENSION_ID => Some(p),
-                Ok((_, id)) => {
-                    let _ = child.kill().await;
-                    bail!(
-                        "the browser loaded the extension as {id}, not {}: is the unpacked copy damaged? Run `unmodal install`",
-                        install::EXTENSION_ID
-                    );
-                }
-                Err(e) => {
-                    let _ = child.kill().await;
-                    bail!("{e:#}\n{}", profile::log_tail(&log, opts.headless));
-                }
+    drop(browser_ends);
+    let pipe = if via_pipe {
+        match pipe.load_unpacked(&ext, START_LIMIT).await {
+            Ok((p, id)) if id == install::EXTENSION_ID => p,
+            Ok((_, id)) => {
+                let _ = child.kill().await;
+                bail!(
+                    "the browser loaded the extension as {id}, not {}: is the unpacked copy damaged? Run `unmodal install`",
+                    install::EXTENSION_ID
+                );
+            }
+            Err(e) => {
+                let _ = child.kill().await;
+                bail!("{e:#}\n{}", profile::log_tail(&log, opts.headless));
             }
         }
+    } else {
+        pipe
     };
     let port = match profile::devtools_port(&active, &log, &mut child, START_LIMIT).await {
         Ok(p) => p,
@@ -151,8 +153,9 @@ pick another profile with --profile DIR",
             bail!("{e:#}\n{}", profile::log_tail(&log, opts.headless));
         }
     };
+    // Also for `mcp --browser`: the agent's first call then finds the extension connected.
     let host = profile::host_status(&profile, HOST_LIMIT).await;
-    Ok(Running { child: Some(child), pid, endpoint: say::endpoint(port), profile, host, _pipe: pipe })
+    Ok(Running { child: Some(child), pid, endpoint: say::endpoint(port), profile, host, _pipe: Some(pipe) })
 }
 
 /// `unmodal browser`: starts it, says how to use it, and runs until it closes or Ctrl-C.

@@ -1,9 +1,9 @@
-//! Loading the extension through the DevTools protocol, for branded Google Chrome (137 and
-//! later ignore `--load-extension`). Measured on Chromium 156: with
-//! `--remote-debugging-pipe --enable-unsafe-extension-debugging`, `Extensions.loadUnpacked`
-//! loads it (our fixed ID, its service worker running) beside a `--remote-debugging-port`
-//! for the agent's driver. The pipe stays open for the browser's life: Chromium closes when
-//! its pipe does.
+//! The browser's DevTools pipe (`--remote-debugging-pipe`, fds 3 and 4), held for its
+//! whole life: Chromium exits when the pipe closes (measured, Chromium 156), so a browser
+//! Unmodal started never outlives it, however `unmodal` ends (SIGKILL included). Through it
+//! branded Google Chrome (137+ ignores `--load-extension`) gets the extension:
+//! `Extensions.loadUnpacked` with `--enable-unsafe-extension-debugging` loads it (our fixed
+//! ID, its service worker running) beside the `--remote-debugging-port` for the driver.
 
 use anyhow::{Context, Result, bail};
 use std::io::{Read, Write};
@@ -37,11 +37,14 @@ pub struct BrowserEnds(#[allow(dead_code)] OwnedFd, #[allow(dead_code)] OwnedFd)
 
 /// Gives the browser fd 3 (it reads) and fd 4 (it writes), as `--remote-debugging-pipe`
 /// expects; returns our ends and the browser's.
-pub fn attach(cmd: &mut Command) -> Result<(Pipe, BrowserEnds)> {
+pub fn attach(cmd: &mut Command, load_extensions: bool) -> Result<(Pipe, BrowserEnds)> {
     let (browser_reads, we_write) = pipe()?;
     let (we_read, browser_writes) = pipe()?;
     let (r, w) = (browser_reads.as_raw_fd(), browser_writes.as_raw_fd());
-    cmd.args(["--remote-debugging-pipe", "--enable-unsafe-extension-debugging"]);
+    cmd.arg("--remote-debugging-pipe");
+    if load_extensions {
+        cmd.arg("--enable-unsafe-extension-debugging");
+    }
     // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
     unsafe {
         cmd.pre_exec(move || {

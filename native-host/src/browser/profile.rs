@@ -22,9 +22,10 @@ pub fn same(a: &Path, b: &Path) -> bool {
 pub fn locked_by(profile: &Path) -> Option<u32> {
     let target = std::fs::read_link(profile.join("SingletonLock")).ok()?;
     let pid: u32 = target.to_str()?.rsplit('-').next()?.parse().ok()?;
+    let raw = libc::pid_t::try_from(pid).ok().filter(|p| *p > 0)?;
     // SAFETY: kill(2) with signal 0 only checks that the process exists.
-    let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
-        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    let alive =
+        unsafe { libc::kill(raw, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
     alive.then_some(pid)
 }
 
