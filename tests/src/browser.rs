@@ -106,6 +106,8 @@ impl Browser {
             "--disable-features=Translate,MediaRouter,OptimizationHints",
             "--remote-debugging-port=0",
             "--window-size=1024,768",
+            // As the README's recipe: the debugging bar would resize a headful tab.
+            "--silent-debugger-extension-api",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(&opts.args);

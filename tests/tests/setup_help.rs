@@ -80,27 +80,28 @@ fn about_browser(text: &str, port: u16, profile: &std::path::Path) -> anyhow::Re
     let head = format!("open to CDP drivers at http://127.0.0.1:{port} (profile {})", profile.display());
     let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("       ")).collect();
     let at = lines.iter().position(|l| l.contains(&head)).ok_or_else(|| anyhow::anyhow!("no `{head}` in:\n{text}"))?;
-    Ok(lines[at..(at + 3).min(lines.len())].iter().map(|l| (*l).to_owned()).collect())
+    Ok(lines[at..(at + 4).min(lines.len())].iter().map(|l| (*l).to_owned()).collect())
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn doctor_recognises_a_browser_started_for_a_cdp_driver() -> anyhow::Result<()> {
     let home = tempfile::tempdir()?;
     // Started as the README says: --remote-debugging-port, --user-data-dir, --load-extension,
-    // and `unmodal install --user-data-dir`.
+    // --silent-debugger-extension-api, and `unmodal install --user-data-dir`.
     let s = Session::start().await?;
     let (_, text) = doctor(home.path(), &s.browser.runtime)?;
     let ours = about_browser(&text, s.browser.debugging_port()?, s.browser.profile.path())?;
     assert!(ours[0].starts_with("ok   browser pid"), "{ours:?}");
     assert!(ours[1].starts_with("ok") && ours[1].contains("Unmodal loaded in it"), "{ours:?}");
-    assert!(ours[2].starts_with("ok") && ours[2].contains("host registered for that profile"), "{ours:?}");
+    assert!(ours[2].starts_with("ok") && ours[2].contains("--silent-debugger-extension-api"), "{ours:?}");
+    assert!(ours[3].starts_with("ok") && ours[3].contains("host registered for that profile"), "{ours:?}");
 
     // Without the extension and the registration, it says so.
     let bare = unmodal_e2e::Browser::launch(unmodal_e2e::Options { extension: false, ..Default::default() }).await?;
     let (_, text) = doctor(home.path(), &s.browser.runtime)?;
     let theirs = about_browser(&text, bare.debugging_port()?, bare.profile.path())?;
     assert!(theirs[1].starts_with("MISS") && theirs[1].contains("Unmodal loaded"), "{theirs:?}");
-    assert!(theirs[2].starts_with("MISS") && theirs[2].contains("host registered"), "{theirs:?}");
+    assert!(theirs[3].starts_with("MISS") && theirs[3].contains("host registered"), "{theirs:?}");
     assert!(text.contains(&format!("unmodal install --user-data-dir {}", bare.profile.path().display())), "{text}");
     Ok(())
 }
