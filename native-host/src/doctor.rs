@@ -155,12 +155,11 @@ fn unpacked() -> Check {
 /// The profiles `unmodal browser` made, each running or not, with its host registration.
 fn own_profiles() -> Vec<Check> {
     let Ok(data) = paths::data_dir() else { return Vec::new() };
-    let Ok(entries) = std::fs::read_dir(data.join("profiles")) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(crate::browser::profiles_dir(&data)) else { return Vec::new() };
     let running = crate::debuggable::running();
     let mut out = Vec::new();
     for dir in entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()) {
-        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        let live = running.iter().find(|b| b.user_data_dir.as_deref().is_some_and(|d| canon(d) == canon(&dir)));
+        let live = running.iter().find(|b| b.user_data_dir.as_deref().is_some_and(|d| paths::same_dir(d, &dir)));
         let state = match live {
             Some(b) => format!(
                 "running, pid {}{}",

@@ -62,8 +62,7 @@ controls the browser"
 
     /// Whether `dir` names this browser's profile (the same directory, however written).
     pub fn has_profile(&self, dir: &Path) -> bool {
-        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        self.profile.as_deref().is_some_and(|mine| canon(mine) == canon(dir))
+        self.profile.as_deref().is_some_and(|mine| crate::paths::same_dir(mine, dir))
     }
 }
 

@@ -156,6 +156,12 @@ pub fn write_private(file: &Path, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
+/// Whether `a` and `b` name the same directory, however written (symlinks, `..`).
+pub fn same_dir(a: &Path, b: &Path) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    canon(a) == canon(b)
+}
+
 /// The user's home directory.
 pub fn home() -> io::Result<PathBuf> {
     dirs::home_dir().ok_or_else(|| {

@@ -17,6 +17,9 @@ const PAGE: &str = "<!doctype html><title>drafts</title>\
     <button onclick=\"document.querySelector('#out').textContent = 'confirm: ' + confirm('Delete the draft?')\">Delete</button>\
     <p id=out>none</p>";
 
+/// errno "text file busy".
+const ETXTBSY: i32 = 26;
+
 /// A new user's machine: the binary alone in `bin/`, an empty home, a private runtime dir.
 struct Fresh {
     dir: tempfile::TempDir,
@@ -24,7 +27,7 @@ struct Fresh {
 }
 
 impl Fresh {
-    fn new() -> Result<Self> {
+    async fn new() -> Result<Self> {
         let dir = tempfile::Builder::new().prefix("unmodal-fresh-").tempdir()?;
         for d in ["bin", "home", "run"] {
             std::fs::create_dir(dir.path().join(d))?;
@@ -33,19 +36,13 @@ impl Fresh {
         std::fs::copy(Artifacts::find()?.host, &exe)?;
         // A child another test thread forked while the copy was open for writing holds it
         // until that child execs: running the copy fails with ETXTBSY until then.
-        let mut tries = 0;
-        loop {
-            match std::process::Command::new(&exe).arg("--version").output() {
-                Err(e) if e.raw_os_error() == Some(26) && tries < 200 => {
-                    tries += 1;
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                other => {
-                    other.context("running the copied binary")?;
-                    break;
-                }
+        eventually(Duration::from_secs(10), "the copied binary running", || async {
+            match tokio::process::Command::new(&exe).arg("--version").output().await {
+                Err(e) if e.raw_os_error() == Some(ETXTBSY) => Ok(None),
+                other => other.map(|_| Some(())).context("running the copied binary"),
             }
-        }
+        })
+        .await?;
         Ok(Self { dir, exe })
     }
 
@@ -168,31 +165,36 @@ async fn a_rule_answers_the_drivers_click(fresh: &Fresh, agent: &Agent, port: u1
     peer.close().await
 }
 
-/// The command line of the browser process running on `profile` (helpers carry `--type=`).
-fn browser_cmdline(profile: &Path) -> Option<String> {
+/// The command lines of the processes running on `profile` (the browser and its helpers).
+fn processes_on(profile: &Path) -> Vec<Vec<String>> {
     let needle = format!("--user-data-dir={}", profile.display());
-    std::fs::read_dir("/proc").ok()?.filter_map(Result::ok).find_map(|e| {
-        let raw = std::fs::read(e.path().join("cmdline")).ok()?;
-        let args: Vec<String> = raw.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-        (args.contains(&needle) && !args.iter().any(|a| a.starts_with("--type="))).then(|| args.join(" "))
-    })
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let raw = std::fs::read(e.path().join("cmdline")).ok()?;
+            let args: Vec<String> = raw.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+            args.contains(&needle).then_some(args)
+        })
+        .collect()
 }
 
-/// No browser process runs on `profile` any more.
+/// The browser process's command line (helpers carry `--type=`).
+fn browser_cmdline(profile: &Path) -> Option<String> {
+    processes_on(profile).into_iter().find(|a| !a.iter().any(|x| x.starts_with("--type="))).map(|a| a.join(" "))
+}
+
+/// No process runs on `profile` any more.
 async fn browser_gone(profile: &Path) -> Result<()> {
-    let needle = format!("--user-data-dir={}", profile.display());
     eventually(Duration::from_secs(15), "the browser closing", || async {
-        let running = std::fs::read_dir("/proc")?.filter_map(Result::ok).any(|e| {
-            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == needle.as_bytes()))
-        });
-        Ok((!running).then_some(()))
+        Ok(processes_on(profile).is_empty().then_some(()))
     })
     .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_binary_alone_sets_up_its_browser_and_answers_beside_playwright_mcp() -> Result<()> {
-    let fresh = Fresh::new()?;
+    let fresh = Fresh::new().await?;
     let (ok, said) = fresh.output(&["install"]).await?;
     ensure!(ok && said.contains("extension unpacked in"), "`unmodal install` said: {said}");
     let mut started = start_browser(&fresh, &["browser", "--headless", "--port", "0"]).await?;
@@ -243,7 +245,7 @@ async fn the_binary_alone_sets_up_its_browser_and_answers_beside_playwright_mcp(
 /// killed `unmodal browser` takes its browser with it.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_extension_loads_through_the_devtools_pipe_where_the_flag_is_ignored() -> Result<()> {
-    let fresh = Fresh::new()?;
+    let fresh = Fresh::new().await?;
     let mut cmd = fresh.command(&["browser", "--headless", "--port", "0"])?;
     cmd.env("UNMODAL_LOAD_VIA_PIPE", "1");
     let mut started = start_browser_with(cmd).await?;
@@ -259,7 +261,7 @@ async fn the_extension_loads_through_the_devtools_pipe_where_the_flag_is_ignored
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_lines_of_mcp_config_start_everything() -> Result<()> {
-    let fresh = Fresh::new()?;
+    let fresh = Fresh::new().await?;
     let (ok, said) = fresh.output(&["install"]).await?;
     ensure!(ok, "{said}");
     let port = std::net::TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port();
@@ -281,7 +283,7 @@ async fn two_lines_of_mcp_config_start_everything() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_set_ups_are_clear_errors_that_leave_nothing_behind() -> Result<()> {
-    let fresh = Fresh::new()?;
+    let fresh = Fresh::new().await?;
     let data = fresh.home().join(".local/share/unmodal");
     // A port in use.
     let held = std::net::TcpListener::bind(("127.0.0.1", 0))?;

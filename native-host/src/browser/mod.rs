@@ -14,8 +14,6 @@ use std::process::Stdio;
 use std::time::Duration;
 use tokio::process::{Child, Command};
 
-pub use say::config_lines;
-
 /// How long the browser may take to open its DevTools port.
 const START_LIMIT: Duration = Duration::from_secs(30);
 /// How long the extension may take to reach its host once the browser runs.
@@ -58,8 +56,9 @@ impl Running {
     }
 }
 
-pub fn default_profile(data_dir: &Path) -> PathBuf {
-    data_dir.join("profiles/default")
+/// Where `unmodal browser` keeps its profiles (`doctor` lists them).
+pub fn profiles_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("profiles")
 }
 
 /// Starts the browser, or finds the one already running on the profile.
@@ -67,11 +66,11 @@ pub async fn start(opts: &Options) -> Result<Running> {
     let data = std::path::absolute(paths::data_dir()?)?;
     let profile = match &opts.profile {
         Some(p) => std::path::absolute(p).with_context(|| format!("--profile {}", p.display()))?,
-        None => default_profile(&data),
+        None => profiles_dir(&data).join("default"),
     };
     if let Some(b) = debuggable::running()
         .into_iter()
-        .find(|b| b.user_data_dir.as_deref().is_some_and(|d| profile::same(d, &profile)))
+        .find(|b| b.user_data_dir.as_deref().is_some_and(|d| paths::same_dir(d, &profile)))
     {
         let endpoint = b.port.map_or_else(|| "(port unknown)".to_owned(), say::endpoint);
         let host = profile::host_status(&profile, Duration::ZERO).await;

@@ -11,12 +11,6 @@ use tokio::process::Child;
 
 const POLL: Duration = Duration::from_millis(100);
 
-/// The same directory, however written.
-pub fn same(a: &Path, b: &Path) -> bool {
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    canon(a) == canon(b)
-}
-
 /// The pid of a live browser holding the profile (Chromium's `SingletonLock` is a symlink
 /// to `<host>-<pid>`), if any.
 pub fn locked_by(profile: &Path) -> Option<u32> {

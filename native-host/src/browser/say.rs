@@ -24,7 +24,7 @@ pub fn endpoint(port: u16) -> String {
 }
 
 /// MCP config entries for Unmodal and a driver attached to `endpoint`.
-pub fn config_lines(endpoint: &str) -> Vec<String> {
+fn config_lines(endpoint: &str) -> Vec<String> {
     let exe = std::env::current_exe().map_or_else(|_| "unmodal".to_owned(), |p| p.display().to_string());
     vec![
         "MCP config (mcpServers), Unmodal beside your browser driver:".into(),

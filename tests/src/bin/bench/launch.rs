@@ -48,7 +48,6 @@ async fn ours(exe: &std::path::Path) -> Result<f64> {
 /// Milliseconds from starting the same browser without the extension to its DevTools port.
 async fn plain() -> Result<f64> {
     let profile = tempfile::tempdir()?;
-    let port_file = profile.path().join("DevToolsActivePort");
     let t0 = Instant::now();
     let mut child = tokio::process::Command::new(chromium_binary()?)
         .args([
@@ -61,15 +60,20 @@ async fn plain() -> Result<f64> {
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg("about:blank")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
-    while !std::fs::read_to_string(&port_file).is_ok_and(|t| t.lines().count() >= 2) {
-        if t0.elapsed() > LIMIT {
-            bail!("the plain browser opened no DevTools port");
+    // The browser says so on stderr the moment its port is open: no polling to blur the clock.
+    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    let listening = async {
+        while let Some(l) = lines.next_line().await? {
+            if l.starts_with("DevTools listening on") {
+                return Ok(());
+            }
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+        bail!("the plain browser ended without opening a DevTools port")
+    };
+    tokio::time::timeout(LIMIT, listening).await.context("the plain browser opened no DevTools port")??;
     let ms = t0.elapsed().as_secs_f64() * 1000.0;
     child.kill().await?;
     Ok(ms)
