@@ -7,7 +7,7 @@ mod profile;
 mod say;
 
 use crate::{debuggable, extension, install, paths};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -99,8 +99,6 @@ pick another profile with --profile DIR",
         .create(&profile)
         .with_context(|| format!("cannot create the profile directory {}", profile.display()))?;
     install::install(&[], Some(&profile))?;
-    let active = profile.join("DevToolsActivePort");
-    let _ = std::fs::remove_file(&active);
     let log = profile.join("unmodal-browser.log");
     let mut cmd = Command::new(&exe);
     cmd.arg(format!("--user-data-dir={}", profile.display())).arg(format!("--remote-debugging-port={}", opts.port));
@@ -127,26 +125,23 @@ pick another profile with --profile DIR",
     let mut child = cmd.spawn().with_context(|| format!("cannot start {}", exe.display()))?;
     let pid = child.id().unwrap_or(0);
     drop(browser_ends);
-    let pipe = if via_pipe {
-        match pipe.load_unpacked(&ext, START_LIMIT).await {
-            Ok((p, id)) if id == install::EXTENSION_ID => p,
-            Ok((_, id)) => {
-                let _ = child.kill().await;
-                bail!(
-                    "the browser loaded the extension as {id}, not {}: is the unpacked copy damaged? Run `unmodal install`",
-                    install::EXTENSION_ID
-                );
-            }
-            Err(e) => {
-                let _ = child.kill().await;
-                bail!("{e:#}\n{}", profile::log_tail(&log, opts.headless));
-            }
-        }
-    } else {
-        pipe
+    // Whatever fails from here, the browser just started goes too.
+    let ready = async {
+        let pipe = if via_pipe {
+            let (pipe, id) = pipe.load_unpacked(&ext, START_LIMIT).await?;
+            ensure!(
+                id == install::EXTENSION_ID,
+                "the browser loaded the extension as {id}, not {}: is the unpacked copy damaged? Run `unmodal install`",
+                install::EXTENSION_ID
+            );
+            pipe
+        } else {
+            pipe
+        };
+        anyhow::Ok((pipe, profile::devtools_port(&log, &mut child, START_LIMIT).await?))
     };
-    let port = match profile::devtools_port(&active, &log, &mut child, START_LIMIT).await {
-        Ok(p) => p,
+    let (pipe, port) = match ready.await {
+        Ok(r) => r,
         Err(e) => {
             let _ = child.kill().await;
             bail!("{e:#}\n{}", profile::log_tail(&log, opts.headless));

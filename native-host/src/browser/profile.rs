@@ -34,16 +34,12 @@ pub fn port_free(port: u16) -> Result<()> {
     }
 }
 
-/// The port the browser opened: from the profile's `DevToolsActivePort` (written for
-/// `--remote-debugging-port=0` only) or the "DevTools listening on" line of its log; an
-/// error if the browser exits or does not open one in time.
-pub async fn devtools_port(file: &Path, log: &Path, child: &mut Child, limit: Duration) -> Result<u16> {
+/// The port the browser opened, from the "DevTools listening on" line of its log (the
+/// profile's `DevToolsActivePort` is written for port 0 only); an error if the browser
+/// exits or does not open one in time.
+pub async fn devtools_port(log: &Path, child: &mut Child, limit: Duration) -> Result<u16> {
     let start = Instant::now();
     loop {
-        let text = std::fs::read_to_string(file).unwrap_or_default();
-        if let Some(port) = text.lines().next().and_then(|l| l.trim().parse().ok()) {
-            return Ok(port);
-        }
         if let Some(port) = listening_port(&std::fs::read_to_string(log).unwrap_or_default()) {
             return Ok(port);
         }
