@@ -10,7 +10,7 @@ import { createChoosers } from './choosers.js';
 import { createAppLinks } from './applinks.js';
 import { createPasskeys } from './passkeys.js';
 import { createPrints } from './print.js';
-import { createSignIns } from './sign_in.js';
+import { createHeldInPage } from './held_in_page.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
 import { createStalled } from './stalled.js';
@@ -58,8 +58,8 @@ const passkeys = createPasskeys(prompts, () => pilot, holds, toHost);
 const prints = createPrints(prompts, () => pilot, holds, toHost);
 // What the page hook asks about (content.js's `ask`), by kind. Each adapter answers
 // `accept`, `refuse` or `native`.
-// FedCM sign-ins the page hook holds: refused at once, or left to the browser (sign_in.js).
-const signIns = createSignIns(prompts, () => pilot);
+// Calls the page hook holds: refused at once, or left to the browser (held_in_page.js).
+const heldInPage = (kind, fieldsOf) => createHeldInPage(kind, prompts, () => pilot, fieldsOf);
 const asks = {
   __proto__: null,
   permission: permissions,
@@ -67,7 +67,9 @@ const asks = {
   app_link: appLinks,
   passkey: passkeys,
   print: prints,
-  sign_in: signIns,
+  sign_in: heldInPage('sign_in', (what) => ({ provider: what.slice(0, 2048) })),
+  payment: heldInPage('payment', (what) => ({ able: what === 'able' })),
+  storage_access: heldInPage('storage_access', (what) => ({ granted: what === 'granted' })),
 };
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup

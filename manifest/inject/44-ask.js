@@ -1,8 +1,9 @@
   // @needs win, apply, NewCustomEvent, dispatchEvent, addEventListener, detailOf, NewMap, mapGet
   // @needs mapSet, mapDelete, secret, toIsolated, admit, fold, defineProperty, withoutOwnFrames
-  // @gives ANSWER_NATIVE, ANSWER_ACCEPT, askBrowser, tellSettled, promiseThen, deferred, settle
-  // @gives directPromise
-  // ---- Asking the browser side (45 to 49: permissions, choosers, app links, passkeys, print) ----
+  // @needs queueMicrotask, captureStackTrace, NewDOMException
+  // @gives ANSWER_NATIVE, ANSWER_ACCEPT, ANSWER_NONE, askBrowser, tellSettled, promiseThen, deferred, settle
+  // @gives directPromise, react, refuseAsBrowser
+  // ---- Asking the browser side (45 to 49: permissions, choosers, app links, passkeys, payment, storage access, print) ----
   // A request goes to content.js as one question, { request, kind, what, method }: `request`
   // its number in this document, `kind` the prompt's ('permission', 'device_chooser',
   // 'app_link', 'passkey', 'print'), `what` what it is about (permission names joined by
@@ -93,9 +94,25 @@
       resolve(p);
       return;
     }
-    defineProperty(p, 'constructor', { __proto__: null, value: undefined, configurable: true });
     const rejected = (err) => reject(withoutOwnFrames(err, rejected));
-    apply(promiseThen, p, [resolve, rejected]);
+    react(p, resolve, rejected);
+  };
+  // Reacts to a promise of the browser's without running page code: an own `constructor`
+  // of undefined keeps `then` from reading the page's Promise.prototype.constructor.
+  const react = (p, fulfilled, rejected) => {
+    defineProperty(p, 'constructor', { __proto__: null, value: undefined, configurable: true });
+    apply(promiseThen, p, [fulfilled, rejected]);
+  };
+  // Rejects with a refusal of the browser's own kind: a DOMException whose `stack` has no
+  // frames, as the browser makes one in a task of its own (a script's has no `stack`). Made
+  // in a microtask of its own, so capturing from above `make` leaves none of ours.
+  const refuseAsBrowser = (reject, message, name) => {
+    const make = () => {
+      const err = new NewDOMException(message, name);
+      captureStackTrace(err, make);
+      reject(err);
+    };
+    apply(queueMicrotask, win, [make]);
   };
   // Called now (nothing to ask: a wrong receiver, arguments that ask for nothing).
   const directPromise = (native, self, args, top) => {

@@ -58,6 +58,15 @@ pub enum DialogTypeArg {
     /// (NetworkError, as the browser refuses one it cannot complete).
     #[serde(rename = "sign_in")]
     SignIn,
+    /// A Payment Request's show(): accept = the browser's own way (headful, with a payment
+    /// app: its payment sheet, which waits for a person), dismiss = refused at once as a
+    /// person's closing of the sheet (AbortError).
+    Payment,
+    /// document.requestStorageAccess(): accept = the browser's own way (headful, another
+    /// site's frame: it may ask the person), dismiss = refused at once (NotAllowedError, the
+    /// browser's own refusal).
+    #[serde(rename = "storage_access")]
+    StorageAccess,
     All,
 }
 
@@ -72,7 +81,19 @@ impl DialogTypeArg {
             Self::Passkey => "passkey",
             Self::Print => "print",
             Self::SignIn => "sign_in",
+            Self::Payment => "payment",
+            Self::StorageAccess => "storage_access",
             page => page.target().as_str(),
+        }
+    }
+
+    /// A call the page hook holds and refuses itself (`RuleSpec::Held`), if this is one.
+    pub fn held(self) -> Option<HeldCall> {
+        match self {
+            Self::SignIn => Some(HeldCall::SignIn),
+            Self::Payment => Some(HeldCall::Payment),
+            Self::StorageAccess => Some(HeldCall::StorageAccess),
+            _ => None,
         }
     }
 
@@ -96,7 +117,28 @@ impl DialogTypeArg {
             | Self::AppLink
             | Self::Passkey
             | Self::Print
-            | Self::SignIn => RuleTarget::All,
+            | Self::SignIn
+            | Self::Payment
+            | Self::StorageAccess => RuleTarget::All,
+        }
+    }
+}
+
+/// A call the page hook holds and answers itself with the browser's own refusal, or leaves
+/// to the browser: one rule shape for all of them (`RuleSpec::Held`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeldCall {
+    SignIn,
+    Payment,
+    StorageAccess,
+}
+
+impl HeldCall {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SignIn => "sign_in",
+            Self::Payment => "payment",
+            Self::StorageAccess => "storage_access",
         }
     }
 }
@@ -423,9 +465,10 @@ pub enum RuleSpec {
     /// prints directory) or cancel it (the preview closed); `match.url_contains` is on the
     /// frame's URL.
     Print { accept: bool, save_to: Option<PathBuf>, matcher: MatchArg },
-    /// A FedCM sign-in: leave it to the browser (accept) or refuse it at once;
-    /// `match.url_contains` is on the frame's URL.
-    SignIn { accept: bool, matcher: MatchArg },
+    /// A call the page hook holds and refuses itself (`kind`: sign_in, payment,
+    /// storage_access): leave it to the browser (accept) or refuse it at once with the
+    /// browser's own refusal; `match.url_contains` is on the frame's URL.
+    Held { kind: HeldCall, accept: bool, matcher: MatchArg },
 }
 
 impl RuleSpec {
@@ -439,7 +482,7 @@ impl RuleSpec {
             Self::AppLink { .. } => "app_link",
             Self::Passkey { .. } => "passkey",
             Self::Print { .. } => "print",
-            Self::SignIn { .. } => "sign_in",
+            Self::Held { kind, .. } => kind.as_str(),
         }
     }
 
@@ -450,7 +493,7 @@ impl RuleSpec {
             | Self::AppLink { accept, .. }
             | Self::Passkey { accept, .. }
             | Self::Print { accept, .. }
-            | Self::SignIn { accept, .. } => *accept,
+            | Self::Held { accept, .. } => *accept,
             Self::Auth { credentials, .. } => credentials.is_some(),
             Self::DeviceChooser { .. } => false,
         }
@@ -465,7 +508,7 @@ impl RuleSpec {
             | Self::AppLink { matcher, .. }
             | Self::Passkey { matcher, .. }
             | Self::Print { matcher, .. }
-            | Self::SignIn { matcher, .. } => matcher,
+            | Self::Held { matcher, .. } => matcher,
         }
     }
 
@@ -479,8 +522,8 @@ impl RuleSpec {
             | (Self::DeviceChooser { .. }, DialogTypeArg::DeviceChooser)
             | (Self::AppLink { .. }, DialogTypeArg::AppLink)
             | (Self::Passkey { .. }, DialogTypeArg::Passkey)
-            | (Self::Print { .. }, DialogTypeArg::Print)
-            | (Self::SignIn { .. }, DialogTypeArg::SignIn) => true,
+            | (Self::Print { .. }, DialogTypeArg::Print) => true,
+            (Self::Held { kind, .. }, w) => w.held() == Some(*kind),
             _ => false,
         }
     }
@@ -612,8 +655,8 @@ impl InteractArgs {
         if setup && self.dialog_type == Some(DialogTypeArg::Print) {
             return self.print_setup();
         }
-        if setup && self.dialog_type == Some(DialogTypeArg::SignIn) {
-            return self.sign_in_setup();
+        if let Some(kind) = self.dialog_type.and_then(DialogTypeArg::held).filter(|_| setup) {
+            return self.held_setup(kind);
         }
         if self.matcher.as_ref().is_some_and(|m| m.realm.is_some()) {
             return Err(bad("match.realm", "only with dialog_type \"auth\""));
@@ -623,7 +666,7 @@ impl InteractArgs {
                 return Err(bad(
                     "dialog_type",
                     "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, permission, \
-device_chooser, app_link, passkey, print, all",
+device_chooser, app_link, passkey, print, sign_in, payment, storage_access, all",
                 ));
             };
             let matcher = self.matcher.clone().unwrap_or_default();
@@ -743,16 +786,17 @@ impl InteractArgs {
         Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 
-    fn sign_in_setup(&self) -> Result<DialogCall, ParamError> {
-        let matcher = self.url_only_match("a sign-in", "leave match out")?;
+    fn held_setup(&self, kind: HeldCall) -> Result<DialogCall, ParamError> {
+        let name = kind.as_str();
+        let matcher = self.url_only_match(&format!("a {name} call"), "leave match out")?;
         if matcher.scheme.is_some() || matcher.rp_id.is_some() {
             let param = if matcher.scheme.is_some() { "match.scheme" } else { "match.rp_id" };
-            return Err(bad(param, "not with dialog_type \"sign_in\""));
+            return Err(bad(param, format!("not with dialog_type \"{name}\"")));
         }
         if self.text.is_some() {
-            return Err(bad("text", "a sign-in rule takes no text"));
+            return Err(bad("text", format!("a {name} rule takes no text")));
         }
-        let rule = RuleSpec::SignIn { accept: self.accept.unwrap_or(true), matcher };
+        let rule = RuleSpec::Held { kind, accept: self.accept.unwrap_or(true), matcher };
         Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 

@@ -37,6 +37,11 @@ pub enum Kind {
     /// the page hook before the browser sees it.
     #[serde(rename = "sign_in")]
     SignIn,
+    /// A Payment Request's `show()` (`host/payment.rs`), held by the page hook.
+    Payment,
+    /// `document.requestStorageAccess()` (`host/storage_access.rs`), held by the page hook.
+    #[serde(rename = "storage_access")]
+    StorageAccess,
 }
 
 impl Kind {
@@ -49,6 +54,8 @@ impl Kind {
             None if self == Self::Passkey => "passkey",
             None if self == Self::Print => "print",
             None if self == Self::SignIn => "sign_in",
+            None if self == Self::Payment => "payment",
+            None if self == Self::StorageAccess => "storage_access",
             None => "auth",
         }
     }
@@ -66,13 +73,26 @@ impl Kind {
             | Self::AppLink
             | Self::Passkey
             | Self::Print
-            | Self::SignIn => None,
+            | Self::SignIn
+            | Self::Payment
+            | Self::StorageAccess => None,
         }
     }
 
     /// Shown by the browser itself, not raised by page script (no engine decides it).
     pub fn is_browser_prompt(self) -> bool {
         self.dialog().is_none()
+    }
+}
+
+impl From<crate::api::HeldCall> for Kind {
+    fn from(h: crate::api::HeldCall) -> Self {
+        use crate::api::HeldCall;
+        match h {
+            HeldCall::SignIn => Self::SignIn,
+            HeldCall::Payment => Self::Payment,
+            HeldCall::StorageAccess => Self::StorageAccess,
+        }
     }
 }
 

@@ -99,7 +99,7 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             RuleSpec::DeviceChooser { chooser, .. } => v.chooser = *chooser,
             RuleSpec::Passkey { keep, .. } => v.keep = keep.then_some(true),
             RuleSpec::Print { save_to, .. } => v.save_to = save_to.as_deref(),
-            RuleSpec::AppLink { .. } | RuleSpec::SignIn { .. } => {}
+            RuleSpec::AppLink { .. } | RuleSpec::Held { .. } => {}
         }
         v
     }

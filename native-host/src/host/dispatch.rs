@@ -62,6 +62,8 @@ impl State {
                     PromptAsk::Passkey(p) => p,
                     PromptAsk::Print(p) => p,
                     PromptAsk::SignIn(p) => p,
+                    PromptAsk::Payment(p) => p,
+                    PromptAsk::StorageAccess(p) => p,
                 };
                 self.on_prompt(&m, kind)
             }

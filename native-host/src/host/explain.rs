@@ -152,6 +152,12 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         (Kind::Print, Some(false)) => "cancelled (as a person closes the preview)".to_string(),
         (Kind::SignIn, Some(true)) => "left to the browser's account chooser".to_string(),
         (Kind::SignIn, Some(false)) => "refused (the page got NetworkError)".to_string(),
+        (Kind::Payment, Some(true)) => "left to the browser (its payment sheet, or its own refusal)".to_string(),
+        (Kind::Payment, Some(false)) => {
+            "refused (the page got AbortError, as after a person closes the payment sheet)".to_string()
+        }
+        (Kind::StorageAccess, Some(true)) => "left to the browser (its grant, prompt or refusal)".to_string(),
+        (Kind::StorageAccess, Some(false)) => "refused (the page got NotAllowedError)".to_string(),
         (Kind::Passkey, Some(false)) => {
             "refused (the page got NotAllowedError, as after a person's cancel)".to_string()
         }
@@ -198,14 +204,7 @@ pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
         ),
         RuleSpec::Print { accept: true, .. } => ("print()".to_string(), "print the page to a PDF file"),
         RuleSpec::Print { .. } => ("print()".to_string(), "cancel it (as a person closes the preview)"),
-        RuleSpec::SignIn { accept, .. } => (
-            "sign-in (FedCM)".to_string(),
-            if *accept {
-                "leave it to the browser's account chooser"
-            } else {
-                "refuse it at once (the page gets NetworkError)"
-            },
-        ),
+        RuleSpec::Held { kind, accept, .. } => held_rule(Kind::from(*kind), *accept),
         RuleSpec::DeviceChooser { chooser, .. } => {
             (chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str())), "cancel it")
         }
@@ -215,6 +214,28 @@ pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
     } else {
         format!("Auto-response configured for every {what} until cleared: will {will}.")
     }
+}
+
+/// What a rule for a call the page hook holds (`RuleSpec::Held`) does: (what, will).
+fn held_rule(kind: Kind, accept: bool) -> (String, &'static str) {
+    let (what, accepted, refused) = match kind {
+        Kind::SignIn => (
+            "sign-in (FedCM)",
+            "leave it to the browser's account chooser",
+            "refuse it at once (the page gets NetworkError)",
+        ),
+        Kind::Payment => (
+            "payment request (show)",
+            "leave it to the browser (headful, with a payment app: its payment sheet)",
+            "refuse it at once (the page gets AbortError, as after a person closes the sheet)",
+        ),
+        _ => (
+            "storage access request",
+            "leave it to the browser (its grant, prompt or refusal)",
+            "refuse it at once (the page gets NotAllowedError, the browser's own refusal)",
+        ),
+    };
+    (what.to_string(), if accept { accepted } else { refused })
 }
 
 /// Why the agent cannot accept a held prompt of `kind` as it tried (`None`: it can).
@@ -248,7 +269,9 @@ the page got the browser's answer."
 pub fn prompt_expired(kind: Kind) -> &'static str {
     match kind {
         Kind::Permission => "The extension denied it: no answer came from the host in time.",
-        Kind::Passkey | Kind::SignIn => "The extension refused it: no answer came from the host in time.",
+        Kind::Passkey | Kind::SignIn | Kind::Payment | Kind::StorageAccess => {
+            "The extension refused it: no answer came from the host in time."
+        }
         _ => "The extension cancelled it: no answer came from the host in time.",
     }
 }

@@ -16,6 +16,7 @@ pub mod logs;
 mod opener;
 mod passkey;
 pub mod passkey_keys;
+mod payment;
 mod permission;
 pub mod persist;
 mod pilot;
@@ -31,6 +32,7 @@ pub mod rules;
 mod sign_in;
 mod socket;
 pub mod state;
+mod storage_access;
 
 use crate::redact::Redactor;
 use crate::{frame, paths};

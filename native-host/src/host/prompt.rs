@@ -337,3 +337,11 @@ impl State {
 pub(super) fn url_fits(url_contains: Option<&String>, url: &str) -> bool {
     url_contains.is_none_or(|u| url.to_lowercase().contains(&u.to_lowercase()))
 }
+
+/// How specific a rule for calls the page hook holds (`RuleSpec::Held`) of `kind` is for a
+/// call from a frame at `url`, if it fits.
+pub(super) fn held_fits(kind: Kind, rule: &RuleSpec, url: &str) -> Option<usize> {
+    let RuleSpec::Held { kind: k, matcher, .. } = rule else { return None };
+    (Kind::from(*k) == kind && url_fits(matcher.url_contains.as_ref(), url))
+        .then(|| usize::from(matcher.url_contains.is_some()))
+}

@@ -315,8 +315,12 @@ pub enum PromptAsk {
     Passkey(PasskeyAsk),
     /// A window.print() the page hook answered (`manifest/print.js`).
     Print(PrintAsk),
-    /// A FedCM sign-in the page hook holds (`manifest/sign_in.js`).
+    /// A FedCM sign-in the page hook holds (`manifest/held_in_page.js`).
     SignIn(SignInAsk),
+    /// A Payment Request's show() the page hook holds (`manifest/held_in_page.js`).
+    Payment(PaymentAsk),
+    /// A requestStorageAccess() the page hook holds (`manifest/held_in_page.js`).
+    StorageAccess(StorageAccessAsk),
 }
 
 impl PromptAsk {
@@ -328,6 +332,8 @@ impl PromptAsk {
             Self::DeviceChooser(_) => Kind::DeviceChooser,
             Self::AppLink(_) => Kind::AppLink,
             Self::SignIn(_) => Kind::SignIn,
+            Self::Payment(_) => Kind::Payment,
+            Self::StorageAccess(_) => Kind::StorageAccess,
             Self::Passkey(_) => Kind::Passkey,
             Self::Print(_) => Kind::Print,
         }
@@ -402,6 +408,22 @@ pub struct SignInAsk {
     /// The identity provider's config URL, as the page named its first one (page-made).
     #[serde(default)]
     pub provider: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PaymentAsk {
+    /// The browser's own canMakePayment(): can a payment app take it (so a headful browser
+    /// would show its payment sheet)?
+    #[serde(default)]
+    pub able: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct StorageAccessAsk {
+    /// The browser's own hasStorageAccess(): the frame has access already (the browser
+    /// would grant it without asking).
+    #[serde(default)]
+    pub granted: bool,
 }
 
 /// A print carries nothing of its own: the frame and its URL say which.

@@ -2,15 +2,16 @@
 //! with `NetworkError` after a random 0.2–31 s (FedCM's anti-probing delay; MODAL-FACTS 6),
 //! and a headful one shows an account chooser that waits for a person. The page hook
 //! (`manifest/inject/48-passkeys.js`, which wraps the same method) holds the call before the
-//! browser sees it and asks, through `manifest/sign_in.js`: a refusal rejects it at once
+//! browser sees it and asks, through `manifest/held_in_page.js`: a refusal rejects it at once
 //! with the browser's own `NetworkError`; an accept lets the browser have it (its chooser,
 //! or its refusal). The prompt pipeline (`prompt.rs`) does the rest. Pilot off: the
 //! browser's way, recorded.
 
-use super::prompt::{Described, PromptKind, Verdict, url_fits};
+use super::prompt::{Described, PromptKind, Verdict, held_fits};
 use super::protocol::{PromptDecision, SignInAsk};
 use super::record::{self, DecidedBy, MAX_MESSAGE_CHARS};
 use crate::api::RuleSpec;
+use crate::kind::Kind;
 use crate::redact::Redactor;
 use unmodal_engine::Policy;
 
@@ -27,8 +28,7 @@ impl PromptKind for SignInAsk {
     }
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
-        let RuleSpec::SignIn { matcher, .. } = rule else { return None };
-        url_fits(matcher.url_contains.as_ref(), url).then(|| usize::from(matcher.url_contains.is_some()))
+        held_fits(Kind::SignIn, rule, url)
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
@@ -74,8 +74,7 @@ terminal)"
 mod tests {
     use super::super::state::tests::{feed, state_with, to_json};
     use super::*;
-    use crate::api::{DialogCall, MatchArg};
-    use crate::kind::Kind;
+    use crate::api::{DialogCall, HeldCall, MatchArg};
     use ringbuf::traits::Consumer;
     use serde_json::json;
 
@@ -90,7 +89,7 @@ mod tests {
         let rec = s.history.iter().last().unwrap();
         assert_eq!((rec.kind, rec.decided_by), (Kind::SignIn, DecidedBy::DefaultPolicy));
         assert!(rec.message.starts_with("sign in with https://idp.example/") && !rec.message.contains("s3cret"));
-        let rule = RuleSpec::SignIn { accept: true, matcher: MatchArg::default() };
+        let rule = RuleSpec::Held { kind: HeldCall::SignIn, accept: true, matcher: MatchArg::default() };
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         assert_eq!(to_json(&feed(&mut s, ask(2)).unwrap())[1]["decision"], "accept");
         assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);

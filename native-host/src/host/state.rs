@@ -8,6 +8,7 @@ pub use super::protocol::Tab;
 use super::protocol::ToBrowser;
 use super::record::{DialogRecord, HeldDialog};
 use super::rules::{self, RuleStore, Stored};
+use crate::api::HeldCall;
 use crate::api::{DEFAULT_TIMEOUT_S, DialogTypeArg, RuleSpec};
 use crate::redact::Redactor;
 use crate::reply::{ErrorCode, ToolError};
@@ -58,7 +59,9 @@ impl rules::Rule for RuleSpec {
             Self::AppLink { .. } => "app link",
             Self::Passkey { .. } => "passkey",
             Self::Print { .. } => "print",
-            Self::SignIn { .. } => "sign-in",
+            Self::Held { kind: HeldCall::SignIn, .. } => "sign-in",
+            Self::Held { kind: HeldCall::StorageAccess, .. } => "storage access",
+            Self::Held { kind, .. } => kind.as_str(),
         }
     }
 
@@ -72,8 +75,8 @@ impl rules::Rule for RuleSpec {
                 (R::DeviceChooser { chooser: a, .. }, R::DeviceChooser { chooser: b, .. }) => a == b,
                 (R::AppLink { .. }, R::AppLink { .. })
                 | (R::Passkey { .. }, R::Passkey { .. })
-                | (R::Print { .. }, R::Print { .. })
-                | (R::SignIn { .. }, R::SignIn { .. }) => true,
+                | (R::Print { .. }, R::Print { .. }) => true,
+                (R::Held { kind: a, .. }, R::Held { kind: b, .. }) => a == b,
                 _ => false,
             }
     }

@@ -1,0 +1,187 @@
+//! Storage access (dialog_type "storage_access"): `document.requestStorageAccess()`. In
+//! another site's frame without access, a headful browser that blocks third-party cookies
+//! asks the person; headless Chromium refuses at once with NotAllowedError (MODAL-FACTS 6).
+//! With the pilot on the page hook holds the call: the default refuses it with the browser's
+//! own error; a rule or the agent can leave it to the browser; a frame that has access
+//! already is granted by the browser, unrecorded.
+
+use serde_json::{Value, json};
+use unmodal_e2e::browser::Browser;
+use unmodal_e2e::web::WebServer;
+use unmodal_e2e::{Session, eventually};
+
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The call as a page awaits it: its outcome as the page sees it.
+const REQUEST: &str = "document.requestStorageAccess()
+  .then((v) => ['ok', String(v)], (e) => ['error', e.constructor.name, e.name, e.message, Object.hasOwn(e, 'stack'), String(e.stack)])";
+
+/// Another site's frame that runs what its parent posts (an expression) and posts back the
+/// result; the top page (under a strict CSP) counts CSP violations and clicks.
+fn framed(s: &Session, site: &WebServer) -> anyhow::Result<(String, String)> {
+    let widget = site.page(
+        "/widget",
+        "<!doctype html><script>onmessage = (e) => Promise.resolve((0, eval)(e.data)).then((r) => parent.postMessage(r, '*'));
+         parent.postMessage('ready', '*');</script>",
+        &[],
+    );
+    let top = format!(
+        "<!doctype html><title>framed</title><button id=b>b</button><iframe src='{widget}'></iframe>
+<script nonce=t>window.seen = []; window.violations = []; window.got = null;
+  document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective));
+  addEventListener('message', (e) => {{ if (e.data === 'ready') window.frameReady = true; else window.got = e.data; }});
+  document.getElementById('b').onclick = () => seen.push('click');</script>"
+    );
+    let csp = "default-src 'none'; script-src 'nonce-t'; frame-src *";
+    Ok((s.web.page("/framed", &top, &[("Content-Security-Policy", csp)]), widget))
+}
+
+/// Runs `expr` in the frame (it must be loaded) and waits for its result.
+async fn in_frame(s: &Session, expr: &str) -> anyhow::Result<Value> {
+    eventually(LIMIT, "the frame loaded", || async {
+        Ok((s.page_value("window.frameReady === true").await? == json!(true)).then_some(()))
+    })
+    .await?;
+    s.page_value(&format!("window.got = null; frames[0].postMessage({}, '*'); 0", json!(expr))).await?;
+    eventually(LIMIT, "the frame's outcome", || async {
+        let v = s.page_value("window.got").await?;
+        Ok((!v.is_null()).then_some(v))
+    })
+    .await
+}
+
+async fn framed_session(pilot: bool) -> anyhow::Result<(Session, WebServer, String)> {
+    let site = WebServer::other_site()?;
+    let s = Session::start().await?;
+    let (top, widget) = framed(&s, &site)?;
+    s.page.goto(&top).await?;
+    s.agent.wait_for_tab(&top).await?;
+    if pilot {
+        s.enable_pilot().await?;
+    }
+    Ok((s, site, widget))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_default_refuses_another_sites_frame_as_the_browser_does() -> anyhow::Result<()> {
+    let (s, _site, widget) = framed_session(true).await?;
+    let ours = in_frame(&s, REQUEST).await?;
+    // The same frame in a browser without Unmodal: the browser's own refusal, value for value.
+    let (plain, page) = Browser::plain_page(&s.web.page("/plain", "<title>plain</title>", &[]), "plain").await?;
+    let (top, _) = framed(&s, &_site)?;
+    page.goto(&top).await?;
+    let theirs = eventually(LIMIT, "the plain browser's frame", || async {
+        if page.eval("window.frameReady === true").await? != json!(true) {
+            return Ok(None);
+        }
+        page.eval(&format!("window.got = null; frames[0].postMessage({}, '*'); 0", json!(REQUEST))).await?;
+        eventually(LIMIT, "the plain frame's outcome", || async {
+            let v = page.eval("window.got").await?;
+            Ok((!v.is_null()).then_some(v))
+        })
+        .await
+        .map(Some)
+    })
+    .await?;
+    drop(plain);
+    assert_eq!(ours, theirs, "the browser's own refusal");
+    assert_eq!(ours[2], "NotAllowedError", "{ours}");
+    let r = &s.closed_records("storage_access", 1).await?[0];
+    assert_eq!((r["decided_by"].as_str(), r["accepted"].as_bool()), (Some("default_policy"), Some(false)), "{r}");
+    assert_eq!(r["url"].as_str(), Some(widget.as_str()), "the frame's own URL: {r}");
+    s.takes_input().await?;
+    assert_eq!(s.page_value("violations").await?, json!([]), "no CSP violation");
+    // The top document has access: the browser grants it, nothing is asked or recorded.
+    assert_eq!(s.page_value(REQUEST).await?, json!(["ok", "undefined"]));
+    assert_eq!(s.closed_records("storage_access", 1).await?.len(), 1, "not recorded");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it() -> anyhow::Result<()> {
+    let (s, _site, _) = framed_session(true).await?;
+    s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "storage_access"})).await?;
+    // Left to the browser, which refuses it headless by itself.
+    assert_eq!(in_frame(&s, REQUEST).await?[3], "requestStorageAccess not allowed");
+    let r = &s.closed_records("storage_access", 1).await?[0];
+    assert_eq!((r["decided_by"].as_str(), r["accepted"].as_bool()), (Some("rule"), Some(true)), "{r}");
+
+    s.policy("must_respond", 2).await?;
+    in_frame(&s, &format!("window.held = 'pending'; {REQUEST}.then((r) => window.held = r); 0")).await?;
+    let held = s.held(1).await?;
+    assert_eq!(held[0]["type"], "storage_access");
+    assert_eq!(in_frame(&s, "window.held").await?, json!("pending"), "the page's call waits");
+    s.takes_input().await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": false}))
+        .await?;
+    let v = eventually(LIMIT, "the agent's refusal", || async {
+        let v = in_frame(&s, "window.held").await?;
+        Ok(v.is_array().then_some(v))
+    })
+    .await?;
+    assert_eq!(v[2], "NotAllowedError");
+    // Nobody answers the next one: the watchdog refuses it.
+    in_frame(&s, &format!("window.late = 'pending'; {REQUEST}.then((r) => window.late = r); 0")).await?;
+    let v = eventually(LIMIT, "the watchdog's refusal", || async {
+        let v = in_frame(&s, "window.late").await?;
+        Ok(v.is_array().then_some(v))
+    })
+    .await?;
+    assert_eq!(v[2], "NotAllowedError");
+    let recs = s.closed_records("storage_access", 3).await?;
+    let closed: Vec<_> = recs.iter().map(|r| r["closed_by"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(closed, ["rule", "agent", "watchdog"]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_pilot_off_the_browser_has_it_and_a_flood_is_counted() -> anyhow::Result<()> {
+    let (s, _site, _) = framed_session(false).await?;
+    assert_eq!(in_frame(&s, REQUEST).await?[2], "NotAllowedError");
+    let d = s.last_dialog(1).await?;
+    assert_eq!((d["type"].as_str(), d["decided_by"].as_str()), (Some("storage_access"), Some("pilot_off")), "{d}");
+
+    let (s, _site, _) = framed_session(true).await?;
+    let names = in_frame(
+        &s,
+        &format!("Promise.all(Array.from({{length: 1000}}, () => {REQUEST})).then((all) => [...new Set(all.map((r) => r[2]))])"),
+    )
+    .await?;
+    assert_eq!(names, json!(["NotAllowedError"]), "every one refused");
+    s.all_accounted("storage_access", 1000).await?;
+    s.takes_input().await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_wrapper_looks_and_fails_like_the_browsers_own_and_a_hostile_page_sees_nothing() -> anyhow::Result<()> {
+    let probe = "JSON.stringify([(() => {
+        const f = Document.prototype.requestStorageAccess;
+        const d = Object.getOwnPropertyDescriptor(Document.prototype, 'requestStorageAccess');
+        return [String(f), f.name, f.length, 'prototype' in f, d.writable, d.enumerable, d.configurable,
+                Function.prototype.toString.call(f), Object.getOwnPropertyNames(Document.prototype).indexOf('requestStorageAccess')];
+      })()])";
+    let wrong = "Document.prototype.requestStorageAccess.call({}).then(() => 'ok', (e) => [e.name, e.message])";
+    let (s, _site, _) = framed_session(true).await?;
+    let (_plain, page) = Browser::plain_page(&s.web.page("/plain", "<title>plain</title>", &[]), "plain").await?;
+    assert_eq!(s.page_value(probe).await?, page.eval(probe).await?);
+    assert_eq!(s.page_value(wrong).await?, page.eval(wrong).await?, "a wrong receiver: the browser's own error");
+    // Traps on everything the hook could touch on its way: none runs.
+    in_frame(
+        &s,
+        "window.trapped = 0;
+         for (const name of ['request', 'kind', 'what', 'method', 'detail', 'settled']) {
+           Object.defineProperty(Object.prototype, name, { get() { trapped++; }, set() { trapped++; }, configurable: true });
+         }
+         window.DOMException = function () { trapped++; };
+         window.CustomEvent = function () { trapped++; };
+         const then = Promise.prototype.then;
+         Promise.prototype.then = function (...a) { if (new Error().stack.includes('chrome-extension')) trapped++; return then.apply(this, a); };
+         Object.defineProperty(Promise.prototype, 'constructor', { get() { if (new Error().stack.includes('chrome-extension')) trapped++; return Promise; }, configurable: true });
+         0",
+    )
+    .await?;
+    let v = in_frame(&s, &format!("{REQUEST}.then((r) => [r[2], trapped])")).await?;
+    assert_eq!(v, json!(["NotAllowedError", 0]));
+    Ok(())
+}
