@@ -1,6 +1,6 @@
   // @gives win, doc, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, hasOwn, apply, fnProto
   // @gives nativeToString, natives, NewCustomEvent, dispatchEvent, addEventListener, detailOf
-  // @gives NewDOMException, NewTypeError, NativeError, captureStackTrace, indexOf, NewUint16Array, eventProto
+  // @gives newDOMException, NewTypeError, NativeError, captureStackTrace, indexOf, NewUint16Array, eventProto
   // @gives nativePreventDefault, eventType, eventPhase, unloadProto, returnValueDesc, NewMap, mapGet
   // @gives mapSet, mapDelete, charCodeAt, fromCharCode, sliceString, queueMicrotask, deleteProperty
   // @gives lateNative, documentProto, MAX_MESSAGE, HANDOFF, pageUrl, protoOf, getterOf, KIND_NAMES, BY_NAMES, BY_POLICY
@@ -33,7 +33,6 @@
   const detailOf = getOwnPropertyDescriptor(NewCustomEvent.prototype, 'detail').get;
   const NewTypeError = TypeError;
   const NativeError = Error;
-  const NewDOMException = DOMException;
   const captureStackTrace = Error.captureStackTrace;
   const indexOf = String.prototype.indexOf;
   const NewUint16Array = Uint16Array;
@@ -81,6 +80,32 @@
   const lateNative = (fn, name, parent) =>
     typeof fn === 'function' && apply(nativeToString, fn, []) === `function ${name}() { [native code] }` &&
     getPrototypeOf(fn) === parent ? fn : null;
+  // A DOMException for a refusal, its interface made on the first one (making it at start
+  // would cost every frame about 16 µs): the global if it is still the browser's own, else
+  // the constructor of one the browser throws (a page may replace the global, not what the
+  // browser throws; a replaced `constructor` there is not taken either). A page that
+  // replaced both gets an Error with the same name and message.
+  const querySelector = documentProto.querySelector;
+  let DOMExceptionNative;
+  const newDOMException = (message, name) => {
+    if (DOMExceptionNative === undefined) {
+      const g = getOwnPropertyDescriptor(win, 'DOMException');
+      DOMExceptionNative = g !== undefined && hasOwn(g, 'value') ? lateNative(g.value, 'DOMException', fnProto) : null;
+      if (DOMExceptionNative === null) {
+        try {
+          apply(querySelector, doc, ['']);
+        } catch (thrown) {
+          const c = getOwnPropertyDescriptor(getPrototypeOf(thrown), 'constructor');
+          DOMExceptionNative = c !== undefined && hasOwn(c, 'value') ? lateNative(c.value, 'DOMException', fnProto) : null;
+        }
+      }
+    }
+    if (DOMExceptionNative !== null) return new DOMExceptionNative(message, name);
+    const err = new NativeError(message);
+    deleteProperty(err, 'stack'); // ours; a script's DOMException has none
+    defineProperty(err, 'name', { __proto__: null, value: name, writable: true, configurable: true });
+    return err;
+  };
   const KIND_NAMES = ['alert', 'confirm', 'prompt', 'beforeunload'];
   const BY_NAMES = ['pilot_off', 'rule', 'default_policy', 'policy'];
   const BY_POLICY = 3;

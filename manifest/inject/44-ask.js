@@ -1,6 +1,6 @@
   // @needs win, apply, NewCustomEvent, dispatchEvent, addEventListener, detailOf, NewMap, mapGet
   // @needs mapSet, mapDelete, secret, toIsolated, admit, fold, defineProperty, withoutOwnFrames
-  // @needs queueMicrotask, captureStackTrace, NewDOMException
+  // @needs queueMicrotask, captureStackTrace, newDOMException
   // @gives ANSWER_NATIVE, ANSWER_ACCEPT, ANSWER_NONE, askBrowser, tellSettled, promiseThen, deferred, settle
   // @gives directPromise, react, refuseAsBrowser
   // ---- Asking the browser side (45 to 49: permissions, choosers, app links, passkeys, payment, storage access, print) ----
@@ -108,7 +108,7 @@
   // in a microtask of its own, so capturing from above `make` leaves none of ours.
   const refuseAsBrowser = (reject, message, name) => {
     const make = () => {
-      const err = new NewDOMException(message, name);
+      const err = newDOMException(message, name);
       captureStackTrace(err, make);
       reject(err);
     };

@@ -1,5 +1,5 @@
   // @needs win, apply, defineProperty, captureStackTrace, queueMicrotask, protoOf, withoutOwnFrames
-  // @needs NewDOMException
+  // @needs newDOMException
   // @needs ANSWER_NATIVE, askBrowser, tellSettled, promiseThen, deferred
   // @gives disguiseChoosers
   // ---- Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth; the screen-share picker) ----
@@ -78,7 +78,7 @@
       // makes it) with no frames: they are made in a task of the browser's. A script's
       // DOMException has none; capturing from above `cancel` (our only frame) leaves none
       // either, so not even a page's Error.prepareStackTrace sees ours.
-      const err = new NewDOMException(c.message, c.name);
+      const err = newDOMException(c.message, c.name);
       if (c.stack) captureStackTrace(err, cancel);
       d.reject(err);
     };

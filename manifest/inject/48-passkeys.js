@@ -1,4 +1,4 @@
-  // @needs getOwnPropertyDescriptor, getPrototypeOf, hasOwn, protoOf, NewDOMException
+  // @needs getOwnPropertyDescriptor, getPrototypeOf, hasOwn, protoOf, newDOMException
   // @needs askBrowser, ANSWER_NATIVE, ANSWER_ACCEPT, deferred, settle, directPromise, tellSettled
   // @gives disguisePasskeys
   // ---- Passkeys and sign-ins: navigator.credentials.create() and get() ----
@@ -34,7 +34,7 @@
     const d = deferred();
     askBrowser('sign_in', typeof configURL === 'string' ? configURL : '', 'get', (code) => {
       if (code === ANSWER_NATIVE || code === ANSWER_ACCEPT) settle(native, self, args, d.resolve, d.reject, top);
-      else d.reject(new NewDOMException(NO_TOKEN, 'NetworkError'));
+      else d.reject(newDOMException(NO_TOKEN, 'NetworkError'));
     });
     return d.promise;
   };
@@ -56,7 +56,7 @@
       // Only the browser's own way (pilot off) or an accept makes the real call: anything
       // else, nobody answering too, is refused (the browser's sheet would wedge the tab).
       if (code === ANSWER_NATIVE) settle(native, self, args, d.resolve, d.reject, top);
-      else if (code !== ANSWER_ACCEPT) d.reject(new NewDOMException(NOT_ALLOWED, 'NotAllowedError'));
+      else if (code !== ANSWER_ACCEPT) d.reject(newDOMException(NOT_ALLOWED, 'NotAllowedError'));
       else {
         const resolve = (v) => { d.resolve(v); tellSettled(request); };
         const reject = (e) => { d.reject(e); tellSettled(request); };

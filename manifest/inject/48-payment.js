@@ -1,4 +1,4 @@
-  // @needs apply, protoOf, react, refuseAsBrowser, NewDOMException, captureStackTrace
+  // @needs apply, protoOf, react, refuseAsBrowser, newDOMException, captureStackTrace
   // @needs askBrowser, ANSWER_NATIVE, ANSWER_ACCEPT, ANSWER_NONE, deferred, settle, directPromise
   // @gives disguisePayment
   // ---- Payment Request: PaymentRequest.prototype.show() ----
@@ -37,7 +37,7 @@
       if (shown === null) shown = new NewWeakSet();
       const d = deferred();
       if (apply(weakHas, shown, [self])) {
-        const err = new NewDOMException(ALREADY, 'InvalidStateError');
+        const err = newDOMException(ALREADY, 'InvalidStateError');
         captureStackTrace(err, paymentHooks.show);
         d.reject(err);
         return d.promise;

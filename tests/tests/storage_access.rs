@@ -173,7 +173,10 @@ async fn the_wrapper_looks_and_fails_like_the_browsers_own_and_a_hostile_page_se
          for (const name of ['request', 'kind', 'what', 'method', 'detail', 'settled']) {
            Object.defineProperty(Object.prototype, name, { get() { trapped++; }, set() { trapped++; }, configurable: true });
          }
+         // Both ways to the browser's DOMException replaced: the refusal is an Error by that name.
+         const proto = DOMException.prototype;
          window.DOMException = function () { trapped++; };
+         proto.constructor = function () { trapped++; };
          window.CustomEvent = function () { trapped++; };
          const then = Promise.prototype.then;
          Promise.prototype.then = function (...a) { if (new Error().stack.includes('chrome-extension')) trapped++; return then.apply(this, a); };
@@ -181,7 +184,7 @@ async fn the_wrapper_looks_and_fails_like_the_browsers_own_and_a_hostile_page_se
          0",
     )
     .await?;
-    let v = in_frame(&s, &format!("{REQUEST}.then((r) => [r[2], trapped])")).await?;
-    assert_eq!(v, json!(["NotAllowedError", 0]));
+    let v = in_frame(&s, &format!("{REQUEST}.then((r) => [r[2], r[3], r[5], trapped])")).await?;
+    assert_eq!(v, json!(["NotAllowedError", "requestStorageAccess not allowed", "NotAllowedError: requestStorageAccess not allowed", 0]));
     Ok(())
 }
