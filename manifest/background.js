@@ -73,6 +73,8 @@ const asks = {
 };
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
+// Per frame, the reports waiting for the frame's URL (a sandboxed frame's): in order.
+const frameLines = new Map();
 
 // ---- Native host ----
 let backoff = 250;
@@ -320,11 +322,29 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
       url: clip(sender.url ?? ''),
       page_url: clip(sender.tab.url ?? ''),
     };
-    for (const r of msg.reports.slice(0, 64)) {
-      if (!r || typeof r !== 'object') continue;
-      report({ type: 'dialog', ...where, report: r });
-    }
-    if (Number.isSafeInteger(msg.folded) && msg.folded > 0) report({ type: 'folded', ...where, count: msg.folded });
+    const send = () => {
+      for (const r of msg.reports.slice(0, 64)) {
+        if (!r || typeof r !== 'object') continue;
+        report({ type: 'dialog', ...where, report: r });
+      }
+      if (Number.isSafeInteger(msg.folded) && msg.folded > 0) report({ type: 'folded', ...where, count: msg.folded });
+    };
+    // A sandboxed frame's messages name about:blank (measured): the browser's record of the
+    // frame's document has its URL. Its reports wait in line, so they keep their order.
+    if (!where.url.startsWith('about:') || sender.frameId === 0) return send();
+    const key = `${where.tab_id}/${where.frame_id}`;
+    const before = frameLines.get(key) ?? Promise.resolve();
+    const line = before
+      .then(() => chrome.webNavigation.getFrame({ tabId: where.tab_id, frameId: where.frame_id }))
+      .then((f) => {
+        if (f && typeof f.url === 'string' && f.url !== '' && !f.url.startsWith('about:')) where.url = clip(f.url);
+      })
+      .catch(() => {})
+      .then(send);
+    frameLines.set(key, line);
+    line.then(() => {
+      if (frameLines.get(key) === line) frameLines.delete(key);
+    });
   }
 });
 

@@ -92,6 +92,8 @@
       toPage();
     } else if (q === 'active') {
       if (navigator.userActivation.hasBeenActive) event.preventDefault();
+    } else if (q === 'sandboxed') {
+      if (modalsSandboxed()) event.preventDefault();
     } else if (q && typeof q === 'object' && Number.isSafeInteger(q.request) && typeof q.kind === 'string') {
       event.preventDefault();
       onAsk(q);
@@ -99,6 +101,23 @@
       runtime().sendMessage({ type: 'settled', page_request: q.settled }).catch(() => {});
     } else {
       onReport(q);
+    }
+  };
+
+  // Is this document, or a frame it is in, sandboxed without `allow-modals` (the browser
+  // then shows it no dialog)? Read from the frame elements of same-origin ancestors, in this
+  // world (the page's prototypes never run); an owner we cannot see (another origin's, an
+  // opaque frame's) or a CSP sandbox is not known here (README, limits).
+  const modalsSandboxed = () => {
+    try {
+      for (let w = window; ; w = w.parent) {
+        const owner = w.frameElement;
+        if (!owner) return false;
+        const tokens = owner.getAttribute('sandbox');
+        if (tokens !== null && !tokens.toLowerCase().split(/[\t\n\f\r ]+/).includes('allow-modals')) return true;
+      }
+    } catch {
+      return false;
     }
   };
 

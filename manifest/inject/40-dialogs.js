@@ -1,6 +1,6 @@
   // @needs win, apply, charCodeAt, fromCharCode, sliceString, natives
   // @needs MAX_MESSAGE, pageUrl, KIND_NAMES, BY_NAMES, BY_POLICY, engine, io, boot, post
-  // @needs withoutOwnFrames, bindingError, checkWindow
+  // @needs withoutOwnFrames, bindingError, checkWindow, noDialogReason
   // @gives handle, decisionReport
   // ---- Decisions ----
   let seq = 0;
@@ -50,6 +50,24 @@
       ? (args.length === 0 ? '' : toText(args[0], fn))
       : (args[0] === undefined ? '' : toText(args[0], fn));
     const defaultText = kind === 2 ? (args[1] === undefined ? '' : toText(args[1], fn)) : null;
+
+    // Where the browser shows no dialog, the page gets what the browser gives, whatever
+    // the rules and the policy say; reported, no rule spent.
+    const reason = noDialogReason();
+    if (reason !== null) {
+      const cut = message.length > MAX_MESSAGE;
+      post({
+        __proto__: null,
+        seq: ++seq,
+        phase: 'decided',
+        kind: KIND_NAMES[kind],
+        message: cut ? apply(sliceString, message, [0, MAX_MESSAGE]) : message,
+        message_cut: cut,
+        default_text: defaultText,
+        no_dialog: reason,
+      }, false, false);
+      return kind === 1 ? false : kind === 2 ? null : undefined;
+    }
 
     if (engine === null) boot();
     // Rules that match on the message or the page URL need them in the engine's buffer.

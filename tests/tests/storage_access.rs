@@ -185,6 +185,14 @@ async fn the_wrapper_looks_and_fails_like_the_browsers_own_and_a_hostile_page_se
     )
     .await?;
     let v = in_frame(&s, &format!("{REQUEST}.then((r) => [r[2], r[3], r[5], trapped])")).await?;
-    assert_eq!(v, json!(["NotAllowedError", "requestStorageAccess not allowed", "NotAllowedError: requestStorageAccess not allowed", 0]));
+    assert_eq!(
+        v,
+        json!([
+            "NotAllowedError",
+            "requestStorageAccess not allowed",
+            "NotAllowedError: requestStorageAccess not allowed",
+            0
+        ])
+    );
     Ok(())
 }

@@ -70,7 +70,7 @@ impl State {
                 "AI Web Pilot is off: the browser showed its own {k} dialog; a person must switch the pilot on (`unmodal pilot on` in a terminal)"
             ),
             DecidedBy::Policy => format!("{k} {answer} by the tab's {} policy", self.policy_of(tab).policy.as_str()),
-            DecidedBy::Agent | DecidedBy::Watchdog | DecidedBy::Remote => format!("{k} {answer}"),
+            DecidedBy::Agent | DecidedBy::Watchdog | DecidedBy::Remote | DecidedBy::Browser => format!("{k} {answer}"),
         }
     }
 }
@@ -126,6 +126,7 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         DecidedBy::Rule => "the rule",
         DecidedBy::Policy => "the policy",
         DecidedBy::DefaultPolicy => "the default policy",
+        DecidedBy::Browser => "the browser",
         DecidedBy::PilotOff | DecidedBy::Remote => {
             "someone else (the page navigated, the browser or a human closed it)"
         }

@@ -201,6 +201,34 @@ pub struct PageReport {
     /// beforeunload: whether the browser would show its prompt (needs user activation).
     #[serde(default)]
     pub would_show: Option<bool>,
+    /// Why the browser would show no dialog here, so the hook gave the page what the
+    /// browser gives (no engine decided it: `decided_by` is absent).
+    #[serde(default)]
+    pub no_dialog: Option<NoDialog>,
+}
+
+/// Where the browser shows no dialog (HTML's "cannot show simple dialogs"; Chromium's page
+/// dismissal), as the page hook saw it (`manifest/inject/35-no-dialog.js`).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NoDialog {
+    /// The document, or a frame it is in, is sandboxed without `allow-modals`.
+    Sandboxed,
+    /// A beforeunload, pagehide or unload handler is running: the document is going away.
+    Unloading,
+    /// The window's frame is gone (a removed iframe's window).
+    Detached,
+}
+
+impl NoDialog {
+    /// Why, in a sentence's middle.
+    pub fn why(self) -> &'static str {
+        match self {
+            Self::Sandboxed => "the frame is sandboxed without allow-modals",
+            Self::Unloading => "the document is going away (a beforeunload, pagehide or unload handler)",
+            Self::Detached => "the frame is gone",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]

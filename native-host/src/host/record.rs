@@ -28,6 +28,10 @@ pub enum DecidedBy {
     Watchdog,
     /// Closed outside Unmodal: a human, the page's navigation, the browser.
     Remote,
+    /// Never shown: the browser shows no dialog there (a frame sandboxed without
+    /// allow-modals, a document going away, a removed frame), and the page got what the
+    /// browser gives (alert undefined, confirm false, prompt null); no rule or policy applied.
+    Browser,
 }
 
 impl From<unmodal_engine::DecidedBy> for DecidedBy {

@@ -2,13 +2,48 @@
 //! queued for the agent's acknowledgement when the agent did not choose the answer.
 
 use super::logs::Origin;
-use super::protocol::{DialogReport, Phase, Source, ToBrowser};
+use super::protocol::{DialogReport, NoDialog, Phase, Source, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, DocSeq, MAX_MESSAGE_CHARS};
 use super::state::State;
 use ringbuf::traits::Consumer;
 use unmodal_engine::DialogKind;
 
 impl State {
+    /// A dialog the browser would not have shown: the page got what the browser gives.
+    fn on_no_dialog(&mut self, m: &DialogReport, why: NoDialog) -> Vec<ToBrowser> {
+        let r = &m.report;
+        let kind = r.kind;
+        let (message, cut) = record::clip(r.message.as_deref().unwrap_or(""), MAX_MESSAGE_CHARS);
+        let (message, redacted) = self.redactor.apply(&message);
+        let given = match kind {
+            DialogKind::Confirm => "false",
+            DialogKind::Prompt => "null",
+            _ => "undefined",
+        };
+        let id = self.next_id();
+        let rec = DialogRecord {
+            message,
+            message_truncated: cut || r.message_cut,
+            state: DialogState::Closed,
+            closed_by: Some(DecidedBy::Browser),
+            redacted,
+            explanation: format!(
+                "{} not shown: {}, where the browser shows no dialog; the page got {given}, as without Unmodal (no \
+rule or policy applies)",
+                kind.as_str(),
+                why.why()
+            ),
+            url: m.from.url.clone(),
+            page_url: m.from.page_url.clone(),
+            frame_id: Some(m.from.frame_id),
+            ..DialogRecord::new(id, kind.into(), m.from.tab_id, DecidedBy::Browser)
+        };
+        self.logs.dialog(&rec);
+        let out = vec![ToBrowser::recorded(&rec)];
+        self.remember(rec);
+        out
+    }
+
     pub(super) fn on_dialog(&mut self, m: DialogReport) -> Result<Vec<ToBrowser>, String> {
         let r = &m.report;
         let key = DocSeq {
@@ -20,6 +55,9 @@ impl State {
         if r.phase == Phase::Closed {
             self.close_native(&key, r.accepted, r.value.as_deref());
             return Ok(Vec::new());
+        }
+        if let Some(why) = r.no_dialog {
+            return Ok(self.on_no_dialog(&m, why));
         }
         let by: DecidedBy = r.decided_by.ok_or("report without decided_by")?.into();
         let kind = r.kind;
@@ -184,6 +222,25 @@ mod tests {
         assert_eq!(out[0]["message"], "Card [redacted:card_number] for [redacted:email]?");
         let logs = serde_json::to_string(&s.logs.of_tab(1)).unwrap();
         assert!(!logs.contains("4111") && !logs.contains("ada@"), "{logs}");
+    }
+
+    #[test]
+    fn a_dialog_the_browser_would_not_show_is_recorded_as_the_browsers_and_spends_no_rule() {
+        let mut s = State::new();
+        s.add_rule(1, true, dialog_rule(RuleTarget::One(DialogKind::Confirm), true)).unwrap();
+        let mut m = report(1, 1, "decided", "confirm", "rule", None);
+        let r = m["report"].as_object_mut().unwrap();
+        r.remove("decided_by");
+        r.insert("no_dialog".into(), json!("sandboxed"));
+        feed(&mut s, m).unwrap();
+        let rec = s.history.iter().next().unwrap();
+        assert_eq!((rec.decided_by, rec.closed_by, rec.accepted), (DecidedBy::Browser, Some(DecidedBy::Browser), None));
+        assert!(rec.explanation.contains("sandboxed without allow-modals") && rec.explanation.contains("got false"));
+        assert_eq!(s.rules_of(1).len(), 1, "the rule stays");
+        assert!(s.pending.is_empty(), "nothing for the agent to acknowledge");
+        let mut bad = report(1, 2, "decided", "alert", "rule", None);
+        bad["report"]["no_dialog"] = json!("because");
+        assert!(feed(&mut s, bad).is_err(), "an unknown reason is refused");
     }
 
     #[test]
