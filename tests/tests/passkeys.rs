@@ -150,37 +150,8 @@ async fn with_the_pilot_off_the_browser_makes_the_call() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread")]
 async fn another_sites_frame_under_a_strict_csp() -> anyhow::Result<()> {
     let site = WebServer::other_site()?;
-    let widget = site.page(
-        "/login-widget",
-        &format!(
-            "<!doctype html><script>onmessage = () => {}.then((r) => parent.postMessage(r, '*'));
-             parent.postMessage('ready', '*');</script>",
-            create("localhost", "")
-        ),
-        &[],
-    );
-    let s = Session::start().await?;
-    let top = format!(
-        "<!doctype html><title>framed</title><button id=b>b</button>
-<iframe src='{widget}' allow='publickey-credentials-create'></iframe>
-<script nonce=t>window.seen = []; window.violations = []; window.got = null;
-  document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective));
-  addEventListener('message', (e) => {{ if (e.data === 'ready') window.frameReady = true; else window.got = e.data; }});
-  document.getElementById('b').onclick = () => seen.push('click');</script>"
-    );
-    s.open("/framed", &top, &[("Content-Security-Policy", "default-src 'none'; script-src 'nonce-t'; frame-src *")])
-        .await?;
-    s.enable_pilot().await?;
-    eventually(LIMIT, "the frame loaded", || async {
-        Ok((s.page_value("window.frameReady === true").await? == json!(true)).then_some(()))
-    })
-    .await?;
-    s.page_value("frames[0].postMessage('go', '*'); 0").await?;
-    let got = eventually(LIMIT, "the frame's outcome", || async {
-        let v = s.page_value("window.got").await?;
-        Ok((!v.is_null()).then_some(v))
-    })
-    .await?;
+    let (s, _) = Session::framed(&site, "publickey-credentials-create", true).await?;
+    let got = s.in_frame(&create("localhost", "")).await?;
     assert_eq!(got[2], "NotAllowedError", "{got}");
     let r = &s.closed_records("passkey", 1).await?[0];
     assert!(r["url"].as_str().unwrap_or("").starts_with(&site.origin), "the frame's own URL: {r}");

@@ -116,38 +116,11 @@ async fn with_the_pilot_off_the_browser_has_it_and_a_flood_is_counted() -> anyho
 #[tokio::test(flavor = "multi_thread")]
 async fn another_sites_frame_under_a_strict_csp() -> anyhow::Result<()> {
     let site = WebServer::other_site()?;
-    let widget = site.page(
-        "/pay-widget",
-        &format!(
-            "<!doctype html><script>onmessage = () => {SHOW}.then((r) => parent.postMessage(r, '*'));
-             parent.postMessage('ready', '*');</script>"
-        ),
-        &[],
-    );
-    let s = Session::start().await?;
-    let top = format!(
-        "<!doctype html><title>framed</title><button id=b>b</button><iframe src='{widget}' allow='payment'></iframe>
-<script nonce=t>window.seen = []; window.violations = []; window.got = null;
-  document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective));
-  addEventListener('message', (e) => {{ if (e.data === 'ready') window.frameReady = true; else window.got = e.data; }});
-  document.getElementById('b').onclick = () => seen.push('click');</script>"
-    );
-    s.open("/framed", &top, &[("Content-Security-Policy", "default-src 'none'; script-src 'nonce-t'; frame-src *")])
-        .await?;
-    s.enable_pilot().await?;
+    let (s, widget) = Session::framed(&site, "payment", true).await?;
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "payment", "accept": false}))
         .await?;
-    eventually(LIMIT, "the frame loaded", || async {
-        Ok((s.page_value("window.frameReady === true").await? == json!(true)).then_some(()))
-    })
-    .await?;
-    s.page_value("frames[0].postMessage('go', '*'); 0").await?;
-    let got = eventually(LIMIT, "the frame's outcome", || async {
-        let v = s.page_value("window.got").await?;
-        Ok((!v.is_null()).then_some(v))
-    })
-    .await?;
+    let got = s.in_frame(SHOW).await?;
     assert_eq!(got[2], "AbortError", "{got}");
     let r = &s.closed_records("payment", 1).await?[0];
     assert_eq!(r["url"].as_str(), Some(widget.as_str()), "the frame's own URL: {r}");

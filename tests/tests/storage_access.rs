@@ -5,8 +5,9 @@
 //! own error; a rule or the agent can leave it to the browser; a frame that has access
 //! already is granted by the browser, unrecorded.
 
-use serde_json::{Value, json};
+use serde_json::json;
 use unmodal_e2e::browser::Browser;
+use unmodal_e2e::framed;
 use unmodal_e2e::web::WebServer;
 use unmodal_e2e::{Session, eventually};
 
@@ -16,72 +17,27 @@ const LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
 const REQUEST: &str = "document.requestStorageAccess()
   .then((v) => ['ok', String(v)], (e) => ['error', e.constructor.name, e.name, e.message, Object.hasOwn(e, 'stack'), String(e.stack)])";
 
-/// Another site's frame that runs what its parent posts (an expression) and posts back the
-/// result; the top page (under a strict CSP) counts CSP violations and clicks.
-fn framed(s: &Session, site: &WebServer) -> anyhow::Result<(String, String)> {
-    let widget = site.page(
-        "/widget",
-        "<!doctype html><script>onmessage = (e) => Promise.resolve((0, eval)(e.data)).then((r) => parent.postMessage(r, '*'));
-         parent.postMessage('ready', '*');</script>",
-        &[],
-    );
-    let top = format!(
-        "<!doctype html><title>framed</title><button id=b>b</button><iframe src='{widget}'></iframe>
-<script nonce=t>window.seen = []; window.violations = []; window.got = null;
-  document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective));
-  addEventListener('message', (e) => {{ if (e.data === 'ready') window.frameReady = true; else window.got = e.data; }});
-  document.getElementById('b').onclick = () => seen.push('click');</script>"
-    );
-    let csp = "default-src 'none'; script-src 'nonce-t'; frame-src *";
-    Ok((s.web.page("/framed", &top, &[("Content-Security-Policy", csp)]), widget))
-}
-
-/// Runs `expr` in the frame (it must be loaded) and waits for its result.
-async fn in_frame(s: &Session, expr: &str) -> anyhow::Result<Value> {
-    eventually(LIMIT, "the frame loaded", || async {
-        Ok((s.page_value("window.frameReady === true").await? == json!(true)).then_some(()))
-    })
-    .await?;
-    s.page_value(&format!("window.got = null; frames[0].postMessage({}, '*'); 0", json!(expr))).await?;
-    eventually(LIMIT, "the frame's outcome", || async {
-        let v = s.page_value("window.got").await?;
-        Ok((!v.is_null()).then_some(v))
-    })
-    .await
-}
-
 async fn framed_session(pilot: bool) -> anyhow::Result<(Session, WebServer, String)> {
     let site = WebServer::other_site()?;
-    let s = Session::start().await?;
-    let (top, widget) = framed(&s, &site)?;
-    s.page.goto(&top).await?;
-    s.agent.wait_for_tab(&top).await?;
-    if pilot {
-        s.enable_pilot().await?;
-    }
+    let (s, widget) = Session::framed(&site, "", pilot).await?;
     Ok((s, site, widget))
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_default_refuses_another_sites_frame_as_the_browser_does() -> anyhow::Result<()> {
-    let (s, _site, widget) = framed_session(true).await?;
-    let ours = in_frame(&s, REQUEST).await?;
+    let (s, site, widget) = framed_session(true).await?;
+    let ours = s.in_frame(REQUEST).await?;
     // The same frame in a browser without Unmodal: the browser's own refusal, value for value.
     let (plain, page) = Browser::plain_page(&s.web.page("/plain", "<title>plain</title>", &[]), "plain").await?;
-    let (top, _) = framed(&s, &_site)?;
+    let (top, _) = framed::serve(&s.web, &site, "");
     page.goto(&top).await?;
-    let theirs = eventually(LIMIT, "the plain browser's frame", || async {
-        if page.eval("window.frameReady === true").await? != json!(true) {
-            return Ok(None);
-        }
-        page.eval(&format!("window.got = null; frames[0].postMessage({}, '*'); 0", json!(REQUEST))).await?;
-        eventually(LIMIT, "the plain frame's outcome", || async {
-            let v = page.eval("window.got").await?;
-            Ok((!v.is_null()).then_some(v))
-        })
-        .await
-        .map(Some)
-    })
+    let theirs = framed::in_frame(
+        |e| {
+            let page = &page;
+            async move { page.eval(&e).await }
+        },
+        REQUEST,
+    )
     .await?;
     drop(plain);
     assert_eq!(ours, theirs, "the browser's own refusal");
@@ -102,29 +58,29 @@ async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it() -> anyhow::
     let (s, _site, _) = framed_session(true).await?;
     s.agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "storage_access"})).await?;
     // Left to the browser, which refuses it headless by itself.
-    assert_eq!(in_frame(&s, REQUEST).await?[3], "requestStorageAccess not allowed");
+    assert_eq!(s.in_frame(REQUEST).await?[3], "requestStorageAccess not allowed");
     let r = &s.closed_records("storage_access", 1).await?[0];
     assert_eq!((r["decided_by"].as_str(), r["accepted"].as_bool()), (Some("rule"), Some(true)), "{r}");
 
     s.policy("must_respond", 2).await?;
-    in_frame(&s, &format!("window.held = 'pending'; {REQUEST}.then((r) => window.held = r); 0")).await?;
+    s.in_frame(&format!("window.held = 'pending'; {REQUEST}.then((r) => window.held = r); 0")).await?;
     let held = s.held(1).await?;
     assert_eq!(held[0]["type"], "storage_access");
-    assert_eq!(in_frame(&s, "window.held").await?, json!("pending"), "the page's call waits");
+    assert_eq!(s.in_frame("window.held").await?, json!("pending"), "the page's call waits");
     s.takes_input().await?;
     s.agent
         .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": false}))
         .await?;
     let v = eventually(LIMIT, "the agent's refusal", || async {
-        let v = in_frame(&s, "window.held").await?;
+        let v = s.in_frame("window.held").await?;
         Ok(v.is_array().then_some(v))
     })
     .await?;
     assert_eq!(v[2], "NotAllowedError");
     // Nobody answers the next one: the watchdog refuses it.
-    in_frame(&s, &format!("window.late = 'pending'; {REQUEST}.then((r) => window.late = r); 0")).await?;
+    s.in_frame(&format!("window.late = 'pending'; {REQUEST}.then((r) => window.late = r); 0")).await?;
     let v = eventually(LIMIT, "the watchdog's refusal", || async {
-        let v = in_frame(&s, "window.late").await?;
+        let v = s.in_frame("window.late").await?;
         Ok(v.is_array().then_some(v))
     })
     .await?;
@@ -138,13 +94,12 @@ async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it() -> anyhow::
 #[tokio::test(flavor = "multi_thread")]
 async fn with_the_pilot_off_the_browser_has_it_and_a_flood_is_counted() -> anyhow::Result<()> {
     let (s, _site, _) = framed_session(false).await?;
-    assert_eq!(in_frame(&s, REQUEST).await?[2], "NotAllowedError");
+    assert_eq!(s.in_frame(REQUEST).await?[2], "NotAllowedError");
     let d = s.last_dialog(1).await?;
     assert_eq!((d["type"].as_str(), d["decided_by"].as_str()), (Some("storage_access"), Some("pilot_off")), "{d}");
 
     let (s, _site, _) = framed_session(true).await?;
-    let names = in_frame(
-        &s,
+    let names = s.in_frame(
         &format!("Promise.all(Array.from({{length: 1000}}, () => {REQUEST})).then((all) => [...new Set(all.map((r) => r[2]))])"),
     )
     .await?;
@@ -167,8 +122,7 @@ async fn the_wrapper_looks_and_fails_like_the_browsers_own_and_a_hostile_page_se
     assert_eq!(s.page_value(probe).await?, page.eval(probe).await?);
     assert_eq!(s.page_value(wrong).await?, page.eval(wrong).await?, "a wrong receiver: the browser's own error");
     // Traps on everything the hook could touch on its way: none runs.
-    in_frame(
-        &s,
+    s.in_frame(
         "window.trapped = 0;
          for (const name of ['request', 'kind', 'what', 'method', 'detail', 'settled']) {
            Object.defineProperty(Object.prototype, name, { get() { trapped++; }, set() { trapped++; }, configurable: true });
@@ -184,7 +138,7 @@ async fn the_wrapper_looks_and_fails_like_the_browsers_own_and_a_hostile_page_se
          0",
     )
     .await?;
-    let v = in_frame(&s, &format!("{REQUEST}.then((r) => [r[2], r[3], r[5], trapped])")).await?;
+    let v = s.in_frame(&format!("{REQUEST}.then((r) => [r[2], r[3], r[5], trapped])")).await?;
     assert_eq!(
         v,
         json!([

@@ -7,9 +7,9 @@
 //! closing of the sheet (`AbortError`); an accept lets the browser have it. The prompt
 //! pipeline (`prompt.rs`) does the rest. Pilot off: the browser's way, recorded.
 
-use super::prompt::{Described, PromptKind, Verdict, held_fits};
+use super::prompt::{Described, PromptKind, Verdict, held_by_rule, held_fits};
 use super::protocol::{PaymentAsk, PromptDecision};
-use super::record::{self, DecidedBy};
+use super::record::DecidedBy;
 use crate::api::RuleSpec;
 use crate::kind::Kind;
 use crate::redact::Redactor;
@@ -22,13 +22,7 @@ impl PromptKind for PaymentAsk {
         } else {
             "payment request (show): no payment app can take it"
         };
-        Described {
-            message: message.into(),
-            truncated: false,
-            redacted: Vec::new(),
-            url: record::clip(url, 2048).0,
-            details: None,
-        }
+        Described::plain(message, url)
     }
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
@@ -36,15 +30,7 @@ impl PromptKind for PaymentAsk {
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
-        if rule.accept() {
-            let why = format!("Payment request left to the browser: payment rule {id} matched");
-            return Verdict::rule(PromptDecision::Accept, id, why);
-        }
-        Verdict::rule(
-            PromptDecision::Refuse,
-            id,
-            format!("Payment request refused: payment rule {id} matched (AbortError)"),
-        )
+        held_by_rule(id, rule, "Payment request", "payment", "the browser", "AbortError")
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {

@@ -338,6 +338,39 @@ pub(super) fn url_fits(url_contains: Option<&String>, url: &str) -> bool {
     url_contains.is_none_or(|u| url.to_lowercase().contains(&u.to_lowercase()))
 }
 
+/// A `RuleSpec::Held` rule's verdict: `what` the call is ("Payment request"), `rule_name` as
+/// agents name its type, `browsers` what an accept leaves it to, `refusal` the page's error.
+pub(super) fn held_by_rule(
+    id: u32,
+    rule: &RuleSpec,
+    what: &str,
+    rule_name: &str,
+    browsers: &str,
+    refusal: &str,
+) -> Verdict {
+    if rule.accept() {
+        return Verdict::rule(
+            PromptDecision::Accept,
+            id,
+            format!("{what} left to {browsers}: {rule_name} rule {id} matched"),
+        );
+    }
+    Verdict::rule(PromptDecision::Refuse, id, format!("{what} refused: {rule_name} rule {id} matched ({refusal})"))
+}
+
+impl Described {
+    /// A record with only the kind's own words and the frame's URL (no page text).
+    pub fn plain(message: &str, url: &str) -> Self {
+        Self {
+            message: message.into(),
+            truncated: false,
+            redacted: Vec::new(),
+            url: super::record::clip(url, 2048).0,
+            details: None,
+        }
+    }
+}
+
 /// How specific a rule for calls the page hook holds (`RuleSpec::Held`) of `kind` is for a
 /// call from a frame at `url`, if it fits.
 pub(super) fn held_fits(kind: Kind, rule: &RuleSpec, url: &str) -> Option<usize> {

@@ -7,7 +7,7 @@
 //! or its refusal). The prompt pipeline (`prompt.rs`) does the rest. Pilot off: the
 //! browser's way, recorded.
 
-use super::prompt::{Described, PromptKind, Verdict, held_fits};
+use super::prompt::{Described, PromptKind, Verdict, held_by_rule, held_fits};
 use super::protocol::{PromptDecision, SignInAsk};
 use super::record::{self, DecidedBy, MAX_MESSAGE_CHARS};
 use crate::api::RuleSpec;
@@ -32,11 +32,7 @@ impl PromptKind for SignInAsk {
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
-        if rule.accept() {
-            let why = format!("Sign-in left to the browser's account chooser: sign-in rule {id} matched");
-            return Verdict::rule(PromptDecision::Accept, id, why);
-        }
-        Verdict::rule(PromptDecision::Refuse, id, format!("Sign-in refused: sign-in rule {id} matched (NetworkError)"))
+        held_by_rule(id, rule, "Sign-in", "sign-in", "the browser's account chooser", "NetworkError")
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {

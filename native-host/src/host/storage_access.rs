@@ -9,9 +9,9 @@
 //! unrecorded unless a rule says otherwise: nothing would prompt. Pilot off: the browser's
 //! way, recorded.
 
-use super::prompt::{Described, PromptKind, Verdict, held_fits};
+use super::prompt::{Described, PromptKind, Verdict, held_by_rule, held_fits};
 use super::protocol::{PromptDecision, StorageAccessAsk};
-use super::record::{self, DecidedBy};
+use super::record::DecidedBy;
 use crate::api::RuleSpec;
 use crate::kind::Kind;
 use crate::redact::Redactor;
@@ -24,13 +24,7 @@ impl PromptKind for StorageAccessAsk {
         } else {
             "storage access request (requestStorageAccess)"
         };
-        Described {
-            message: message.into(),
-            truncated: false,
-            redacted: Vec::new(),
-            url: record::clip(url, 2048).0,
-            details: None,
-        }
+        Described::plain(message, url)
     }
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
@@ -38,12 +32,7 @@ impl PromptKind for StorageAccessAsk {
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
-        if rule.accept() {
-            let why = format!("Storage access left to the browser: storage_access rule {id} matched");
-            return Verdict::rule(PromptDecision::Accept, id, why);
-        }
-        let why = format!("Storage access refused: storage_access rule {id} matched (NotAllowedError)");
-        Verdict::rule(PromptDecision::Refuse, id, why)
+        held_by_rule(id, rule, "Storage access", "storage_access", "the browser", "NotAllowedError")
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
