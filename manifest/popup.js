@@ -43,7 +43,12 @@ async function refresh(refused) {
   list.replaceChildren();
   for (const d of (status && status.recent) || []) {
     const li = document.createElement('li');
-    const answer = d.by === 'pilot_off' ? 'native' : `${d.accepted ? 'accepted' : 'dismissed'} by ${d.by.replace('_', ' ')}`;
+    const answer =
+      d.by === 'pilot_off'
+        ? 'native'
+        : d.by === 'browser'
+          ? 'not shown (the browser shows no dialog there)'
+          : `${d.accepted ? 'accepted' : 'dismissed'} by ${d.by.replace('_', ' ')}`;
     li.textContent = `${d.kind}: “${d.message.slice(0, 80)}” — ${answer}`;
     list.append(li);
   }
