@@ -67,6 +67,10 @@ pub enum DialogTypeArg {
     /// browser's own refusal).
     #[serde(rename = "storage_access")]
     StorageAccess,
+    /// A file chooser (<input type=file>): accept = the page gets the rule's or the agent's
+    /// `files` as a person's pick gives them, dismiss = cancelled as a person's cancel.
+    #[serde(rename = "file_chooser")]
+    FileChooser,
     All,
 }
 
@@ -83,6 +87,7 @@ impl DialogTypeArg {
             Self::SignIn => "sign_in",
             Self::Payment => "payment",
             Self::StorageAccess => "storage_access",
+            Self::FileChooser => "file_chooser",
             page => page.target().as_str(),
         }
     }
@@ -119,7 +124,8 @@ impl DialogTypeArg {
             | Self::Print
             | Self::SignIn
             | Self::Payment
-            | Self::StorageAccess => RuleTarget::All,
+            | Self::StorageAccess
+            | Self::FileChooser => RuleTarget::All,
         }
     }
 }
@@ -168,6 +174,11 @@ pub struct MatchArg {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub rp_id: Option<String>,
+    /// dialog_type "file_chooser" only: only inputs whose accept attribute contains this
+    /// text (case-insensitive), such as "pdf" or "image/".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub accept_contains: Option<String>,
 }
 
 impl MatchArg {
@@ -177,6 +188,7 @@ impl MatchArg {
             && self.realm.is_none()
             && self.scheme.is_none()
             && self.rp_id.is_none()
+            && self.accept_contains.is_none()
     }
 }
 
@@ -253,6 +265,12 @@ pub struct InteractArgs {
     /// configured for Unmodal. Default: Unmodal's prints directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub save_to: Option<String>,
+    /// dialog_type "file_chooser" (with setup, or answering a held chooser): the files the
+    /// page gets, absolute paths inside the MCP client's roots or the directories configured
+    /// for Unmodal (a folder input takes one directory). Answers name files and sizes only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 32))]
+    pub files: Option<Vec<String>>,
 }
 
 /// A device chooser's API, as the page reaches it (`navigator.usb`, …).
@@ -440,6 +458,12 @@ pub enum DialogCall {
         dialog_id: Option<u64>,
         save_to: PathBuf,
     },
+    /// Answers a held file chooser with these files.
+    Upload {
+        tab: Option<i64>,
+        dialog_id: Option<u64>,
+        files: Vec<PathBuf>,
+    },
 }
 
 /// What a rule answers, one shape per kind of modal UI. The page's engine applies `Dialog`
@@ -469,6 +493,10 @@ pub enum RuleSpec {
     /// storage_access): leave it to the browser (accept) or refuse it at once with the
     /// browser's own refusal; `match.url_contains` is on the frame's URL.
     Held { kind: HeldCall, accept: bool, matcher: MatchArg },
+    /// A file chooser: give the page these files (none: cancel it, as a person does);
+    /// `match.url_contains` is on the frame's URL, `match.accept_contains` on the input's
+    /// accept attribute.
+    FileChooser { files: Vec<PathBuf>, matcher: MatchArg },
 }
 
 impl RuleSpec {
@@ -483,6 +511,7 @@ impl RuleSpec {
             Self::Passkey { .. } => "passkey",
             Self::Print { .. } => "print",
             Self::Held { kind, .. } => kind.as_str(),
+            Self::FileChooser { .. } => "file_chooser",
         }
     }
 
@@ -495,6 +524,7 @@ impl RuleSpec {
             | Self::Print { accept, .. }
             | Self::Held { accept, .. } => *accept,
             Self::Auth { credentials, .. } => credentials.is_some(),
+            Self::FileChooser { files, .. } => !files.is_empty(),
             Self::DeviceChooser { .. } => false,
         }
     }
@@ -508,7 +538,8 @@ impl RuleSpec {
             | Self::AppLink { matcher, .. }
             | Self::Passkey { matcher, .. }
             | Self::Print { matcher, .. }
-            | Self::Held { matcher, .. } => matcher,
+            | Self::Held { matcher, .. }
+            | Self::FileChooser { matcher, .. } => matcher,
         }
     }
 
@@ -522,7 +553,8 @@ impl RuleSpec {
             | (Self::DeviceChooser { .. }, DialogTypeArg::DeviceChooser)
             | (Self::AppLink { .. }, DialogTypeArg::AppLink)
             | (Self::Passkey { .. }, DialogTypeArg::Passkey)
-            | (Self::Print { .. }, DialogTypeArg::Print) => true,
+            | (Self::Print { .. }, DialogTypeArg::Print)
+            | (Self::FileChooser { .. }, DialogTypeArg::FileChooser) => true,
             (Self::Held { kind, .. }, w) => w.held() == Some(*kind),
             _ => false,
         }
@@ -575,6 +607,26 @@ fn absolute(to: &str) -> Result<PathBuf, ParamError> {
         return Err(bad("save_to", "an absolute path to a file, such as /home/me/work/page.pdf"));
     }
     Ok(PathBuf::from(to))
+}
+
+/// The most files one answer gives a page.
+pub const MAX_FILES: usize = 32;
+
+/// `files` as given: 1 to 32 absolute paths (`unmodal mcp` then checks each against the
+/// allowed directories, `files.rs`).
+fn paths(files: &[String]) -> Result<Vec<PathBuf>, ParamError> {
+    if files.is_empty() || files.len() > MAX_FILES {
+        return Err(bad("files", format!("1 to {MAX_FILES} absolute paths")));
+    }
+    files
+        .iter()
+        .map(|f| {
+            if f.len() > 4096 || !f.starts_with('/') || f.contains('\0') {
+                return Err(bad("files", format!("{f:?} is not an absolute path, such as /home/me/work/cv.pdf")));
+            }
+            Ok(PathBuf::from(f))
+        })
+        .collect()
 }
 
 pub fn check_tab(tab: Option<i64>) -> Result<(), ParamError> {
@@ -637,6 +689,19 @@ impl InteractArgs {
         if self.save_to.is_some() && (self.clear == Some(true) || (setup && !print)) {
             return Err(bad("save_to", "only with dialog_type \"print\" in a setup, or when answering a held print"));
         }
+        let file_chooser = self.dialog_type == Some(DialogTypeArg::FileChooser);
+        if self.files.is_some() && (self.clear == Some(true) || (setup && !file_chooser)) {
+            return Err(bad(
+                "files",
+                "only with dialog_type \"file_chooser\" in a setup, or when answering a held file chooser",
+            ));
+        }
+        if self.matcher.as_ref().is_some_and(|m| m.accept_contains.is_some()) && !(setup && file_chooser) {
+            return Err(bad("match.accept_contains", "only with setup: true and dialog_type \"file_chooser\""));
+        }
+        if setup && file_chooser {
+            return self.file_chooser_setup();
+        }
         if setup && auth {
             return self.auth_setup();
         }
@@ -666,7 +731,7 @@ impl InteractArgs {
                 return Err(bad(
                     "dialog_type",
                     "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, permission, \
-device_chooser, app_link, passkey, print, sign_in, payment, storage_access, all",
+device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file_chooser, all",
                 ));
             };
             let matcher = self.matcher.clone().unwrap_or_default();
@@ -703,6 +768,12 @@ device_chooser, app_link, passkey, print, sign_in, payment, storage_access, all"
             }
             let credentials = self.credentials()?;
             return Ok(DialogCall::Authenticate { tab, dialog_id: self.dialog_id, credentials });
+        }
+        if let Some(files) = &self.files {
+            if self.accept == Some(false) || self.text.is_some() {
+                return Err(bad("files", "gives a held file chooser these files: only with accept: true, without text"));
+            }
+            return Ok(DialogCall::Upload { tab, dialog_id: self.dialog_id, files: paths(files)? });
         }
         if let Some(to) = &self.save_to {
             if self.accept == Some(false) || self.text.is_some() {
@@ -783,6 +854,33 @@ impl InteractArgs {
         }
         let save_to = self.save_to.as_deref().map(absolute).transpose()?;
         let rule = RuleSpec::Print { accept, save_to, matcher };
+        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+    }
+
+    fn file_chooser_setup(&self) -> Result<DialogCall, ParamError> {
+        let matcher = self.url_only_match("a file chooser", "match accept_contains")?;
+        if matcher.scheme.is_some() || matcher.rp_id.is_some() {
+            let param = if matcher.scheme.is_some() { "match.scheme" } else { "match.rp_id" };
+            return Err(bad(param, "not with dialog_type \"file_chooser\""));
+        }
+        if matcher.accept_contains.as_ref().is_some_and(|a| a.is_empty() || a.len() > 256) {
+            return Err(bad("match.accept_contains", "a text such as \"pdf\" or \"image/\", 1 to 256 characters"));
+        }
+        if self.text.is_some() {
+            return Err(bad("text", "a file chooser rule gives files (files) or cancels (accept: false); no text"));
+        }
+        let files = match (&self.files, self.accept.unwrap_or(true)) {
+            (Some(f), true) => paths(f)?,
+            (None, false) => Vec::new(),
+            (Some(_), false) => return Err(bad("files", "accept: false cancels the chooser; leave files out")),
+            (None, true) => {
+                return Err(bad(
+                    "files",
+                    "the files the page gets, e.g. [\"/home/me/work/cv.pdf\"]; or accept: false to cancel choosers",
+                ));
+            }
+        };
+        let rule = RuleSpec::FileChooser { files, matcher };
         Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 

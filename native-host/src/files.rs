@@ -1,8 +1,10 @@
-//! Which files an agent may have Unmodal write (a printed page's PDF): only inside the MCP
-//! client's roots (`roots/list`), the directories the person configured (`files.allowed_dirs`
-//! in config.json), or Unmodal's own data directory. A path outside them, through a symlink
-//! out, onto something that is not a regular file, or into a directory that does not exist
-//! is refused with an error that names the allowed directories.
+//! Which files an agent may have Unmodal write (a printed page's PDF) or hand a page (a file
+//! chooser's pick): only inside the MCP client's roots (`roots/list`), the directories the
+//! person configured (`files.allowed_dirs` in config.json), or (to write) Unmodal's own data
+//! directory. A path outside them, through a symlink out, onto something that is not a
+//! regular file, or into a directory that does not exist is refused with an error that
+//! names the allowed directories. A file handed to a page must also be readable and at most
+//! `MAX_UPLOAD` bytes; a directory (for a folder input) only holds such files.
 
 use std::path::{Path, PathBuf};
 
@@ -77,6 +79,86 @@ of Unmodal's config.json, or Unmodal's prints directory; allowed now: {}.",
     }
 }
 
+/// The largest file handed to a page, and the most a directory handed to a folder input may
+/// hold (files, bytes).
+pub const MAX_UPLOAD: u64 = 100 * 1024 * 1024;
+const MAX_DIR_FILES: usize = 1000;
+
+/// A file (or directory) a page may get, as checked: its canonical path, size in bytes and
+/// how many files it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upload {
+    pub path: PathBuf,
+    pub size: u64,
+    pub files: usize,
+}
+
+impl Allowed {
+    /// The file or directory to hand a page for `asked`: inside an allowed directory once
+    /// every symlink is resolved, readable, and a regular file of at most `MAX_UPLOAD` bytes
+    /// or a directory holding only such files (no symlinks, at most 1000 files in all).
+    pub fn input(&self, asked: &str) -> Result<Upload, String> {
+        let refuse = |why: String| {
+            Err(format!(
+                "{why}. A page gets only files inside the MCP client's roots or the directories in files.allowed_dirs \
+of Unmodal's config.json; allowed now: {}.",
+                self.names()
+            ))
+        };
+        let path = Path::new(asked);
+        if !path.is_absolute() {
+            return refuse(format!("{asked:?} is not an absolute path"));
+        }
+        let Ok(real) = path.canonicalize() else {
+            return refuse(format!("{asked:?} does not exist"));
+        };
+        if !self.dirs.iter().any(|a| real.starts_with(a)) {
+            let through = if real.as_path() != path { format!(" (it leads to {})", real.display()) } else { String::new() };
+            return refuse(format!("{asked:?} is outside the allowed directories{through}"));
+        }
+        match walk(&real) {
+            Ok((size, files)) => Ok(Upload { path: real, size, files }),
+            Err(why) => refuse(format!("{asked:?}: {why}")),
+        }
+    }
+}
+
+/// Size and file count of what `path` (canonical) hands a page, or why it may not.
+fn walk(path: &Path) -> Result<(u64, usize), String> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if meta.is_file() {
+        if meta.len() > MAX_UPLOAD {
+            return Err(format!("{} bytes is over the {} MB limit", meta.len(), MAX_UPLOAD >> 20));
+        }
+        std::fs::File::open(path).map_err(|e| format!("cannot be read ({e})"))?;
+        return Ok((meta.len(), 1));
+    }
+    if !meta.is_dir() {
+        return Err("not a regular file or a directory".into());
+    }
+    let (mut size, mut files) = (0u64, 0usize);
+    let mut todo = vec![path.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(|e| format!("{} cannot be read ({e})", dir.display()))? {
+            let entry = entry.map_err(|e| e.to_string())?;
+            let kind = entry.file_type().map_err(|e| e.to_string())?;
+            if kind.is_dir() {
+                todo.push(entry.path());
+            } else if kind.is_file() {
+                let (s, n) = walk(&entry.path())?;
+                size += s;
+                files += n;
+            } else {
+                return Err(format!("{} is not a regular file (a symlink or special file)", entry.path().display()));
+            }
+            if files > MAX_DIR_FILES || size > MAX_UPLOAD {
+                return Err(format!("holds more than {MAX_DIR_FILES} files or {} MB", MAX_UPLOAD >> 20));
+            }
+        }
+    }
+    Ok((size, files))
+}
+
 /// The local directories among an MCP client's roots (`file://` URIs).
 pub fn root_dirs<'a>(uris: impl IntoIterator<Item = &'a str>) -> Vec<PathBuf> {
     uris.into_iter()
@@ -130,6 +212,42 @@ mod tests {
         ] {
             let err = allowed.output(bad.to_str().unwrap()).unwrap_err();
             assert!(err.contains(inside.canonicalize().unwrap().to_str().unwrap()), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn only_readable_files_inside_allowed_directories_go_to_a_page() {
+        let tmp = tempfile::tempdir().unwrap();
+        let inside = tmp.path().join("in");
+        let outside = tmp.path().join("out");
+        std::fs::create_dir_all(inside.join("folder/sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(inside.join("cv.txt"), b"hello").unwrap();
+        std::fs::write(inside.join("folder/a.txt"), b"abc").unwrap();
+        std::fs::write(inside.join("folder/sub/b.txt"), b"de").unwrap();
+        std::fs::write(outside.join("id_rsa"), b"secret").unwrap();
+        std::os::unix::fs::symlink(outside.join("id_rsa"), inside.join("key")).unwrap();
+        std::os::unix::fs::symlink(&outside, inside.join("out-link")).unwrap();
+        std::fs::create_dir_all(inside.join("bad")).unwrap();
+        std::os::unix::fs::symlink(outside.join("id_rsa"), inside.join("bad/key")).unwrap();
+        let allowed = Allowed::new([inside.clone()]);
+        let real = inside.canonicalize().unwrap();
+        let up = allowed.input(inside.join("cv.txt").to_str().unwrap()).unwrap();
+        assert_eq!(up, Upload { path: real.join("cv.txt"), size: 5, files: 1 });
+        let dir = allowed.input(inside.join("folder").to_str().unwrap()).unwrap();
+        assert_eq!((dir.size, dir.files), (5, 2));
+        for bad in [
+            outside.join("id_rsa"),
+            inside.join("key"),
+            inside.join("out-link/id_rsa"),
+            inside.join("../out/id_rsa"),
+            inside.join("missing.txt"),
+            inside.join("bad"),
+            PathBuf::from("cv.txt"),
+        ] {
+            let err = allowed.input(bad.to_str().unwrap()).unwrap_err();
+            assert!(err.contains(real.to_str().unwrap()), "{bad:?}: {err}");
+            assert!(!err.contains("secret"), "{err}");
         }
     }
 

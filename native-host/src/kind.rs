@@ -42,6 +42,9 @@ pub enum Kind {
     /// `document.requestStorageAccess()` (`host/storage_access.rs`), held by the page hook.
     #[serde(rename = "storage_access")]
     StorageAccess,
+    /// A file chooser (`host/file_chooser.rs`), intercepted through the tab's debugger.
+    #[serde(rename = "file_chooser")]
+    FileChooser,
 }
 
 impl Kind {
@@ -56,6 +59,7 @@ impl Kind {
             None if self == Self::SignIn => "sign_in",
             None if self == Self::Payment => "payment",
             None if self == Self::StorageAccess => "storage_access",
+            None if self == Self::FileChooser => "file_chooser",
             None => "auth",
         }
     }
@@ -75,7 +79,8 @@ impl Kind {
             | Self::Print
             | Self::SignIn
             | Self::Payment
-            | Self::StorageAccess => None,
+            | Self::StorageAccess
+            | Self::FileChooser => None,
         }
     }
 

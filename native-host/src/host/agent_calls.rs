@@ -7,7 +7,7 @@ use super::policy::PolicyView;
 use super::prompt::With;
 use super::protocol::ToBrowser;
 use super::record::{DecidedBy, DialogRecord};
-use super::state::{HISTORY, Rule, State, Tab, is_page_rule};
+use super::state::{HISTORY, Rule, State, Tab, in_config};
 use crate::api::{ChooserApi, DialogCall, DialogTypeArg, MatchArg, ObserveArgs, ObserveWhat, PermissionName, RuleSpec};
 use crate::kind::Kind;
 pub use crate::reply::Answered;
@@ -73,6 +73,8 @@ pub struct RuleView<'a> {
     keep: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     save_to: Option<&'a std::path::Path>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    files: Vec<String>,
     #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
     matcher: &'a MatchArg,
 }
@@ -90,6 +92,7 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             chooser: None,
             keep: None,
             save_to: None,
+            files: Vec::new(),
             matcher: r.rule.matcher(),
         };
         match &r.rule {
@@ -99,6 +102,7 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             RuleSpec::DeviceChooser { chooser, .. } => v.chooser = *chooser,
             RuleSpec::Passkey { keep, .. } => v.keep = keep.then_some(true),
             RuleSpec::Print { save_to, .. } => v.save_to = save_to.as_deref(),
+            RuleSpec::FileChooser { files, .. } => v.files = files.iter().map(|f| f.display().to_string()).collect(),
             RuleSpec::AppLink { .. } | RuleSpec::Held { .. } => {}
         }
         v
@@ -279,7 +283,7 @@ impl State {
                 {
                     *text = None;
                 }
-                let page = is_page_rule(&rule);
+                let page = in_config(&rule);
                 let rule = self.add_rule(tab.id, once, rule)?;
                 let body = Configured {
                     status: Status::Configured,
@@ -301,7 +305,7 @@ impl State {
                     message: format!("Removed {removed} auto-response(s) for {}.", what.as_str()),
                 };
                 let value = self.answer(&body, &tab);
-                let page = what == DialogTypeArg::All || what.is_page_dialog();
+                let page = what == DialogTypeArg::All || what.is_page_dialog() || what == DialogTypeArg::FileChooser;
                 let msgs = if page { vec![self.config_message(tab.id)] } else { Vec::new() };
                 Ok(Done::now(value, msgs))
             }
@@ -330,6 +334,18 @@ next one to a file, set up a rule first: interact {action:\"handle_dialog\", set
                     ));
                 };
                 let msg = self.answer_held(id, true, None, With::Pdf { to: Some(save_to) }, DecidedBy::Agent)?;
+                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
+            }
+            DialogCall::Upload { tab, dialog_id, files } => {
+                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
+                    return Err(ToolError::new(
+                        ErrorCode::DialogNotFound,
+                        "No file chooser is held open for the agent (only the must_respond policy holds them). To give \
+the next one files, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"file_chooser\", \
+files}.",
+                    ));
+                };
+                let msg = self.answer_held(id, true, None, With::Files(files), DecidedBy::Agent)?;
                 Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
             }
             DialogCall::Respond { tab, accept, text, dialog_id } => {

@@ -64,6 +64,7 @@ impl State {
                     PromptAsk::SignIn(p) => p,
                     PromptAsk::Payment(p) => p,
                     PromptAsk::StorageAccess(p) => p,
+                    PromptAsk::FileChooser(p) => p,
                 };
                 self.on_prompt(&m, kind)
             }

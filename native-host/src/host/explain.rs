@@ -159,6 +159,8 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         }
         (Kind::StorageAccess, Some(true)) => "left to the browser (its grant, prompt or refusal)".to_string(),
         (Kind::StorageAccess, Some(false)) => "refused (the page got NotAllowedError)".to_string(),
+        (Kind::FileChooser, Some(true)) => "the page got the files (input and change events)".to_string(),
+        (Kind::FileChooser, Some(false)) => "cancelled (the page got a cancel event, as after a person's cancel)".to_string(),
         (Kind::Passkey, Some(false)) => {
             "refused (the page got NotAllowedError, as after a person's cancel)".to_string()
         }
@@ -206,6 +208,10 @@ pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
         RuleSpec::Print { accept: true, .. } => ("print()".to_string(), "print the page to a PDF file"),
         RuleSpec::Print { .. } => ("print()".to_string(), "cancel it (as a person closes the preview)"),
         RuleSpec::Held { kind, accept, .. } => held_rule(Kind::from(*kind), *accept),
+        RuleSpec::FileChooser { files, .. } if files.is_empty() => {
+            ("file chooser".to_string(), "cancel it (as a person's cancel)")
+        }
+        RuleSpec::FileChooser { .. } => ("file chooser".to_string(), "give the page the rule's files"),
         RuleSpec::DeviceChooser { chooser, .. } => {
             (chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str())), "cancel it")
         }
@@ -240,11 +246,15 @@ fn held_rule(kind: Kind, accept: bool) -> (String, &'static str) {
 }
 
 /// Why the agent cannot accept a held prompt of `kind` as it tried (`None`: it can).
-pub fn accept_refused(kind: Kind, id: u64, with_credentials: bool) -> Option<String> {
+pub fn accept_refused(kind: Kind, id: u64, carrying: bool) -> Option<String> {
     match kind {
-        Kind::Auth if !with_credentials => Some(format!(
+        Kind::Auth if !carrying => Some(format!(
             "Dialog {id} is an HTTP auth challenge: accept it with username and password, or send accept: false to \
 cancel it (the page gets the 401)."
+        )),
+        Kind::FileChooser if !carrying => Some(format!(
+            "Dialog {id} is a file chooser: answer it with files (absolute paths inside your roots), or send \
+accept: false to cancel it."
         )),
         Kind::DeviceChooser => Some(format!(
             "Dialog {id} is a device chooser: no extension can pick a device (Chromium refuses extensions its \

@@ -220,6 +220,7 @@ Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
                 (h.record.kind == crate::kind::Kind::Auth, "username and password answer only an auth challenge")
             }
             With::Pdf { .. } => (h.record.kind == crate::kind::Kind::Print, "save_to answers only a print"),
+            With::Files(_) => (h.record.kind == crate::kind::Kind::FileChooser, "files answer only a file chooser"),
             _ => (true, ""),
         };
         if !fits {

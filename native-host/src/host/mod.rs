@@ -9,6 +9,7 @@ mod barrier;
 mod chooser;
 mod dispatch;
 mod explain;
+mod file_chooser;
 mod held;
 #[cfg(test)]
 mod layers;

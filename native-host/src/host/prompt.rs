@@ -37,6 +37,9 @@ pub(super) enum With {
     Pdf {
         to: Option<std::path::PathBuf>,
     },
+    /// A file chooser's: the files the page gets (checked against the allowed directories
+    /// by `unmodal mcp`, canonical).
+    Files(Vec<std::path::PathBuf>),
 }
 
 /// How a prompt is answered as it comes.
@@ -155,6 +158,10 @@ impl State {
             Some(Verdict::Answer { by, why, rule, .. }) => (*by, why.clone(), *rule),
         };
         let open = waits || (verdict.is_none() && k.open_until_done());
+        let mut details = described.details;
+        if let Some(Verdict::Answer { decision: PromptDecision::Accept, with, .. }) = &verdict {
+            name_files(&mut details, with);
+        }
         let record = DialogRecord {
             message: described.message,
             message_truncated: described.truncated,
@@ -174,7 +181,7 @@ impl State {
             url: described.url,
             page_url: self.tab(m.tab_id).map(|t| t.url.clone()).unwrap_or_default(),
             frame_id: Some(m.frame_id),
-            details: described.details,
+            details,
             ..DialogRecord::new(self.next_id(), kind, m.tab_id, by)
         };
         self.logs.dialog(&record);
@@ -237,11 +244,14 @@ impl State {
     ) -> Result<ToBrowser, ToolError> {
         let h = &mut self.held[pos];
         let kind = h.record.kind;
-        if accept && let Some(why) = explain::accept_refused(kind, h.record.id, matches!(with, With::Login(_))) {
+        if accept && let Some(why) = explain::accept_refused(kind, h.record.id, matches!(with, With::Login(_) | With::Files(_))) {
             return Err(ToolError::new(ErrorCode::InvalidParams, why));
         }
         h.closing = Some(by);
         h.answer_error = None;
+        if accept {
+            name_files(&mut h.record.details, &with);
+        }
         let (tab, hold, record) = (h.record.tab_id, h.hold, h.record.id);
         let with = match (&h.record.details, with) {
             (Some(Details::Passkey(p)), With::Nothing) => With::Passkeys { rp_id: p.rp_id.clone(), keep: false },
@@ -263,18 +273,19 @@ impl State {
         with: With,
     ) -> ToBrowser {
         let accept = decision == PromptDecision::Accept;
-        let (credentials, passkeys) = match with {
-            With::Login(c) if accept => (Some(c), None),
+        let (mut credentials, mut passkeys, mut files) = (None, None, None);
+        match with {
+            With::Login(c) if accept => credentials = Some(c),
             With::Passkeys { rp_id, keep } if accept => {
-                (None, Some(PasskeyArming { keep, credentials: self.passkeys.for_rp(&rp_id) }))
+                passkeys = Some(PasskeyArming { keep, credentials: self.passkeys.for_rp(&rp_id) });
             }
             With::Pdf { to } if accept => {
                 self.print_jobs.insert((tab_id, id), PrintJob { record, to });
-                (None, None)
             }
-            _ => (None, None),
-        };
-        ToBrowser::PromptAnswer { kind, tab_id, id, decision, credentials, passkeys }
+            With::Files(f) if accept => files = Some(f.iter().map(|p| p.display().to_string()).collect()),
+            _ => {}
+        }
+        ToBrowser::PromptAnswer { kind, tab_id, id, decision, credentials, passkeys, files }
     }
 
     /// The worker applied an answer to a held prompt, gave up on it, or the browser's own
@@ -330,6 +341,13 @@ impl State {
         for m in &gone {
             self.on_prompt_result(m);
         }
+    }
+}
+
+/// A file chooser's record names the files an accept gives it (paths and sizes).
+fn name_files(details: &mut Option<Details>, with: &With) {
+    if let (Some(Details::FileChooser(d)), With::Files(files)) = (details, with) {
+        d.files = super::record::GivenFile::of(files);
     }
 }
 

@@ -349,6 +349,8 @@ pub enum PromptAsk {
     Payment(PaymentAsk),
     /// A requestStorageAccess() the page hook holds (`manifest/held_in_page.js`).
     StorageAccess(StorageAccessAsk),
+    /// A file chooser the tab's debugger intercepted (`manifest/file_chooser.js`).
+    FileChooser(FileChooserAsk),
 }
 
 impl PromptAsk {
@@ -364,6 +366,7 @@ impl PromptAsk {
             Self::StorageAccess(_) => Kind::StorageAccess,
             Self::Passkey(_) => Kind::Passkey,
             Self::Print(_) => Kind::Print,
+            Self::FileChooser(_) => Kind::FileChooser,
         }
     }
 }
@@ -452,6 +455,18 @@ pub struct StorageAccessAsk {
     /// would grant it without asking).
     #[serde(default)]
     pub granted: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct FileChooserAsk {
+    /// `single`, `multiple` or `folder` (the input's `multiple`, `webkitdirectory`).
+    pub mode: String,
+    /// The input's accept attribute (page-made).
+    #[serde(default)]
+    pub accept: String,
+    /// The input's label, aria-label, name or id, whichever it has first (page-made).
+    #[serde(default)]
+    pub label: String,
 }
 
 /// A print carries nothing of its own: the frame and its URL say which.
@@ -547,6 +562,9 @@ pub enum ToBrowser {
         config: String,
         /// The tab's policy needs a debugger session (the extension also needs the pilot on).
         debugger: bool,
+        /// The session intercepts file choosers (a file_chooser rule, or must_respond).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        choosers: bool,
     },
     /// The answer to `Hello`: the newest report of this worker the host has (0: none). The
     /// worker sends again what is newer; the host drops what it already had.
@@ -571,6 +589,9 @@ pub enum ToBrowser {
         /// An accepted passkey request: what the virtual authenticator starts with.
         #[serde(skip_serializing_if = "Option::is_none")]
         passkeys: Option<PasskeyArming>,
+        /// An accepted file chooser: the files (checked, canonical paths) the page gets.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        files: Option<Vec<String>>,
     },
     /// The prompt waits for the agent: the worker holds it this long before it refuses on
     /// its own (the watchdog comes first).
@@ -625,9 +646,10 @@ impl ToBrowser {
     }
 
     /// The tab and revision of a config message, which a setup waits to see acknowledged.
-    pub fn config_rev(&self) -> Option<(i64, u64)> {
+    /// A config message's tab and revision, and whether it asks for a debugger session.
+    pub fn config_rev(&self) -> Option<(i64, u64, bool)> {
         match self {
-            Self::Config { tab_id, rev, .. } => Some((*tab_id, *rev)),
+            Self::Config { tab_id, rev, debugger, .. } => Some((*tab_id, *rev, *debugger)),
             _ => None,
         }
     }
@@ -728,7 +750,7 @@ mod tests {
         }
         let sent = [
             ToBrowser::recorded(&crate::host::record::tests::record()),
-            ToBrowser::Config { tab_id: 1, rev: 1, config: String::new(), debugger: false },
+            ToBrowser::Config { tab_id: 1, rev: 1, config: String::new(), debugger: false, choosers: false },
             ToBrowser::Answer { tab_id: 1, hold: 1, accept: true, text: None },
             ToBrowser::Resume { upto: 0 },
             ToBrowser::PromptAnswer {
@@ -738,6 +760,7 @@ mod tests {
                 decision: PromptDecision::Accept,
                 credentials: None,
                 passkeys: None,
+                files: None,
             },
             ToBrowser::PromptHold { kind: crate::kind::Kind::Auth, tab_id: 1, id: 1, wait_ms: 1 },
             ToBrowser::PilotCall {
@@ -807,12 +830,12 @@ mod tests {
 
     #[test]
     fn host_messages_have_the_shapes_the_extension_reads() {
-        let config = ToBrowser::Config { tab_id: 3, rev: 9, config: "U1E1".into(), debugger: true };
+        let config = ToBrowser::Config { tab_id: 3, rev: 9, config: "U1E1".into(), debugger: true, choosers: false };
         assert_eq!(
             serde_json::to_value(&config).unwrap(),
             json!({"type":"config","tab_id":3,"rev":9,"config":"U1E1","debugger":true})
         );
-        assert_eq!(config.config_rev(), Some((3, 9)));
+        assert_eq!(config.config_rev(), Some((3, 9, true)));
         let answer = ToBrowser::Answer { tab_id: 3, hold: 1, accept: false, text: None };
         assert_eq!(serde_json::to_value(&answer).unwrap(), json!({"type":"answer","tab_id":3,"hold":1,"accept":false}));
         assert_eq!(answer.config_rev(), None);

@@ -108,6 +108,7 @@ pub enum Details {
     AppLink(AppLinkDetails),
     Passkey(PasskeyDetails),
     Print(PrintDetails),
+    FileChooser(FileChooserDetails),
 }
 
 /// An HTTP auth challenge: realm, scheme, proxy, what became of the request.
@@ -173,6 +174,42 @@ pub struct PrintDetails {
     pub file: String,
     /// Its size in bytes.
     pub size: u64,
+}
+
+/// A file chooser: what the input asks for and, once answered, what the page got.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChooserDetails {
+    /// `single`, `multiple` or `folder`.
+    pub mode: String,
+    /// The input's accept attribute (page text, cut and redacted).
+    pub accept_types: String,
+    /// The input's label (page text, cut and redacted).
+    pub label: String,
+    /// The files the page got: names and sizes, never contents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<GivenFile>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GivenFile {
+    pub path: String,
+    pub size: u64,
+}
+
+impl GivenFile {
+    /// Paths and sizes (a directory's: the sum of its files').
+    pub fn of(files: &[std::path::PathBuf]) -> Vec<Self> {
+        fn size_of(path: &std::path::Path) -> u64 {
+            match std::fs::symlink_metadata(path) {
+                Ok(m) if m.is_dir() => {
+                    std::fs::read_dir(path).map(|d| d.flatten().map(|e| size_of(&e.path())).sum()).unwrap_or(0)
+                }
+                Ok(m) if m.is_file() => m.len(),
+                _ => 0,
+            }
+        }
+        files.iter().map(|f| Self { path: f.display().to_string(), size: size_of(f) }).collect()
+    }
 }
 
 /// A link to a scheme the OS handles.

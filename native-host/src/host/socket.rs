@@ -85,7 +85,7 @@ async fn handle(shared: &Shared, line: &[u8]) -> Result<Value, ToolError> {
 }
 
 /// The config revision a batch of messages for the browser carries, to wait for.
-fn config_rev(msgs: &[ToBrowser]) -> Option<(i64, u64)> {
+fn config_rev(msgs: &[ToBrowser]) -> Option<(i64, u64, bool)> {
     msgs.iter().find_map(ToBrowser::config_rev)
 }
 
@@ -126,9 +126,11 @@ async fn run(shared: &Shared, req: Request) -> Result<Value, ToolError> {
                 return shared.state().answered(id);
             }
             let mut value = done.value;
-            if let Some((tab, rev)) = rules {
+            if let Some((tab, rev, session)) = rules {
                 wait_for_delivery(shared, tab, rev).await;
-                let delivered = shared.state().delivery(tab, rev).is_some_and(|a| a.delivered);
+                // A file chooser rule works through the tab's debugger session: in force with it.
+                let delivered =
+                    shared.state().delivery(tab, rev).is_some_and(|a| a.delivered && (!session || a.debugger_attached));
                 value["rules_in_force"] = json!(delivered);
                 if !delivered {
                     value["rules_note"] = json!(
@@ -149,7 +151,7 @@ scripts, or still loading). Documents that load from now on get them."
                 shared.send(&state, msgs);
                 (value, rules)
             };
-            let Some((tab, rev)) = rules else { return Ok(value) };
+            let Some((tab, rev, _)) = rules else { return Ok(value) };
             wait_for_delivery(shared, tab, rev).await;
             // The ack and the policy it left, read together: an ack that came as the wait
             // ran out still decides the answer, and the two cannot disagree.

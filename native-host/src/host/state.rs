@@ -62,6 +62,7 @@ impl rules::Rule for RuleSpec {
             Self::Held { kind: HeldCall::SignIn, .. } => "sign-in",
             Self::Held { kind: HeldCall::StorageAccess, .. } => "storage access",
             Self::Held { kind, .. } => kind.as_str(),
+            Self::FileChooser { .. } => "file chooser",
         }
     }
 
@@ -75,7 +76,8 @@ impl rules::Rule for RuleSpec {
                 (R::DeviceChooser { chooser: a, .. }, R::DeviceChooser { chooser: b, .. }) => a == b,
                 (R::AppLink { .. }, R::AppLink { .. })
                 | (R::Passkey { .. }, R::Passkey { .. })
-                | (R::Print { .. }, R::Print { .. }) => true,
+                | (R::Print { .. }, R::Print { .. })
+                | (R::FileChooser { .. }, R::FileChooser { .. }) => true,
                 (R::Held { kind: a, .. }, R::Held { kind: b, .. }) => a == b,
                 _ => false,
             }
@@ -85,6 +87,12 @@ impl rules::Rule for RuleSpec {
 /// A page dialog's rule: the page's engine applies it (the rest never reach a page).
 pub fn is_page_rule(r: &RuleSpec) -> bool {
     matches!(r, RuleSpec::Dialog { .. })
+}
+
+/// A rule the tab's config carries: a page dialog's, or a file chooser's (its debugger
+/// session intercepts choosers while the tab has one).
+pub fn in_config(r: &RuleSpec) -> bool {
+    matches!(r, RuleSpec::Dialog { .. } | RuleSpec::FileChooser { .. })
 }
 
 /// The newest numbered report the host recorded, and from which service worker.
@@ -245,12 +253,12 @@ impl State {
     /// page dialog's rule left (the page already stopped using it).
     pub(super) fn spend_rule(&mut self, tab: i64, rule_id: u32) -> Option<ToBrowser> {
         let spent = self.rules.spend(tab, rule_id)?;
-        is_page_rule(&spent).then(|| self.config_message(tab))
+        in_config(&spent).then(|| self.config_message(tab))
     }
 
     /// Tabs whose config is not the plain default (rules or a policy).
     pub(super) fn configured_tabs(&self) -> impl Iterator<Item = i64> + '_ {
-        let with_rules = self.rules.tabs().filter(|&t| self.rules.any(t, is_page_rule));
+        let with_rules = self.rules.tabs().filter(|&t| self.rules.any(t, in_config));
         let mut tabs: Vec<i64> = with_rules.chain(self.policies.keys().copied()).collect();
         tabs.sort_unstable();
         tabs.dedup();
@@ -263,11 +271,13 @@ impl State {
         let policy = self.policy_of(tab).policy;
         self.config_rev += 1;
         self.sent_rev.insert(tab, self.config_rev);
+        let choosers = policy == Policy::MustRespond || self.rules.any(tab, |r| matches!(r, RuleSpec::FileChooser { .. }));
         ToBrowser::Config {
             tab_id: tab,
             rev: self.config_rev,
             config: self.encode_config(tab, policy),
-            debugger: policy != Policy::Auto,
+            debugger: policy != Policy::Auto || choosers,
+            choosers,
         }
     }
 
@@ -388,7 +398,7 @@ pub(super) mod tests {
         let r = s.add_rule(7, true, dialog_rule(RuleTarget::One(DialogKind::Confirm), true)).unwrap();
         assert_eq!(
             s.spend_rule(7, r.id),
-            Some(ToBrowser::Config { tab_id: 7, rev: 1, config: "U1E1".into(), debugger: false })
+            Some(ToBrowser::Config { tab_id: 7, rev: 1, config: "U1E1".into(), debugger: false, choosers: false })
         );
         assert!(s.rules_of(7).is_empty());
         assert_eq!(s.spend_rule(7, r.id), None);
@@ -436,7 +446,7 @@ pub(super) mod tests {
             matches!(out[0], ToBrowser::Pilot { on: false, rev: 1, .. }),
             "the host's switch, not the worker's claim"
         );
-        assert_eq!(out[1].config_rev(), Some((4, 1)));
+        assert_eq!(out[1].config_rev(), Some((4, 1, false)));
         assert_eq!(out[2], ToBrowser::Resume { upto: 0 });
         assert!(!s.pilot);
     }

@@ -1,0 +1,231 @@
+//! File choosers: `<input type=file>` (single, `multiple`, `webkitdirectory`). Headless
+//! Chromium cancels each at once; a headful one opens the OS file dialog, which waits for a
+//! person. In a tab with a file_chooser rule, or under `must_respond`, the tab's debugger
+//! session intercepts choosers (`Page.setInterceptFileChooserDialog`, MODAL-FACTS 1c) and
+//! `manifest/file_chooser.js` asks here. An accept carries files, which the worker hands the
+//! input as a person's pick (`DOM.setFileInputFiles`: trusted `input` and `change`); a
+//! cancel reaches the page as a person's cancel (the input's trusted `cancel` event). Files
+//! were checked against the allowed directories by `unmodal mcp` (`files.rs`) and are
+//! checked again here when a rule gives them. Elsewhere (no rule, no policy, pilot off)
+//! choosers are the browser's, so another driver's upload tool keeps working.
+
+use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
+use super::protocol::{FileChooserAsk, PromptDecision};
+use super::record::{self, DecidedBy, Details, FileChooserDetails, GivenFile};
+use crate::api::RuleSpec;
+use crate::redact::Redactor;
+use std::path::PathBuf;
+use unmodal_engine::Policy;
+
+const MAX_LABEL_CHARS: usize = 200;
+
+impl FileChooserAsk {
+    fn folder(&self) -> bool {
+        self.mode == "folder"
+    }
+}
+
+impl PromptKind for FileChooserAsk {
+    fn check(&self) -> Result<(), String> {
+        match self.mode.as_str() {
+            "single" | "multiple" | "folder" => Ok(()),
+            other => Err(format!("file chooser mode {other:?} is not single, multiple or folder")),
+        }
+    }
+
+    fn describe(&self, redactor: &Redactor, url: &str) -> Described {
+        let (label, cut_label) = record::clip(&self.label, MAX_LABEL_CHARS);
+        let (label, mut redacted) = redactor.apply(&label);
+        let (accept, cut_accept) = record::clip(&self.accept, MAX_LABEL_CHARS);
+        let (accept, more) = redactor.apply(&accept);
+        redacted.extend(more);
+        let what = match self.mode.as_str() {
+            "folder" => "a folder",
+            "multiple" => "files",
+            _ => "a file",
+        };
+        let mut message = format!("file chooser: pick {what}");
+        if !label.is_empty() {
+            message = format!("{message} for \"{label}\"");
+        }
+        if !accept.is_empty() {
+            message = format!("{message} (accepts {accept})");
+        }
+        Described {
+            message,
+            truncated: cut_label || cut_accept,
+            redacted,
+            url: record::clip(url, 2048).0,
+            details: Some(Details::FileChooser(FileChooserDetails {
+                mode: self.mode.clone(),
+                accept_types: accept,
+                label,
+                files: Vec::new(),
+            })),
+        }
+    }
+
+    fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
+        let RuleSpec::FileChooser { matcher, .. } = rule else { return None };
+        let accepts = matcher.accept_contains.as_ref().is_none_or(|a| self.accept.to_lowercase().contains(&a.to_lowercase()));
+        (accepts && url_fits(matcher.url_contains.as_ref(), url))
+            .then(|| usize::from(matcher.url_contains.is_some()) + usize::from(matcher.accept_contains.is_some()))
+    }
+
+    fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
+        let RuleSpec::FileChooser { files, .. } = rule else {
+            return Verdict::rule(PromptDecision::Refuse, id, format!("file chooser cancelled: rule {id} matched"));
+        };
+        if files.is_empty() {
+            let why = format!("file chooser cancelled as a person's cancel: file_chooser rule {id} matched");
+            return Verdict::rule(PromptDecision::Refuse, id, why);
+        }
+        match self.pick(files) {
+            Ok((given, note)) => {
+                let why = format!("file chooser given {}: file_chooser rule {id} matched{note}", named(&given));
+                Verdict::rule(PromptDecision::Accept, id, why).carrying(With::Files(given))
+            }
+            Err(e) => Verdict::rule(
+                PromptDecision::Refuse,
+                id,
+                format!("file chooser cancelled: file_chooser rule {id} matched, but {e}"),
+            ),
+        }
+    }
+
+    fn by_policy(&self, policy: Policy) -> Verdict {
+        let cancel = |by, why: &str| Verdict::policy(PromptDecision::Refuse, by, why);
+        match policy {
+            Policy::MustRespond => Verdict::Hold {
+                why: "file chooser held for the agent (policy must_respond): the page waits as for a person at the \
+file dialog; answer with interact {action:\"handle_dialog\", dialog_id, files:[absolute paths]} or accept: false to \
+cancel it"
+                    .into(),
+            },
+            Policy::Auto => cancel(
+                DecidedBy::DefaultPolicy,
+                "file chooser cancelled by the default policy, as a person's cancel (the tab's file_chooser rule did \
+not match it)",
+            ),
+            Policy::AutoAccept => cancel(
+                DecidedBy::Policy,
+                "file chooser cancelled: the tab's auto_accept policy has no files to give (a file_chooser rule with \
+files gives some)",
+            ),
+            Policy::AutoDismiss => cancel(DecidedBy::Policy, "file chooser cancelled by the tab's auto_dismiss policy"),
+        }
+    }
+
+    fn pilot_off(&self) -> String {
+        "AI Web Pilot is off: the browser's own file chooser (headless: cancelled at once; headful: the OS file \
+dialog, which waits for a person); a person must switch the pilot on (`unmodal pilot on` in a terminal)"
+            .into()
+    }
+}
+
+impl FileChooserAsk {
+    /// What of `files` this input takes, each still what was checked (a regular file, or
+    /// for a folder input one directory, not a symlink), and a note on what it left out.
+    pub(super) fn pick(&self, files: &[PathBuf]) -> Result<(Vec<PathBuf>, String), String> {
+        let take = if self.folder() || self.mode == "single" { 1 } else { files.len() };
+        let given: Vec<PathBuf> = files.iter().take(take).cloned().collect();
+        for f in &given {
+            let meta = std::fs::symlink_metadata(f).map_err(|e| format!("{} is gone ({e})", f.display()))?;
+            match (self.folder(), meta.is_dir(), meta.is_file()) {
+                (true, true, _) | (false, _, true) => {}
+                (true, ..) => return Err(format!("a folder input takes a directory, and {} is not one", f.display())),
+                (false, ..) => return Err(format!("{} is no longer a regular file", f.display())),
+            }
+        }
+        let left = files.len() - given.len();
+        let note = if left > 0 { format!(" ({left} more left out: the input takes one)") } else { String::new() };
+        Ok((given, note))
+    }
+}
+
+fn named(files: &[PathBuf]) -> String {
+    GivenFile::of(files).iter().map(|g| format!("{} ({} bytes)", g.path, g.size)).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::tests::{feed, state_with, to_json};
+    use super::*;
+    use crate::api::{DialogCall, MatchArg};
+    use crate::kind::Kind;
+    use ringbuf::traits::Consumer;
+    use serde_json::json;
+
+    fn ask(n: u64, mode: &str, accept: &str) -> serde_json::Value {
+        json!({"type":"prompt_request","kind":"file_chooser","tab_id":3,"id":n,"url":"https://site/form",
+            "mode":mode,"accept":accept,"label":"Your CV"})
+    }
+
+    #[test]
+    fn a_rule_gives_its_files_and_the_most_specific_wins() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cv, pic) = (tmp.path().join("cv.pdf"), tmp.path().join("me.png"));
+        std::fs::write(&cv, b"%PDF-1").unwrap();
+        std::fs::write(&pic, b"png").unwrap();
+        let mut s = state_with(Policy::Auto);
+        let rule = |files: Vec<PathBuf>, accept: Option<&str>| RuleSpec::FileChooser {
+            files,
+            matcher: MatchArg { accept_contains: accept.map(Into::into), ..MatchArg::default() },
+        };
+        s.interact(DialogCall::Setup { tab: None, once: false, rule: rule(vec![cv.clone()], None) }).unwrap();
+        s.interact(DialogCall::Setup { tab: None, once: true, rule: rule(vec![pic.clone()], Some("IMAGE/")) }).unwrap();
+        let out = to_json(&feed(&mut s, ask(1, "single", "image/png")).unwrap());
+        assert_eq!((out[1]["decision"].as_str(), out[1]["files"][0].as_str()), (Some("accept"), pic.to_str()));
+        let rec = s.history.iter().last().unwrap();
+        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (Kind::FileChooser, DecidedBy::Rule, Some(true)));
+        let Some(Details::FileChooser(d)) = &rec.details else { panic!("{rec:?}") };
+        assert_eq!((d.mode.as_str(), d.files.len(), d.files[0].size), ("single", 1, 3));
+        assert!(!rec.explanation.contains("png\"") && rec.message.contains("Your CV"), "{rec:?}");
+        // The once-rule is spent: the general one answers the next.
+        let out = to_json(&feed(&mut s, ask(2, "multiple", ".pdf")).unwrap());
+        assert_eq!(out[1]["files"], json!([cv.to_str().unwrap()]));
+        // A file that went away meanwhile is not given: the chooser is cancelled.
+        std::fs::remove_file(&cv).unwrap();
+        let out = to_json(&feed(&mut s, ask(3, "single", "")).unwrap());
+        assert_eq!(out[1]["decision"], "refuse");
+        assert!(s.history.iter().last().unwrap().explanation.contains("is gone"));
+    }
+
+    #[test]
+    fn a_folder_input_takes_a_directory_and_the_default_cancels() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("a.txt"), b"abcd").unwrap();
+        let mut s = state_with(Policy::Auto);
+        let out = to_json(&feed(&mut s, ask(1, "folder", "")).unwrap());
+        assert_eq!(out[1]["decision"], "refuse");
+        assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::DefaultPolicy);
+        let rule = RuleSpec::FileChooser { files: vec![tmp.path().join("a.txt")], matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
+        assert_eq!(to_json(&feed(&mut s, ask(2, "folder", "")).unwrap())[1]["decision"], "refuse");
+        let rule = RuleSpec::FileChooser { files: vec![tmp.path().to_path_buf()], matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
+        let out = to_json(&feed(&mut s, ask(3, "folder", "")).unwrap());
+        assert_eq!(out[1]["decision"], "accept");
+        let Some(Details::FileChooser(d)) = &s.history.iter().last().unwrap().details else { panic!() };
+        assert_eq!(d.files[0].size, 4);
+        assert!(feed(&mut s, json!({"type":"prompt_request","kind":"file_chooser","tab_id":3,"id":4,"mode":"x"})).is_err());
+    }
+
+    #[test]
+    fn must_respond_holds_it_for_the_agents_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let f = tmp.path().join("up.txt");
+        std::fs::write(&f, b"hello").unwrap();
+        let mut s = state_with(Policy::MustRespond);
+        let out = to_json(&feed(&mut s, ask(1, "single", "")).unwrap());
+        assert_eq!(out[1]["type"], "prompt_hold");
+        let id = s.held[0].record.id;
+        let err = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: Some(id) });
+        assert!(err.is_err_and(|e| e.message.contains("answer it with files")));
+        let done = s.interact(DialogCall::Upload { tab: None, dialog_id: Some(id), files: vec![f.clone()] }).unwrap();
+        let msg = to_json(&done.msgs);
+        assert_eq!((msg[0]["decision"].as_str(), msg[0]["files"][0].as_str()), (Some("accept"), f.to_str()));
+        let Some(Details::FileChooser(d)) = &s.held[0].record.details else { panic!() };
+        assert_eq!(d.files[0].size, 5);
+    }
+}
