@@ -11,6 +11,7 @@ import { createAppLinks } from './applinks.js';
 import { createPasskeys } from './passkeys.js';
 import { createPrints } from './print.js';
 import { createHeldInPage } from './held_in_page.js';
+import { createFileChoosers } from './file_chooser.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
 import { createStalled } from './stalled.js';
@@ -29,8 +30,9 @@ let terminalOnly = null;
 let session = null; // names this browser session to the host (chrome.storage.session)
 let started;
 const ready = new Promise((resolve) => { started = resolve; });
-// tabId -> { config, debugger }: the config the host encoded for the tab (engine/src/config.rs;
-// passed to the pages whole, never read here) and whether its policy needs a debugger session.
+// tabId -> { config, debugger, choosers }: the config the host encoded for the tab
+// (engine/src/config.rs; passed to the pages whole, never read here), whether it needs a
+// debugger session, and whether that session intercepts file choosers.
 const hostConfigs = new Map();
 // Configs of tabs the host said nothing about: no rules, the default policy. Sent
 // explicitly, so a page that kept an older set (this worker restarted, the host died)
@@ -41,12 +43,15 @@ const PILOT_ON = 'U1E1';
 // policy, no debugger); on, the host's config for the tab.
 const configFor = (tabId) => (pilot ? hostConfigs.get(tabId)?.config ?? PILOT_ON : PILOT_OFF);
 const wantsSession = (tabId) => pilot && hostConfigs.get(tabId)?.debugger === true;
-const holds = createHolds(toHost, wantsSession, configFor);
+const intercepts = (tabId) => wantsSession(tabId) && hostConfigs.get(tabId)?.choosers === true;
+const holds = createHolds(toHost, wantsSession, configFor, intercepts, (target, params) => fileChoosers.opened(target, params));
 // Browser prompts held for the host's answer while the pilot is on (prompts.js): HTTP auth
 // challenges, permission requests the page hook holds (applied as content settings), device
 // choosers the page hook saw open (cancelled or held).
 const prompts = createPrompts(toHost, () => port !== null);
 createAuth(prompts, toHost, () => pilot);
+// File choosers a session intercepted: given the host's files, or cancelled (file_chooser.js).
+const fileChoosers = createFileChoosers(prompts, holds);
 const permissions = createPermissions(prompts, () => pilot);
 const choosers = createChoosers(prompts, () => pilot);
 // Navigations to schemes the OS handles, cancelled in the page: opened or not (applinks.js).
@@ -159,7 +164,7 @@ function onHostMessage(msg) {
     return;
   }
   if (msg.type === 'config' && Number.isInteger(msg.tab_id) && typeof msg.config === 'string') {
-    hostConfigs.set(msg.tab_id, { config: msg.config, debugger: msg.debugger === true });
+    hostConfigs.set(msg.tab_id, { config: msg.config, debugger: msg.debugger === true, choosers: msg.choosers === true });
     // The host answers the agent's setup only once the tab's frames hold the config.
     applyTab(msg.tab_id).then((ack) => toHost({ type: 'config_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
   } else if (msg.type === 'answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.hold)) {

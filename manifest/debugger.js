@@ -19,11 +19,12 @@ const WAKE_MINUTES = 1 / 60;
 
 const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
 
-// `wanted(tabId)`: whether the tab should have a session now; `configFor(tabId)`: its config.
-// Both are read when a queued step runs, so whatever order steps were queued in, the tab
-// ends in the newest wanted state.
-export function createHolds(toHost, wanted, configFor) {
-  const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null, children }
+// `wanted(tabId)`: whether the tab should have a session now; `configFor(tabId)`: its config;
+// `intercept(tabId)`: whether its session intercepts file choosers, each of which goes to
+// `onChooser(target, params)` (file_chooser.js). All are read when a queued step runs, so
+// whatever order steps were queued in, the tab ends in the newest wanted state.
+export function createHolds(toHost, wanted, configFor, intercept = () => false, onChooser = () => {}) {
+  const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null, children, choosers }
   // AI Web Pilot calls borrow the tab's debugger for a call (pilot_tools.js): the policy's
   // session when there is one, else a session of their own (`owned`), detached when the
   // last borrower is done. Either side may take the other's session over meanwhile.
@@ -45,7 +46,7 @@ export function createHolds(toHost, wanted, configFor) {
     [SAVED]: {
       seq: holdSeq,
       tabs: Object.fromEntries([...sessions].map(([tabId, s]) =>
-        [tabId, { script: s.script, mainFrame: s.mainFrame, open: s.open, children: [...s.children] }])),
+        [tabId, { script: s.script, mainFrame: s.mainFrame, open: s.open, children: [...s.children], choosers: s.choosers }])),
     },
   }).catch(() => {});
 
@@ -80,6 +81,18 @@ export function createHolds(toHost, wanted, configFor) {
     if (old !== null) await command(target, 'Page.removeScriptToEvaluateOnNewDocument', { identifier: old }).catch(() => {});
     return identifier;
   };
+  // File choosers are intercepted (held, answered by file_chooser.js) in the tab's session
+  // and its frames' child sessions, only while the tab wants it (MODAL-FACTS 1c: an
+  // intercepted chooser nobody answers stays open for good).
+  const interceptChoosers = async (tabId, s) => {
+    const want = intercept(tabId);
+    if (s.choosers === want) return;
+    s.choosers = want;
+    const params = { enabled: want };
+    await command({ tabId }, 'Page.setInterceptFileChooserDialog', params);
+    await Promise.allSettled([...s.children.keys()].map((sessionId) =>
+      command({ tabId, sessionId }, 'Page.setInterceptFileChooserDialog', params)));
+  };
   const installScript = async (tabId, s, config) => {
     s.script = await replaceScript({ tabId }, s.script, config);
     await Promise.allSettled([...s.children].map(async ([sessionId, old]) => {
@@ -97,6 +110,7 @@ export function createHolds(toHost, wanted, configFor) {
     try {
       // The new-document script runs only in a session with the Page domain on.
       await command(target, 'Page.enable');
+      if (s.choosers) await command(target, 'Page.setInterceptFileChooserDialog', { enabled: true });
       await command(target, 'Target.setAutoAttach', AUTO_ATTACH);
       s.children.set(sessionId, await replaceScript(target, null, configFor(tabId)));
       remember();
@@ -129,7 +143,7 @@ export function createHolds(toHost, wanted, configFor) {
         const lease = leases.get(tabId);
         if (lease?.owned) lease.owned = false; // a pilot call's session becomes the policy's
         else await chrome.debugger.attach({ tabId }, VERSION);
-        s = { script: null, mainFrame: null, open: null, children: new Map() };
+        s = { script: null, mainFrame: null, open: null, children: new Map(), choosers: false };
         sessions.set(tabId, s);
         hear();
         await send(tabId, 'Page.enable');
@@ -138,6 +152,7 @@ export function createHolds(toHost, wanted, configFor) {
         await send(tabId, 'Target.setAutoAttach', AUTO_ATTACH);
       }
       await installScript(tabId, s, configFor(tabId));
+      await interceptChoosers(tabId, s);
       remember();
       return { attached: true };
     } catch (err) {
@@ -167,6 +182,10 @@ export function createHolds(toHost, wanted, configFor) {
     if (method === 'Target.detachedFromTarget') {
       s.children.delete(params.sessionId);
       remember();
+      return;
+    }
+    if (method === 'Page.fileChooserOpened') {
+      onChooser(source.sessionId ? { tabId, sessionId: source.sessionId } : { tabId }, params);
       return;
     }
     if (source.sessionId) return;
@@ -275,7 +294,7 @@ export function createHolds(toHost, wanted, configFor) {
       if (!(await send(tabId, 'Target.getTargetInfo').then(() => true, () => false))) return;
       const was = known[tabId];
       if (was) {
-        sessions.set(tabId, { script: was.script ?? null, mainFrame: was.mainFrame ?? null, open: was.open ?? null, children: new Map(was.children ?? []) });
+        sessions.set(tabId, { script: was.script ?? null, mainFrame: was.mainFrame ?? null, open: was.open ?? null, children: new Map(was.children ?? []), choosers: was.choosers === true });
         // A dialog nobody wrote down (the worker stopped first) would stay open unseen.
         if (!was.open) await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
         return;
@@ -331,6 +350,8 @@ export function createHolds(toHost, wanted, configFor) {
     // Resolves once every held-dialog message queued so far has gone to the host.
     sent: () => written,
     attached: (tabId) => sessions.has(tabId),
+    // The tab's session intercepts file choosers now.
+    intercepting: (tabId) => sessions.get(tabId)?.choosers === true,
     holding: (tabId) => sessions.get(tabId)?.open != null,
   };
 }

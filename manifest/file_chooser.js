@@ -1,0 +1,148 @@
+// File choosers (<input type=file>) the tab's debugger session intercepted
+// (`Page.fileChooserOpened`, debugger.js): only in tabs with a file_chooser rule or under
+// must_respond, with the pilot on. The page sees nothing while one waits, as while a person
+// looks at the OS file dialog. The host (the state of record) decides:
+// - accept: the files it names (checked paths) go to the input as a person's pick
+//   (`DOM.setFileInputFiles`: trusted `input` and `change`, real files);
+// - refuse (also: no host, nobody in time): the page gets a person's cancel. An intercepted
+//   chooser cannot be cancelled, so a new one is opened on the same input and cancelled by
+//   the browser itself (interception with `cancel: true`, `showPicker()` from an isolated
+//   world): the input's own trusted `cancel` event (MODAL-FACTS 1a, 1c).
+// What the record needs (mode, accept types, label, the document's URL) is read in an
+// isolated world, where the page's prototypes cannot reach. Message shapes:
+// native-host/src/host/protocol.rs.
+
+const WORLD = 'unmodal-file-chooser';
+const MAX_TEXT = 300;
+// How long a cancel waits for the browser to report the chooser it opened for it.
+const CANCEL_WAIT_MS = 2000;
+
+// Runs in the isolated world with the input as `this`.
+const DESCRIBE = `function () {
+  const label = (this.labels && this.labels.length ? this.labels[0].textContent : '') ||
+    this.getAttribute('aria-label') || this.title || this.name || this.id || '';
+  return {
+    url: this.ownerDocument.URL,
+    accept: this.accept,
+    mode: this.webkitdirectory ? 'folder' : this.multiple ? 'multiple' : 'single',
+    label: label.trim().replace(/\\s+/g, ' '),
+  };
+}`;
+const REOPEN = 'function () { this.showPicker(); }';
+
+// `holds`: the tab debugger's sessions and leases (debugger.js).
+export function createFileChoosers(prompts, holds) {
+  const command = (target, method, params = {}) => chrome.debugger.sendCommand(target, method, params);
+  // While a cancel is under way in a target (from the answer to `cancel: true` to the answer
+  // that ends it: the browser reports choosers in order with its answers), every chooser
+  // that opens there is cancelled by the browser itself. One of them is the one opened for
+  // the cancel (`mine`); any other is the page's, recorded as already cancelled. Cancels
+  // go one at a time per target.
+  const windows = new Map(); // target key -> { node, mine: resolve | null }
+  const lines = new Map(); // target key -> the last cancel's promise
+  const targetKey = (target) => `${target.tabId}/${target.sessionId ?? ''}`;
+
+  const inIsolatedWorld = async (target, frameId, backendNodeId, functionDeclaration, userGesture = false) => {
+    const { executionContextId } = await command(target, 'Page.createIsolatedWorld', { frameId, worldName: WORLD });
+    const { object } = await command(target, 'DOM.resolveNode', { backendNodeId, executionContextId });
+    try {
+      const { result, exceptionDetails } = await command(target, 'Runtime.callFunctionOn', {
+        objectId: object.objectId, functionDeclaration, returnByValue: true, userGesture,
+      });
+      if (exceptionDetails) throw new Error(exceptionDetails.exception?.description ?? exceptionDetails.text);
+      return result.value;
+    } finally {
+      command(target, 'Runtime.releaseObject', { objectId: object.objectId }).catch(() => {});
+    }
+  };
+
+  // The page gets the input's own trusted `cancel`: the browser cancels a chooser opened
+  // while interception says so; then interception is back as the tab wants it.
+  const cancel = (target, frameId, backendNodeId) => {
+    const line = targetKey(target);
+    const next = (lines.get(line) ?? Promise.resolve()).then(() => cancelNow(target, frameId, backendNodeId));
+    const kept = next.catch(() => {});
+    lines.set(line, kept);
+    kept.then(() => { if (lines.get(line) === kept) lines.delete(line); });
+    return next;
+  };
+  const cancelNow = async (target, frameId, backendNodeId) => {
+    const line = targetKey(target);
+    const w = { node: backendNodeId, mine: null };
+    const seen = new Promise((resolve) => {
+      w.mine = resolve;
+      setTimeout(resolve, CANCEL_WAIT_MS);
+    });
+    try {
+      await command(target, 'Page.setInterceptFileChooserDialog', { enabled: true, cancel: true });
+      windows.set(line, w);
+      await inIsolatedWorld(target, frameId, backendNodeId, REOPEN, true);
+      await seen;
+    } finally {
+      await command(target, 'Page.setInterceptFileChooserDialog', { enabled: holds.intercepting(target.tabId) }).catch(() => {});
+      if (windows.get(line) === w) windows.delete(line);
+    }
+  };
+
+  const give = async (target, backendNodeId, files) => {
+    if (!Array.isArray(files) || files.length === 0 || !files.every((f) => typeof f === 'string')) {
+      throw new Error('the answer named no files');
+    }
+    try {
+      await command(target, 'DOM.setFileInputFiles', { files, backendNodeId });
+    } catch (err) {
+      const why = String(err?.message ?? err);
+      throw new Error(why === 'Not allowed'
+        ? 'the browser refused the files: switch on "Allow access to file URLs" for Unmodal in chrome://extensions'
+        : why);
+    }
+  };
+
+  return {
+    // A chooser the session intercepted (`params`: backendNodeId, frameId, mode).
+    async opened(target, params) {
+      const { backendNodeId, frameId } = params;
+      // A File System Access picker has no node: the browser already refused it itself.
+      if (!Number.isInteger(backendNodeId) || typeof frameId !== 'string') return;
+      const w = windows.get(targetKey(target));
+      if (w?.mine && w.node === backendNodeId) {
+        const mine = w.mine;
+        w.mine = null;
+        return void mine();
+      }
+      const cancelled = w !== undefined; // the page saw its cancel already
+      let about;
+      try {
+        about = await inIsolatedWorld(target, frameId, backendNodeId, DESCRIBE);
+      } catch {
+        return; // the input or its document went: nothing waits any more
+      }
+      const fields = {
+        tab_id: target.tabId,
+        frame_id: 0,
+        url: String(about?.url ?? ''),
+        mode: ['single', 'multiple', 'folder'].includes(about?.mode) ? about.mode : 'single',
+        accept: String(about?.accept ?? '').slice(0, MAX_TEXT),
+        label: String(about?.label ?? '').slice(0, MAX_TEXT),
+      };
+      // The session may be let go meanwhile (a once-rule spent): the lease keeps it.
+      const apply = async (decision, answer) => {
+        await holds.lease(target.tabId);
+        try {
+          if (decision === 'accept') {
+            await give(target, backendNodeId, answer?.files);
+            return true;
+          }
+          if (!cancelled) await cancel(target, frameId, backendNodeId);
+          return false;
+        } catch (err) {
+          if (decision === 'accept' && !cancelled) await cancel(target, frameId, backendNodeId).catch(() => {});
+          throw err;
+        } finally {
+          holds.unlease(target.tabId);
+        }
+      };
+      prompts.ask('file_chooser', fields, { apply });
+    },
+  };
+}

@@ -1,0 +1,261 @@
+//! File choosers (dialog_type "file_chooser"): `<input type=file>`. Headless Chromium cancels
+//! each at once (MODAL-FACTS 1a); a headful one opens the OS file dialog. In a tab with a
+//! file_chooser rule or under must_respond (pilot on), the tab's debugger session intercepts
+//! choosers: a rule's files, or the agent's, reach the page as a person's pick (trusted
+//! `input` and `change`, real files); a cancel is the input's own trusted `cancel`. Files
+//! come only from inside the MCP client's roots. Elsewhere choosers stay the browser's.
+
+use serde_json::{Value, json};
+use unmodal_e2e::agent::Agent;
+use unmodal_e2e::web::WebServer;
+use unmodal_e2e::{Session, eventually};
+
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+const PAGE: &str = "<!doctype html><title>files</title><button id=b>b</button>
+<label for=f>Your CV</label><input type=file id=f accept='.txt,text/plain'>
+<input type=file id=m multiple aria-label='Photos'>
+<input type=file id=d webkitdirectory name=folder>
+<script>
+  window.seen = []; window.got = []; window.texts = [];
+  for (const id of ['f', 'm', 'd']) for (const t of ['input', 'change', 'cancel']) {
+    document.getElementById(id).addEventListener(t, (e) => {
+      const files = [...e.target.files];
+      got.push([id, t, e.isTrusted, files.map((f) => [f.name, f.webkitRelativePath, f.size])]);
+      if (t === 'change') Promise.all(files.map((f) => f.text())).then((x) => texts.push(x));
+    });
+  }
+  document.getElementById('b').onclick = () => seen.push('click');
+</script>";
+
+/// A session on the page, pilot on, with an agent whose MCP client offers `work` as a root.
+async fn session(work: &std::path::Path) -> anyhow::Result<(Session, Agent)> {
+    let (s, _) = Session::with_pilot("/files", PAGE).await?;
+    let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.to_owned()]).await?;
+    Ok((s, agent))
+}
+
+/// The page's events from the `from`-th on, once there are at least `n` more.
+async fn events(s: &Session, from: usize, n: usize) -> anyhow::Result<Vec<Value>> {
+    eventually(LIMIT, &format!("{n} file input event(s)"), || async {
+        let got = s.page_value("got").await?;
+        let got = got.as_array().cloned().unwrap_or_default();
+        Ok((got.len() >= from + n).then(|| got[from..].to_vec()))
+    })
+    .await
+}
+
+fn files_dir() -> anyhow::Result<tempfile::TempDir> {
+    let work = tempfile::tempdir()?;
+    std::fs::write(work.path().join("cv.txt"), "hello from unmodal")?;
+    std::fs::write(work.path().join("b.txt"), "second")?;
+    std::fs::create_dir_all(work.path().join("folder/sub"))?;
+    std::fs::write(work.path().join("folder/one.txt"), "1")?;
+    std::fs::write(work.path().join("folder/sub/two.txt"), "22")?;
+    Ok(work)
+}
+
+fn setup(files: &[std::path::PathBuf]) -> Value {
+    json!({"action": "handle_dialog", "setup": true, "dialog_type": "file_chooser", "once": false,
+        "files": files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>()})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_rule_the_browser_cancels_and_nothing_is_intercepted() -> anyhow::Result<()> {
+    let work = files_dir()?;
+    let (s, _agent) = session(work.path()).await?;
+    s.page.click("#f").await?;
+    assert_eq!(events(&s, 0, 1).await?, [json!(["f", "cancel", true, []])], "the browser's own cancel");
+    s.takes_input().await?;
+    assert_eq!(s.dialogs().await?["recent_dialogs"], json!([]), "nothing recorded: {}", s.dialogs().await?);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_gives_its_files_as_a_persons_pick() -> anyhow::Result<()> {
+    let work = files_dir()?;
+    let (s, agent) = session(work.path()).await?;
+    let real = work.path().canonicalize()?;
+    let v = agent.ok("interact", setup(&[work.path().join("cv.txt"), work.path().join("b.txt")])).await?;
+    assert_eq!(v["rules_in_force"], true, "{v}");
+    // A single input takes the first file; the page reads it back.
+    s.page.click("#f").await?;
+    let got = events(&s, 0, 2).await?;
+    assert_eq!(got[0], json!(["f", "input", true, [["cv.txt", "", 18]]]));
+    assert_eq!(got[1], json!(["f", "change", true, [["cv.txt", "", 18]]]));
+    eventually(LIMIT, "the file read back", || async {
+        Ok((s.page_value("texts").await? == json!([["hello from unmodal"]])).then_some(()))
+    })
+    .await?;
+    let r = &s.closed_records("file_chooser", 1).await?[0];
+    assert_eq!((r["decided_by"].as_str(), r["accepted"].as_bool()), (Some("rule"), Some(true)), "{r}");
+    assert_eq!((r["mode"].as_str(), r["label"].as_str(), r["accept_types"].as_str()), (Some("single"), Some("Your CV"), Some(".txt,text/plain")));
+    assert_eq!(r["files"], json!([{"path": real.join("cv.txt").display().to_string(), "size": 18}]), "names and sizes: {r}");
+    assert!(!r.to_string().contains("hello from unmodal"), "never the contents: {r}");
+    // A multiple input takes both.
+    s.page.click("#m").await?;
+    let got = events(&s, 2, 2).await?;
+    assert_eq!(got[1], json!(["m", "change", true, [["cv.txt", "", 18], ["b.txt", "", 6]]]));
+    // A folder input takes a directory: its files, with their paths inside it.
+    agent.ok("interact", setup(&[work.path().join("folder")])).await?;
+    s.page.click("#d").await?;
+    let got = events(&s, 4, 2).await?;
+    let mut picked: Vec<Value> = got[1][3].as_array().cloned().unwrap_or_default();
+    picked.sort_by_key(|v| v[1].as_str().unwrap_or_default().to_owned());
+    assert_eq!(picked, [json!(["one.txt", "folder/one.txt", 1]), json!(["two.txt", "folder/sub/two.txt", 2])], "{got:?}");
+    s.takes_input().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn files_outside_the_roots_never_reach_the_page() -> anyhow::Result<()> {
+    let work = files_dir()?;
+    let outside = tempfile::tempdir()?;
+    std::fs::write(outside.path().join("id_rsa"), "PRIVATE KEY")?;
+    std::os::unix::fs::symlink(outside.path().join("id_rsa"), work.path().join("key"))?;
+    let (s, agent) = session(work.path()).await?;
+    let real = work.path().canonicalize()?.display().to_string();
+    for bad in [outside.path().join("id_rsa"), work.path().join("key"), work.path().join("missing.txt")] {
+        let reply = format!("{:?}", agent.call("interact", setup(&[bad.clone()])).await?);
+        assert!(reply.contains("files") && reply.contains(&real), "{bad:?}: {reply}");
+        assert!(!reply.contains("PRIVATE KEY"), "{reply}");
+    }
+    // The agent without roots cannot name the directory either.
+    let reply = format!("{:?}", s.agent.call("interact", setup(&[work.path().join("cv.txt")])).await?);
+    assert!(reply.contains("outside the allowed directories"), "{reply}");
+    // No rule took: the browser's own cancel, and the page got no file.
+    s.page.click("#f").await?;
+    assert_eq!(events(&s, 0, 1).await?, [json!(["f", "cancel", true, []])]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn must_respond_holds_it_for_the_agent_and_the_watchdog_cancels() -> anyhow::Result<()> {
+    let work = files_dir()?;
+    let (s, agent) = session(work.path()).await?;
+    s.policy("must_respond", 2).await?;
+    s.page.click("#f").await?;
+    let held = s.held(1).await?;
+    assert_eq!(held[0]["type"], "file_chooser", "{held:?}");
+    assert!(held[0]["message"].as_str().is_some_and(|m| m.contains("Your CV") && m.contains(".txt")), "{held:?}");
+    assert_eq!(s.page_value("got").await?, json!([]), "the page waits, as for a person");
+    s.takes_input().await?;
+    let id = held[0]["dialog_id"].clone();
+    agent
+        .ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "files": [work.path().join("cv.txt")]}))
+        .await?;
+    assert_eq!(events(&s, 0, 2).await?[1], json!(["f", "change", true, [["cv.txt", "", 18]]]));
+    // The agent cancels the next one: the input's own trusted cancel, and no click.
+    s.page.click("#m").await?;
+    let id = s.held(1).await?[0]["dialog_id"].clone();
+    agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": false})).await?;
+    assert_eq!(events(&s, 2, 1).await?, [json!(["m", "cancel", true, []])]);
+    // Nobody answers the third: the watchdog cancels it.
+    s.page.click("#f").await?;
+    s.held(1).await?;
+    assert_eq!(events(&s, 3, 1).await?, [json!(["f", "cancel", true, [["cv.txt", "", 18]]])]);
+    let recs = s.closed_records("file_chooser", 3).await?;
+    let by: Vec<_> = recs.iter().map(|r| r["closed_by"].as_str().unwrap_or_default()).collect();
+    assert_eq!(by, ["agent", "agent", "watchdog"], "{recs:?}");
+    assert_eq!(s.page_value("got.length").await?, json!(4), "nothing more reached the page");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_pilot_off_a_rule_does_nothing() -> anyhow::Result<()> {
+    let work = files_dir()?;
+    let (s, agent) = session(work.path()).await?;
+    agent.ok("interact", setup(&[work.path().join("cv.txt")])).await?;
+    s.pilot_command("off")?;
+    eventually(LIMIT, "the pilot off in the popup", || async {
+        Ok((s.page_value("1").await? == json!(1)).then_some(()))
+    })
+    .await?;
+    eventually(LIMIT, "the browser's own cancel", || async {
+        let before = s.page_value("got.length").await?.as_u64().unwrap_or(0) as usize;
+        s.page.click("#f").await?;
+        let got = events(&s, before, 1).await?;
+        Ok((got[0] == json!(["f", "cancel", true, []])).then_some(()))
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_sites_frame_under_a_strict_csp_gets_the_file() -> anyhow::Result<()> {
+    let work = files_dir()?;
+    let site = WebServer::other_site()?;
+    let (s, widget) = Session::framed(&site, "", true).await?;
+    let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
+    let v = agent.ok("interact", setup(&[work.path().join("cv.txt")])).await?;
+    assert_eq!(v["rules_in_force"], true, "{v}");
+    // The frame's input covers the whole frame, so a click on the frame lands on it.
+    let ready = s
+        .in_frame(
+            "document.body.innerHTML = \"<input type=file id=f title=Upload style='position:fixed;inset:0;width:100%;height:100%'>\";
+             window.got = []; f.onchange = async (e) => got.push([e.isTrusted, await f.files[0].text()]); 'armed'",
+        )
+        .await?;
+    assert_eq!(ready, "armed");
+    s.page.click("iframe").await?;
+    eventually(LIMIT, "the frame's change", || async {
+        Ok((s.in_frame("window.got").await? == json!([[true, "hello from unmodal"]])).then_some(()))
+    })
+    .await?;
+    let r = &s.closed_records("file_chooser", 1).await?[0];
+    assert_eq!((r["decided_by"].as_str(), r["label"].as_str()), (Some("rule"), Some("Upload")), "{r}");
+    assert_eq!(r["url"].as_str(), Some(widget.as_str()), "the frame's own URL: {r}");
+    assert_eq!(s.page_value("violations").await?, json!([]), "no CSP violation");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_page_sees_no_call_of_ours_and_a_flood_is_counted() -> anyhow::Result<()> {
+    let work = files_dir()?;
+    let (s, agent) = session(work.path()).await?;
+    // Everything Unmodal reads or calls on an input, trapped in the page: none of it may run
+    // (it runs in an isolated world, whose prototypes the page cannot reach).
+    let armed = s
+        .page_value(
+            "window.trapped = 0;
+         const trap = (o, k) => { const d = Object.getOwnPropertyDescriptor(o, k);
+           Object.defineProperty(o, k, { ...d, ...(d.get
+             ? { get() { trapped++; return d.get.call(this); } }
+             : { value: function (...a) { trapped++; return d.value.apply(this, a); } }) }); };
+         for (const k of ['labels', 'accept', 'multiple', 'webkitdirectory', 'showPicker', 'name']) trap(HTMLInputElement.prototype, k);
+         trap(HTMLElement.prototype, 'title'); trap(Element.prototype, 'getAttribute'); trap(Element.prototype, 'id');
+         trap(Node.prototype, 'textContent'); trap(Node.prototype, 'ownerDocument'); trap(Document.prototype, 'URL');
+         trap(EventTarget.prototype, 'dispatchEvent');
+         for (const k of ['url', 'mode', 'label', 'files', 'objectId']) Object.defineProperty(Object.prototype, k, { get() { trapped++; }, set() { trapped++; } });
+         trapped",
+        )
+        .await?;
+    assert_eq!(armed, 0);
+    let cancel = json!({"action": "handle_dialog", "setup": true, "dialog_type": "file_chooser", "accept": false, "once": false});
+    agent.ok("interact", cancel).await?;
+    const CLICKS: usize = 20;
+    for _ in 0..CLICKS {
+        s.page.click("#f").await?;
+    }
+    // Every chooser opened is recorded and cancelled once: the page's cancel events and the
+    // records agree, to the last.
+    let got_recs = eventually(LIMIT, "every chooser cancelled and recorded", || async {
+        let got = s.page_value("got").await?.as_array().cloned().unwrap_or_default();
+        let d = s.dialogs().await?;
+        let recs = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
+        let closed = recs.iter().filter(|r| r["type"] == "file_chooser" && r["state"] == "closed").count();
+        let pending = d["pending_dialogs"].as_array().is_some_and(|p| !p.is_empty());
+        Ok((!got.is_empty() && got.len() == closed && !pending).then_some((got, closed)))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}"));
+    let (got, recs) = match (got_recs, s.page_value("got").await, s.dialogs().await) {
+        (Ok(v), ..) => v,
+        (Err(e), got, d) => anyhow::bail!("{e}: page {got:?}, host {d:?}"),
+    };
+    assert!(got.iter().all(|e| *e == json!(["f", "cancel", true, []])), "{got:?}");
+    assert!((1..=CLICKS).contains(&recs), "{recs} records for {CLICKS} clicks");
+    s.takes_input().await?;
+    assert_eq!(s.page_value("trapped").await?, 0, "the page saw no call of ours");
+    Ok(())
+}
