@@ -771,7 +771,10 @@ device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file
         }
         if let Some(files) = &self.files {
             if self.accept == Some(false) || self.text.is_some() {
-                return Err(bad("files", "gives a held file chooser these files: only with accept: true, without text"));
+                return Err(bad(
+                    "files",
+                    "gives a held file chooser these files: only with accept: true, without text",
+                ));
             }
             return Ok(DialogCall::Upload { tab, dialog_id: self.dialog_id, files: paths(files)? });
         }

@@ -113,7 +113,8 @@ of Unmodal's config.json; allowed now: {}.",
             return refuse(format!("{asked:?} does not exist"));
         };
         if !self.dirs.iter().any(|a| real.starts_with(a)) {
-            let through = if real.as_path() != path { format!(" (it leads to {})", real.display()) } else { String::new() };
+            let through =
+                if real.as_path() != path { format!(" (it leads to {})", real.display()) } else { String::new() };
             return refuse(format!("{asked:?} is outside the allowed directories{through}"));
         }
         match walk(&real) {

@@ -201,6 +201,40 @@ impl Peer {
         }
     }
 
+    /// Uploads `file` through the file input whose snapshot line contains `label`, with the
+    /// driver's own tool: Playwright MCP clicks it (its file chooser becomes a modal state)
+    /// and answers with `browser_file_upload`; chrome-devtools-mcp's `upload_file` does both.
+    pub async fn upload(&self, url: &str, label: &str, file: &std::path::Path) -> Result<PeerReply> {
+        let file = file.display().to_string();
+        match self.driver {
+            Driver::PlaywrightMcp => {
+                let snapshot = self.ok("browser_snapshot", json!({})).await?;
+                let line = snapshot
+                    .lines()
+                    .find(|l| l.contains(label))
+                    .with_context(|| format!("no {label} in {snapshot}"))?;
+                let r = line.split("[ref=").nth(1).and_then(|r| r.split(']').next()).context("no ref")?;
+                let click = self.call("browser_click", json!({"element": label, "target": r})).await?;
+                if !click.text.contains("File chooser") {
+                    bail!("no file chooser after the click: {}", click.text);
+                }
+                self.call("browser_file_upload", json!({"paths": [file]})).await
+            }
+            Driver::ChromeDevtoolsMcp => {
+                let mut args = self.page_args(Some(url)).await?;
+                let snapshot = self.ok("take_snapshot", Value::Object(args.clone())).await?;
+                let line = snapshot
+                    .lines()
+                    .find(|l| l.contains(label))
+                    .with_context(|| format!("no {label} in {snapshot}"))?;
+                let uid = line.split("uid=").nth(1).and_then(|r| r.split(' ').next()).context("no uid")?;
+                args.insert("uid".into(), json!(uid));
+                args.insert("filePaths".into(), json!([file]));
+                self.call("upload_file", Value::Object(args)).await
+            }
+        }
+    }
+
     /// Answers the open dialog with the driver's own tool.
     pub async fn answer_dialog(&self, accept: bool, text: Option<&str>) -> Result<PeerReply> {
         match self.driver {

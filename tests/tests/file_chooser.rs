@@ -89,8 +89,15 @@ async fn a_rule_gives_its_files_as_a_persons_pick() -> anyhow::Result<()> {
     .await?;
     let r = &s.closed_records("file_chooser", 1).await?[0];
     assert_eq!((r["decided_by"].as_str(), r["accepted"].as_bool()), (Some("rule"), Some(true)), "{r}");
-    assert_eq!((r["mode"].as_str(), r["label"].as_str(), r["accept_types"].as_str()), (Some("single"), Some("Your CV"), Some(".txt,text/plain")));
-    assert_eq!(r["files"], json!([{"path": real.join("cv.txt").display().to_string(), "size": 18}]), "names and sizes: {r}");
+    assert_eq!(
+        (r["mode"].as_str(), r["label"].as_str(), r["accept_types"].as_str()),
+        (Some("single"), Some("Your CV"), Some(".txt,text/plain"))
+    );
+    assert_eq!(
+        r["files"],
+        json!([{"path": real.join("cv.txt").display().to_string(), "size": 18}]),
+        "names and sizes: {r}"
+    );
     assert!(!r.to_string().contains("hello from unmodal"), "never the contents: {r}");
     // A multiple input takes both.
     s.page.click("#m").await?;
@@ -102,7 +109,11 @@ async fn a_rule_gives_its_files_as_a_persons_pick() -> anyhow::Result<()> {
     let got = events(&s, 4, 2).await?;
     let mut picked: Vec<Value> = got[1][3].as_array().cloned().unwrap_or_default();
     picked.sort_by_key(|v| v[1].as_str().unwrap_or_default().to_owned());
-    assert_eq!(picked, [json!(["one.txt", "folder/one.txt", 1]), json!(["two.txt", "folder/sub/two.txt", 2])], "{got:?}");
+    assert_eq!(
+        picked,
+        [json!(["one.txt", "folder/one.txt", 1]), json!(["two.txt", "folder/sub/two.txt", 2])],
+        "{got:?}"
+    );
     s.takes_input().await?;
     Ok(())
 }

@@ -78,6 +78,89 @@ async fn pilot_off_the_driver_answers(driver: Driver) -> Result<()> {
     peer.close().await
 }
 
+const UPLOAD: &str = "<!doctype html><title>upload</title><input type=file id=f aria-label=Resume>\
+    <p id=out>none</p><script>f.onchange = async () => out.textContent = f.files[0].name + ': ' + await f.files[0].text();</script>";
+
+/// With no file_chooser rule and no policy (pilot on), or with the pilot off, Unmodal leaves
+/// choosers alone: the driver's own upload tool works, and nothing is recorded.
+async fn the_drivers_upload_works_beside_unmodal(driver: Driver, pilot: bool) -> Result<()> {
+    let s = Session::start().await?;
+    let url = s.open("/upload", UPLOAD, &[]).await?;
+    if pilot {
+        s.enable_pilot().await?;
+    }
+    let peer = Peer::start(driver, s.browser.debugging_port()?).await?;
+    let file = peer.scratch.path().join("upload.txt");
+    std::fs::write(&file, "from the driver")?;
+    let r = driver_call("upload", peer.upload(&url, "Resume", &file)).await?;
+    ensure!(!r.is_error, "{driver:?}: {}", r.text);
+    eventually(Duration::from_secs(10), "the page getting the driver's file", || async {
+        Ok((out(&s).await? == json!("upload.txt: from the driver")).then_some(()))
+    })
+    .await?;
+    assert_eq!(s.dialogs().await?["recent_dialogs"], json!([]), "Unmodal left the chooser alone");
+    peer.close().await
+}
+
+/// A file_chooser rule answers a chooser the driver's click opened: the page gets the rule's
+/// file, and the driver's next action works. Playwright MCP intercepts every chooser itself
+/// and lists it as its modal state whoever answers it: `browser_file_upload` without paths
+/// clears that and changes nothing in the page.
+async fn a_rule_gives_the_file_beside_the_driver(driver: Driver) -> Result<()> {
+    let s = Session::start().await?;
+    let url = s
+        .open("/upload", &format!("{UPLOAD}<button onclick=\"out.textContent = 'next: done'\">Next</button>"), &[])
+        .await?;
+    s.enable_pilot().await?;
+    let work = tempfile::tempdir()?;
+    std::fs::write(work.path().join("cv.txt"), "from the rule")?;
+    let agent =
+        unmodal_e2e::agent::Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()])
+            .await?;
+    let rule = json!({"action": "handle_dialog", "setup": true, "dialog_type": "file_chooser", "files": [work.path().join("cv.txt")]});
+    assert_eq!(agent.ok("interact", rule).await?["rules_in_force"], true);
+    let peer = Peer::start(driver, s.browser.debugging_port()?).await?;
+    let r = driver_call("click", peer.click_role(&url, "button", "Resume")).await?;
+    ensure!(!r.is_error, "{driver:?}: {}", r.text);
+    eventually(Duration::from_secs(10), "the page getting the rule's file", || async {
+        Ok((out(&s).await? == json!("cv.txt: from the rule")).then_some(()))
+    })
+    .await?;
+    if driver == Driver::PlaywrightMcp {
+        ensure!(r.text.contains("File chooser"), "Playwright MCP lists the chooser: {}", r.text);
+        let r = driver_call("clearing its modal state", peer.call("browser_file_upload", json!({}))).await?;
+        ensure!(!r.is_error, "{}", r.text);
+        assert_eq!(out(&s).await?, json!("cv.txt: from the rule"), "the page keeps the rule's file");
+    }
+    let r = driver_call("next click", peer.click_button(&url, "Next")).await?;
+    ensure!(!r.is_error, "{driver:?}'s next click: {}", r.text);
+    assert_eq!(out(&s).await?, json!("next: done"));
+    assert_eq!(s.closed_records("file_chooser", 1).await?[0]["decided_by"], "rule");
+    peer.close().await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn playwright_mcp_a_file_rule_answers_and_it_goes_on() -> Result<()> {
+    a_rule_gives_the_file_beside_the_driver(Driver::PlaywrightMcp).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chrome_devtools_mcp_a_file_rule_answers_and_it_goes_on() -> Result<()> {
+    a_rule_gives_the_file_beside_the_driver(Driver::ChromeDevtoolsMcp).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn playwright_mcp_uploads_beside_unmodal() -> Result<()> {
+    the_drivers_upload_works_beside_unmodal(Driver::PlaywrightMcp, true).await?;
+    the_drivers_upload_works_beside_unmodal(Driver::PlaywrightMcp, false).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chrome_devtools_mcp_uploads_beside_unmodal() -> Result<()> {
+    the_drivers_upload_works_beside_unmodal(Driver::ChromeDevtoolsMcp, true).await?;
+    the_drivers_upload_works_beside_unmodal(Driver::ChromeDevtoolsMcp, false).await
+}
+
 /// The held dialog `observe` lists right now (no waiting), if any.
 async fn pending_now(s: &Session) -> Result<Option<Value>> {
     let d = s.dialogs().await?;

@@ -160,7 +160,9 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         (Kind::StorageAccess, Some(true)) => "left to the browser (its grant, prompt or refusal)".to_string(),
         (Kind::StorageAccess, Some(false)) => "refused (the page got NotAllowedError)".to_string(),
         (Kind::FileChooser, Some(true)) => "the page got the files (input and change events)".to_string(),
-        (Kind::FileChooser, Some(false)) => "cancelled (the page got a cancel event, as after a person's cancel)".to_string(),
+        (Kind::FileChooser, Some(false)) => {
+            "cancelled (the page got a cancel event, as after a person's cancel)".to_string()
+        }
         (Kind::Passkey, Some(false)) => {
             "refused (the page got NotAllowedError, as after a person's cancel)".to_string()
         }

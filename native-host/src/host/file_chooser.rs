@@ -67,7 +67,8 @@ impl PromptKind for FileChooserAsk {
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
         let RuleSpec::FileChooser { matcher, .. } = rule else { return None };
-        let accepts = matcher.accept_contains.as_ref().is_none_or(|a| self.accept.to_lowercase().contains(&a.to_lowercase()));
+        let accepts =
+            matcher.accept_contains.as_ref().is_none_or(|a| self.accept.to_lowercase().contains(&a.to_lowercase()));
         (accepts && url_fits(matcher.url_contains.as_ref(), url))
             .then(|| usize::from(matcher.url_contains.is_some()) + usize::from(matcher.accept_contains.is_some()))
     }
@@ -208,7 +209,9 @@ mod tests {
         assert_eq!(out[1]["decision"], "accept");
         let Some(Details::FileChooser(d)) = &s.history.iter().last().unwrap().details else { panic!() };
         assert_eq!(d.files[0].size, 4);
-        assert!(feed(&mut s, json!({"type":"prompt_request","kind":"file_chooser","tab_id":3,"id":4,"mode":"x"})).is_err());
+        assert!(
+            feed(&mut s, json!({"type":"prompt_request","kind":"file_chooser","tab_id":3,"id":4,"mode":"x"})).is_err()
+        );
     }
 
     #[test]

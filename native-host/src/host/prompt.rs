@@ -244,7 +244,10 @@ impl State {
     ) -> Result<ToBrowser, ToolError> {
         let h = &mut self.held[pos];
         let kind = h.record.kind;
-        if accept && let Some(why) = explain::accept_refused(kind, h.record.id, matches!(with, With::Login(_) | With::Files(_))) {
+        if accept
+            && let Some(why) =
+                explain::accept_refused(kind, h.record.id, matches!(with, With::Login(_) | With::Files(_)))
+        {
             return Err(ToolError::new(ErrorCode::InvalidParams, why));
         }
         h.closing = Some(by);

@@ -271,7 +271,8 @@ impl State {
         let policy = self.policy_of(tab).policy;
         self.config_rev += 1;
         self.sent_rev.insert(tab, self.config_rev);
-        let choosers = policy == Policy::MustRespond || self.rules.any(tab, |r| matches!(r, RuleSpec::FileChooser { .. }));
+        let choosers =
+            policy == Policy::MustRespond || self.rules.any(tab, |r| matches!(r, RuleSpec::FileChooser { .. }));
         ToBrowser::Config {
             tab_id: tab,
             rev: self.config_rev,
