@@ -10,6 +10,7 @@ use unmodal_e2e::{Session, eventually};
 
 mod auth;
 mod launch;
+mod file_chooser;
 mod passkey;
 mod peers;
 mod pilot;
@@ -140,7 +141,7 @@ async fn held_dialogs(s: &Session) -> Result<()> {
 #[tokio::main]
 async fn main() -> Result<()> {
     // `cargo xtask bench -- --soak-seconds N` (default 120; 0 skips the soak), `--only-soak`,
-    // `--only-peers`, `--only-launch`.
+    // `--only-peers`, `--only-launch`, `--only-file-chooser`.
     let args: Vec<String> = std::env::args().collect();
     let soak_secs = args
         .iter()
@@ -163,6 +164,9 @@ async fn main() -> Result<()> {
     }
     if args.iter().any(|a| a == "--only-passkey") {
         return passkey::rows().await;
+    }
+    if args.iter().any(|a| a == "--only-file-chooser") {
+        return file_chooser::rows().await;
     }
     if args.iter().any(|a| a == "--only-peers") {
         return peers::run().await;
@@ -315,6 +319,7 @@ async fn main() -> Result<()> {
     auth::rows(&s).await?;
     pilot::rows(&s).await?;
     passkey::rows().await?;
+    file_chooser::rows().await?;
     peers::run().await?;
     launch::rows().await?;
 
