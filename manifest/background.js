@@ -112,6 +112,8 @@ function connect() {
   hostState = { connected: true, error: null, since: Date.now() };
   backoff = 250;
   toHost({ type: 'hello', version: chrome.runtime.getManifest().version, session, worker, held: holds.open() });
+  // Off, the browser gives no file to a file chooser: the host refuses such rules and says why.
+  chrome.extension.isAllowedFileSchemeAccess().then((allowed) => toHost({ type: 'file_access', allowed }), () => {});
   sendTabs();
   // The reports the host may not have: sent again once it says how far it got (`resume`).
 }

@@ -44,8 +44,23 @@ async fn connection() -> Vec<Check> {
         Ok(info) => {
             let version = info["extension_version"].as_str().unwrap_or("?");
             let pilot = info["pilot_enabled"].as_bool().unwrap_or(false);
+            let files = match info["file_access"].as_bool() {
+                Some(true) => {
+                    Check { ok: true, what: "file choosers can be given files (file access on)".into(), fix: None }
+                }
+                Some(false) => Check {
+                    ok: false,
+                    what: "file choosers can be given files (the extension's \"Allow access to file URLs\" is off)"
+                        .into(),
+                    fix: Some(
+                        "chrome://extensions → Unmodal → Details → switch on \"Allow access to file URLs\"".into(),
+                    ),
+                },
+                None => Check { ok: true, what: "file access: not reported by this extension".into(), fix: None },
+            };
             vec![
                 Check { ok: true, what: format!("browser connected (host pid {}, extension {version})", info["pid"]), fix: None },
+                files,
                 Check {
                     ok: pilot,
                     what: if pilot {

@@ -40,6 +40,9 @@ pub struct Options {
     pub start_url: Option<String>,
     /// More command-line switches for Chromium.
     pub args: Vec<String>,
+    /// The profile's `Default/Preferences` before the first start (e.g. the extension's
+    /// file access switched off).
+    pub preferences: Option<serde_json::Value>,
 }
 
 impl Default for Options {
@@ -52,6 +55,7 @@ impl Default for Options {
             extension_dir: None,
             start_url: None,
             args: Vec::new(),
+            preferences: None,
         }
     }
 }
@@ -90,6 +94,10 @@ impl Browser {
             if !st.success() {
                 bail!("`unmodal install --user-data-dir` failed");
             }
+        }
+        if let Some(prefs) = &opts.preferences {
+            std::fs::create_dir_all(profile.path().join("Default"))?;
+            std::fs::write(profile.path().join("Default/Preferences"), prefs.to_string())?;
         }
         let log = profile.path().join("chromium.log");
         let mut cmd = Command::new(chromium_binary()?);

@@ -173,22 +173,49 @@ async fn must_respond_holds_it_for_the_agent_and_the_watchdog_cancels() -> anyho
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn with_file_access_off_a_rule_is_refused_and_doctor_says_where_to_switch_it_on() -> anyhow::Result<()> {
+    let work = files_dir()?;
+    let id = "bikfjgnmfngjaklooejgpomkebgnmckk";
+    let prefs = json!({"extensions": {"settings": {id: {"newAllowFileAccess": false}}}});
+    let s =
+        Session::start_with(unmodal_e2e::browser::Options { preferences: Some(prefs), ..Default::default() }).await?;
+    s.open("/files", PAGE, &[]).await?;
+    s.enable_pilot().await?;
+    let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
+    let reply = eventually(LIMIT, "the rule refused for file access", || async {
+        let r = format!("{:?}", agent.call("interact", setup(&[work.path().join("cv.txt")])).await?);
+        Ok(r.contains("Allow access to file URLs").then_some(r))
+    })
+    .await?;
+    assert!(reply.contains("chrome://extensions"), "{reply}");
+    let doctor = std::process::Command::new(&s.browser.art.host)
+        .arg("doctor")
+        .env("UNMODAL_RUNTIME_DIR", &s.browser.runtime)
+        .output()?;
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        text.contains("MISS file choosers can be given files") && text.contains("Allow access to file URLs"),
+        "{text}"
+    );
+    // No rule took: the browser's own cancel.
+    s.page.click("#f").await?;
+    assert_eq!(events(&s, 0, 1).await?, [json!(["f", "cancel", true, []])]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn with_the_pilot_off_a_rule_does_nothing() -> anyhow::Result<()> {
     let work = files_dir()?;
-    let (s, agent) = session(work.path()).await?;
-    agent.ok("interact", setup(&[work.path().join("cv.txt")])).await?;
-    s.pilot_command("off")?;
-    eventually(LIMIT, "the pilot off in the popup", || async {
-        Ok((s.page_value("1").await? == json!(1)).then_some(()))
-    })
-    .await?;
-    eventually(LIMIT, "the browser's own cancel", || async {
-        let before = s.page_value("got.length").await?.as_u64().unwrap_or(0) as usize;
-        s.page.click("#f").await?;
-        let got = events(&s, before, 1).await?;
-        Ok((got[0] == json!(["f", "cancel", true, []])).then_some(()))
-    })
-    .await?;
+    let s = Session::start().await?;
+    s.open("/files", PAGE, &[]).await?;
+    let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
+    let v = agent.ok("interact", setup(&[work.path().join("cv.txt")])).await?;
+    assert_eq!((v["pilot_enabled"].as_bool(), v["rules_in_force"].as_bool()), (Some(false), Some(false)), "{v}");
+    // No session intercepts: the browser's own cancel, and nothing is recorded.
+    s.page.click("#f").await?;
+    assert_eq!(events(&s, 0, 1).await?, [json!(["f", "cancel", true, []])]);
+    s.takes_input().await?;
+    assert_eq!(s.dialogs().await?["recent_dialogs"], json!([]));
     Ok(())
 }
 

@@ -109,6 +109,10 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
     }
 }
 
+/// Why no file can reach a page while the extension's file access is off.
+const FILE_ACCESS_OFF: &str = "The browser refuses Unmodal's files: the extension's \"Allow access to file URLs\" is off. \
+A person switches it on in chrome://extensions (Unmodal, Details); `unmodal doctor` checks it.";
+
 #[derive(Serialize)]
 struct TabView<'a> {
     id: i64,
@@ -232,6 +236,8 @@ struct Info<'a> {
     pid: u32,
     version: &'static str,
     extension_version: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file_access: Option<bool>,
     pilot_enabled: bool,
     tracked_tab: Option<i64>,
     tabs: usize,
@@ -282,6 +288,11 @@ impl State {
                     && !matches!(target, RuleTarget::One(DialogKind::Prompt) | RuleTarget::All)
                 {
                     *text = None;
+                }
+                if matches!(&rule, RuleSpec::FileChooser { files, .. } if !files.is_empty())
+                    && self.file_access == Some(false)
+                {
+                    return Err(ToolError::new(ErrorCode::InvalidParams, FILE_ACCESS_OFF));
                 }
                 let page = in_config(&rule);
                 let rule = self.add_rule(tab.id, once, rule)?;
@@ -335,6 +346,9 @@ next one to a file, set up a rule first: interact {action:\"handle_dialog\", set
                 };
                 let msg = self.answer_held(id, true, None, With::Pdf { to: Some(save_to) }, DecidedBy::Agent)?;
                 Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
+            }
+            DialogCall::Upload { .. } if self.file_access == Some(false) => {
+                Err(ToolError::new(ErrorCode::InvalidParams, FILE_ACCESS_OFF))
             }
             DialogCall::Upload { tab, dialog_id, files } => {
                 let Some(id) = self.held_to_answer(tab, dialog_id)? else {
@@ -528,6 +542,7 @@ answer, call setup=true with dialog_type=\"{}\" before the action that opens the
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION"),
             extension_version: self.extension_version.as_deref(),
+            file_access: self.file_access,
             pilot_enabled: self.pilot,
             tracked_tab: self.tracked,
             tabs: self.tabs.len(),

@@ -53,6 +53,10 @@ impl State {
                 Ok(Vec::new())
             }
             FromBrowser::DebuggerDetached { tab_id, reason } => Ok(self.on_detached(tab_id, &reason)),
+            FromBrowser::FileAccess { allowed } => {
+                self.file_access = Some(allowed);
+                Ok(Vec::new())
+            }
             FromBrowser::PromptRequest(m) => {
                 let kind: &dyn PromptKind = match &m.ask {
                     PromptAsk::Auth(a) => a,

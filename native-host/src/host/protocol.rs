@@ -67,6 +67,9 @@ pub enum FromBrowser {
     HeldClosed(HeldClosed),
     /// What became of an `Answer`.
     AnswerResult(AnswerResult),
+    /// The extension's "Allow access to file URLs" switch (`chrome.extension
+    /// .isAllowedFileSchemeAccess`): off, no file reaches a file chooser (sent after `hello`).
+    FileAccess { allowed: bool },
     /// The browser ended a tab's debugger session.
     DebuggerDetached {
         tab_id: i64,
@@ -676,6 +679,7 @@ mod tests {
             json!({"type":"held_closed","tab_id":1,"hold":2,"accepted":true,"text":""}),
             json!({"type":"answer_result","tab_id":1,"hold":2,"ok":true}),
             json!({"type":"debugger_detached","tab_id":1,"reason":"canceled_by_user"}),
+            json!({"type":"file_access","allowed":false}),
             json!({"type":"prompt_request","kind":"auth","tab_id":1,"id":3,"request_id":"77","url":"http://a/",
                    "frame_id":0,"request_type":"main_frame","realm":"Staff","scheme":"basic","is_proxy":false,
                    "challenger":{"host":"a","port":80},"attempt":1,"native":false}),
@@ -711,6 +715,7 @@ mod tests {
                 Ok(FromBrowser::HeldClosed(_)) => "held_closed",
                 Ok(FromBrowser::AnswerResult(_)) => "answer_result",
                 Ok(FromBrowser::DebuggerDetached { .. }) => "debugger_detached",
+                Ok(FromBrowser::FileAccess { .. }) => "file_access",
                 Ok(FromBrowser::PromptRequest(_)) => "prompt_request",
                 Ok(FromBrowser::PromptResult(_)) => "prompt_result",
                 Ok(FromBrowser::AuthDone(_)) => "auth_done",

@@ -130,6 +130,8 @@ pub struct State {
     pub(super) pilot_sent: u64,
     pub(super) pilot_seen: u64,
     pub extension_version: Option<String>,
+    /// The extension's "Allow access to file URLs" switch, as the worker last said.
+    pub file_access: Option<bool>,
     pub tabs: Vec<Tab>,
     pub tracked: Option<i64>,
     /// Every kind's rules per tab. Only page dialogs' rules reach a page (in its config) or
@@ -187,6 +189,7 @@ impl State {
             pilot_sent: 0,
             pilot_seen: 0,
             extension_version: None,
+            file_access: None,
             tabs: Vec::new(),
             tracked: None,
             rules: RuleStore::new(unmodal_engine::MAX_RULES),

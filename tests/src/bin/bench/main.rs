@@ -9,8 +9,8 @@ use unmodal_e2e::page::Page;
 use unmodal_e2e::{Session, eventually};
 
 mod auth;
-mod launch;
 mod file_chooser;
+mod launch;
 mod passkey;
 mod peers;
 mod pilot;
