@@ -7,6 +7,8 @@
 
 use serde_json::{Value, json};
 use unmodal_e2e::agent::Agent;
+use unmodal_e2e::browser::Browser;
+use unmodal_e2e::page::Page;
 use unmodal_e2e::web::WebServer;
 use unmodal_e2e::{Session, eventually};
 
@@ -295,5 +297,47 @@ async fn a_hostile_page_sees_no_call_of_ours_and_a_flood_is_counted() -> anyhow:
     assert!((1..=CLICKS).contains(&recs), "{recs} records for {CLICKS} clicks");
     s.takes_input().await?;
     assert_eq!(s.page_value("trapped").await?, 0, "the page saw no call of ours");
+    Ok(())
+}
+
+/// Everything a page can see of a chooser's end, on a page that also checks that the
+/// input's functions are the browser's own.
+const WATCH: &str = "<!doctype html><title>watch</title><input type=file id=f><button id=b>b</button>
+<script>window.seen = []; window.got = [];
+  for (const t of ['click', 'input', 'change', 'cancel', 'focus', 'blur']) addEventListener(t, (e) => {
+    if (e.target.id === 'f') got.push([e.type, e.isTrusted, e.bubbles, e.cancelable, e.composed, e.eventPhase, f.files.length, f.value]);
+  }, true);
+  document.getElementById('b').onclick = () => seen.push('click');
+  window.natives = () => ['click', 'showPicker'].map((k) => Function.prototype.toString.call(HTMLInputElement.prototype[k]))
+    .concat([Object.keys(HTMLInputElement.prototype).length, String(Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'files').get)]);
+</script>";
+
+async fn cancel_seen(page: &Page, eval: impl AsyncFn(&str) -> anyhow::Result<Value>) -> anyhow::Result<Value> {
+    page.click("#f").await?;
+    let got = eventually(LIMIT, "the chooser's cancel", || async {
+        let got = eval("got").await?;
+        Ok(got.as_array().is_some_and(|g| g.iter().any(|e| e[0] == "cancel")).then_some(got))
+    })
+    .await?;
+    Ok(json!([got, eval("natives()").await?, eval("navigator.userActivation.hasBeenActive").await?]))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rules_cancel_looks_as_the_browsers_own() -> anyhow::Result<()> {
+    let work = files_dir()?;
+    let (s, _) = Session::with_pilot("/watch", WATCH).await?;
+    let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
+    agent
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "file_chooser", "accept": false}),
+        )
+        .await?;
+    let ours = cancel_seen(&s.page, async |e: &str| s.page_value(e).await).await?;
+    let (_plain, page) = Browser::plain_page(&s.web.page("/plain-watch", WATCH, &[]), "watch").await?;
+    let theirs = cancel_seen(&page, async |e: &str| page.eval(e).await).await?;
+    assert_eq!(ours, theirs, "the page sees the same events and natives as without Unmodal");
+    assert_eq!(s.closed_records("file_chooser", 1).await?[0]["decided_by"], "rule");
+    s.takes_input().await?;
     Ok(())
 }
