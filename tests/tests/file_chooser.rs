@@ -129,7 +129,7 @@ async fn files_outside_the_roots_never_reach_the_page() -> anyhow::Result<()> {
     let (s, agent) = session(work.path()).await?;
     let real = work.path().canonicalize()?.display().to_string();
     for bad in [outside.path().join("id_rsa"), work.path().join("key"), work.path().join("missing.txt")] {
-        let reply = format!("{:?}", agent.call("interact", setup(&[bad.clone()])).await?);
+        let reply = format!("{:?}", agent.call("interact", setup(std::slice::from_ref(&bad))).await?);
         assert!(reply.contains("files") && reply.contains(&real), "{bad:?}: {reply}");
         assert!(!reply.contains("PRIVATE KEY"), "{reply}");
     }
