@@ -12,6 +12,7 @@ import { createPasskeys } from './passkeys.js';
 import { createPrints } from './print.js';
 import { createHeldInPage } from './held_in_page.js';
 import { createFileChoosers } from './file_chooser.js';
+import { createDownloads } from './downloads.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
 import { createStalled } from './stalled.js';
@@ -52,6 +53,8 @@ const prompts = createPrompts(toHost, () => port !== null);
 createAuth(prompts, toHost, () => pilot);
 // File choosers a session intercepted: given the host's files, or cancelled (file_chooser.js).
 const fileChoosers = createFileChoosers(prompts, holds);
+// Downloads: held while the browser asks for their name, saved or cancelled (downloads.js).
+createDownloads(prompts, () => pilot, toHost);
 const permissions = createPermissions(prompts, () => pilot);
 const choosers = createChoosers(prompts, () => pilot);
 // Navigations to schemes the OS handles, cancelled in the page: opened or not (applinks.js).

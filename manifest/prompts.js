@@ -70,15 +70,22 @@ export function createPrompts(toHost, connected) {
   return {
     // `fields`: tab_id, frame_id, url and the kind's own. `noHost`: the decision when no host
     // is there (nothing is sent). `tag`: the adapter's own, for `settle` and `forget`.
+    // Returns the request's id (null: no host).
     ask(kind, fields, { apply, noHost = 'refuse', tag = null }) {
-      if (!connected()) return void run(apply, noHost);
+      if (!connected()) {
+        run(apply, noHost);
+        return null;
+      }
       const id = ++seq;
       waiting.set(id, { kind, tabId: fields.tab_id, apply, tag, timer: setTimeout(() => expire(id), FIRST_WAIT_MS) });
       send(kind, id, fields, false);
+      return id;
     },
-    // Pilot off: the browser handles it; the host only records it (nothing waits).
+    // Pilot off: the browser handles it; the host only records it (nothing waits). Returns
+    // the request's id.
     native(kind, fields) {
       send(kind, ++seq, fields, true);
+      return seq;
     },
     answer(msg) {
       if (!DECISIONS.includes(msg.decision)) return;

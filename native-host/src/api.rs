@@ -71,6 +71,9 @@ pub enum DialogTypeArg {
     /// `files` as a person's pick gives them, dismiss = cancelled as a person's cancel.
     #[serde(rename = "file_chooser")]
     FileChooser,
+    /// A download a page starts (a download link, an attachment, window.open of a file):
+    /// accept = saved (into `save_dir` if given), dismiss = cancelled, nothing written.
+    Download,
     All,
 }
 
@@ -88,6 +91,7 @@ impl DialogTypeArg {
             Self::Payment => "payment",
             Self::StorageAccess => "storage_access",
             Self::FileChooser => "file_chooser",
+            Self::Download => "download",
             page => page.target().as_str(),
         }
     }
@@ -125,7 +129,8 @@ impl DialogTypeArg {
             | Self::SignIn
             | Self::Payment
             | Self::StorageAccess
-            | Self::FileChooser => RuleTarget::All,
+            | Self::FileChooser
+            | Self::Download => RuleTarget::All,
         }
     }
 }
@@ -271,6 +276,11 @@ pub struct InteractArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 32))]
     pub files: Option<Vec<String>>,
+    /// dialog_type "download" (with setup and accept: true, or answering a held download):
+    /// the directory a saved download is moved to, an absolute path inside the MCP client's
+    /// roots or the directories configured for Unmodal. Default: where the browser saves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_dir: Option<String>,
 }
 
 /// A device chooser's API, as the page reaches it (`navigator.usb`, …).
@@ -458,6 +468,12 @@ pub enum DialogCall {
         dialog_id: Option<u64>,
         save_to: PathBuf,
     },
+    /// Saves a held download into `save_dir`.
+    DownloadTo {
+        tab: Option<i64>,
+        dialog_id: Option<u64>,
+        save_dir: PathBuf,
+    },
     /// Answers a held file chooser with these files.
     Upload {
         tab: Option<i64>,
@@ -497,6 +513,9 @@ pub enum RuleSpec {
     /// `match.url_contains` is on the frame's URL, `match.accept_contains` on the input's
     /// accept attribute.
     FileChooser { files: Vec<PathBuf>, matcher: MatchArg },
+    /// A download: save it (accept; into `save_dir`, else where the browser saves) or cancel
+    /// it; `match.url_contains` is on the download's URL.
+    Download { accept: bool, save_dir: Option<PathBuf>, matcher: MatchArg },
 }
 
 impl RuleSpec {
@@ -512,6 +531,7 @@ impl RuleSpec {
             Self::Print { .. } => "print",
             Self::Held { kind, .. } => kind.as_str(),
             Self::FileChooser { .. } => "file_chooser",
+            Self::Download { .. } => "download",
         }
     }
 
@@ -522,7 +542,8 @@ impl RuleSpec {
             | Self::AppLink { accept, .. }
             | Self::Passkey { accept, .. }
             | Self::Print { accept, .. }
-            | Self::Held { accept, .. } => *accept,
+            | Self::Held { accept, .. }
+            | Self::Download { accept, .. } => *accept,
             Self::Auth { credentials, .. } => credentials.is_some(),
             Self::FileChooser { files, .. } => !files.is_empty(),
             Self::DeviceChooser { .. } => false,
@@ -539,7 +560,8 @@ impl RuleSpec {
             | Self::Passkey { matcher, .. }
             | Self::Print { matcher, .. }
             | Self::Held { matcher, .. }
-            | Self::FileChooser { matcher, .. } => matcher,
+            | Self::FileChooser { matcher, .. }
+            | Self::Download { matcher, .. } => matcher,
         }
     }
 
@@ -554,7 +576,8 @@ impl RuleSpec {
             | (Self::AppLink { .. }, DialogTypeArg::AppLink)
             | (Self::Passkey { .. }, DialogTypeArg::Passkey)
             | (Self::Print { .. }, DialogTypeArg::Print)
-            | (Self::FileChooser { .. }, DialogTypeArg::FileChooser) => true,
+            | (Self::FileChooser { .. }, DialogTypeArg::FileChooser)
+            | (Self::Download { .. }, DialogTypeArg::Download) => true,
             (Self::Held { kind, .. }, w) => w.held() == Some(*kind),
             _ => false,
         }
@@ -607,6 +630,15 @@ fn absolute(to: &str) -> Result<PathBuf, ParamError> {
         return Err(bad("save_to", "an absolute path to a file, such as /home/me/work/page.pdf"));
     }
     Ok(PathBuf::from(to))
+}
+
+/// `save_dir` as given: an absolute path of at most 4096 bytes (`unmodal mcp` then checks
+/// it is a directory inside the allowed ones, `files.rs`).
+fn absolute_dir(dir: &str) -> Result<PathBuf, ParamError> {
+    if dir.len() > 4096 || !dir.starts_with('/') || dir.contains('\0') {
+        return Err(bad("save_dir", "an absolute path to a directory, such as /home/me/work/downloads"));
+    }
+    Ok(PathBuf::from(dir))
 }
 
 /// The most files one answer gives a page.
@@ -702,6 +734,16 @@ impl InteractArgs {
         if setup && file_chooser {
             return self.file_chooser_setup();
         }
+        let download = self.dialog_type == Some(DialogTypeArg::Download);
+        if self.save_dir.is_some() && (self.clear == Some(true) || (setup && !download)) {
+            return Err(bad(
+                "save_dir",
+                "only with dialog_type \"download\" in a setup, or when answering a held download",
+            ));
+        }
+        if setup && download {
+            return self.download_setup();
+        }
         if setup && auth {
             return self.auth_setup();
         }
@@ -731,7 +773,7 @@ impl InteractArgs {
                 return Err(bad(
                     "dialog_type",
                     "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, permission, \
-device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file_chooser, all",
+device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file_chooser, download, all",
                 ));
             };
             let matcher = self.matcher.clone().unwrap_or_default();
@@ -768,6 +810,12 @@ device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file
             }
             let credentials = self.credentials()?;
             return Ok(DialogCall::Authenticate { tab, dialog_id: self.dialog_id, credentials });
+        }
+        if let Some(dir) = &self.save_dir {
+            if self.accept == Some(false) || self.text.is_some() {
+                return Err(bad("save_dir", "saves a held download there: only with accept: true, without text"));
+            }
+            return Ok(DialogCall::DownloadTo { tab, dialog_id: self.dialog_id, save_dir: absolute_dir(dir)? });
         }
         if let Some(files) = &self.files {
             if self.accept == Some(false) || self.text.is_some() {
@@ -857,6 +905,27 @@ impl InteractArgs {
         }
         let save_to = self.save_to.as_deref().map(absolute).transpose()?;
         let rule = RuleSpec::Print { accept, save_to, matcher };
+        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+    }
+
+    fn download_setup(&self) -> Result<DialogCall, ParamError> {
+        let matcher = self.url_only_match("a download", "match url_contains (the download's URL)")?;
+        if matcher.scheme.is_some() || matcher.rp_id.is_some() {
+            let param = if matcher.scheme.is_some() { "match.scheme" } else { "match.rp_id" };
+            return Err(bad(param, "not with dialog_type \"download\""));
+        }
+        if self.text.is_some() {
+            return Err(bad(
+                "text",
+                "a download rule saves (accept: true) or cancels (accept: false); it takes no text",
+            ));
+        }
+        let accept = self.accept.unwrap_or(true);
+        if self.save_dir.is_some() && !accept {
+            return Err(bad("save_dir", "where an accepting download rule saves; leave it out with accept: false"));
+        }
+        let save_dir = self.save_dir.as_deref().map(absolute_dir).transpose()?;
+        let rule = RuleSpec::Download { accept, save_dir, matcher };
         Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
     }
 

@@ -124,6 +124,30 @@ of Unmodal's config.json; allowed now: {}.",
     }
 }
 
+impl Allowed {
+    /// The directory for `asked` to save downloads into: an existing directory inside an
+    /// allowed one once every symlink is resolved.
+    pub fn directory(&self, asked: &str) -> Result<PathBuf, String> {
+        let refuse = |why: String| {
+            Err(format!(
+                "{why}. Downloads are saved only inside the MCP client's roots, the directories in files.allowed_dirs \
+of Unmodal's config.json, or Unmodal's prints directory; allowed now: {}.",
+                self.names()
+            ))
+        };
+        let path = Path::new(asked);
+        if !path.is_absolute() {
+            return refuse(format!("{asked:?} is not an absolute path"));
+        }
+        match path.canonicalize() {
+            Ok(real) if !real.is_dir() => refuse(format!("{asked:?} is not a directory")),
+            Ok(real) if self.dirs.iter().any(|a| real.starts_with(a)) => Ok(real),
+            Ok(_) => refuse(format!("{asked:?} is outside the allowed directories")),
+            Err(_) => refuse(format!("{asked:?} does not exist")),
+        }
+    }
+}
+
 /// Size and file count of what `path` (canonical) hands a page, or why it may not.
 fn walk(path: &Path) -> Result<(u64, usize), String> {
     let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
@@ -249,6 +273,23 @@ mod tests {
             let err = allowed.input(bad.to_str().unwrap()).unwrap_err();
             assert!(err.contains(real.to_str().unwrap()), "{bad:?}: {err}");
             assert!(!err.contains("secret"), "{err}");
+        }
+    }
+
+    #[test]
+    fn downloads_go_only_into_existing_allowed_directories() {
+        let tmp = tempfile::tempdir().unwrap();
+        let inside = tmp.path().join("in");
+        std::fs::create_dir_all(inside.join("dl")).unwrap();
+        std::fs::write(inside.join("f"), b"").unwrap();
+        std::os::unix::fs::symlink(tmp.path(), inside.join("up")).unwrap();
+        let allowed = Allowed::new([inside.clone()]);
+        assert_eq!(
+            allowed.directory(inside.join("dl").to_str().unwrap()),
+            Ok(inside.canonicalize().unwrap().join("dl"))
+        );
+        for bad in [inside.join("f"), inside.join("up"), inside.join("missing"), tmp.path().to_path_buf()] {
+            assert!(allowed.directory(bad.to_str().unwrap()).is_err_and(|e| e.contains("allowed now")), "{bad:?}");
         }
     }
 

@@ -45,6 +45,8 @@ pub enum Kind {
     /// A file chooser (`host/file_chooser.rs`), intercepted through the tab's debugger.
     #[serde(rename = "file_chooser")]
     FileChooser,
+    /// A download a page started (`host/download.rs`), seen by `chrome.downloads`.
+    Download,
 }
 
 impl Kind {
@@ -60,6 +62,7 @@ impl Kind {
             None if self == Self::Payment => "payment",
             None if self == Self::StorageAccess => "storage_access",
             None if self == Self::FileChooser => "file_chooser",
+            None if self == Self::Download => "download",
             None => "auth",
         }
     }
@@ -80,7 +83,8 @@ impl Kind {
             | Self::SignIn
             | Self::Payment
             | Self::StorageAccess
-            | Self::FileChooser => None,
+            | Self::FileChooser
+            | Self::Download => None,
         }
     }
 

@@ -75,6 +75,8 @@ pub struct RuleView<'a> {
     save_to: Option<&'a std::path::Path>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     files: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    save_dir: Option<&'a std::path::Path>,
     #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
     matcher: &'a MatchArg,
 }
@@ -93,6 +95,7 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             keep: None,
             save_to: None,
             files: Vec::new(),
+            save_dir: None,
             matcher: r.rule.matcher(),
         };
         match &r.rule {
@@ -102,6 +105,7 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             RuleSpec::DeviceChooser { chooser, .. } => v.chooser = *chooser,
             RuleSpec::Passkey { keep, .. } => v.keep = keep.then_some(true),
             RuleSpec::Print { save_to, .. } => v.save_to = save_to.as_deref(),
+            RuleSpec::Download { save_dir, .. } => v.save_dir = save_dir.as_deref(),
             RuleSpec::FileChooser { files, .. } => v.files = files.iter().map(|f| f.display().to_string()).collect(),
             RuleSpec::AppLink { .. } | RuleSpec::Held { .. } => {}
         }
@@ -345,6 +349,18 @@ next one to a file, set up a rule first: interact {action:\"handle_dialog\", set
                     ));
                 };
                 let msg = self.answer_held(id, true, None, With::Pdf { to: Some(save_to) }, DecidedBy::Agent)?;
+                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
+            }
+            DialogCall::DownloadTo { tab, dialog_id, save_dir } => {
+                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
+                    return Err(ToolError::new(
+                        ErrorCode::DialogNotFound,
+                        "No download is held open for the agent (only the must_respond policy holds them). To save the \
+next one into a directory, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"download\", \
+save_dir}.",
+                    ));
+                };
+                let msg = self.answer_held(id, true, None, With::SaveDir(Some(save_dir)), DecidedBy::Agent)?;
                 Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
             }
             DialogCall::Upload { .. } if self.file_access == Some(false) => {

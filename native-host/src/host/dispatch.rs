@@ -53,6 +53,10 @@ impl State {
                 Ok(Vec::new())
             }
             FromBrowser::DebuggerDetached { tab_id, reason } => Ok(self.on_detached(tab_id, &reason)),
+            FromBrowser::DownloadDone { tab_id, id, state, path, size, error } => {
+                self.on_download_done(tab_id, id, &state, &path, size, error.as_deref());
+                Ok(Vec::new())
+            }
             FromBrowser::FileAccess { allowed } => {
                 self.file_access = Some(allowed);
                 Ok(Vec::new())
@@ -69,6 +73,7 @@ impl State {
                     PromptAsk::Payment(p) => p,
                     PromptAsk::StorageAccess(p) => p,
                     PromptAsk::FileChooser(p) => p,
+                    PromptAsk::Download(p) => p,
                 };
                 self.on_prompt(&m, kind)
             }

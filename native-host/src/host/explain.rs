@@ -159,6 +159,8 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         }
         (Kind::StorageAccess, Some(true)) => "left to the browser (its grant, prompt or refusal)".to_string(),
         (Kind::StorageAccess, Some(false)) => "refused (the page got NotAllowedError)".to_string(),
+        (Kind::Download, Some(true)) => "saved".to_string(),
+        (Kind::Download, Some(false)) => "cancelled (nothing written)".to_string(),
         (Kind::FileChooser, Some(true)) => "the page got the files (input and change events)".to_string(),
         (Kind::FileChooser, Some(false)) => {
             "cancelled (the page got a cancel event, as after a person's cancel)".to_string()
@@ -210,6 +212,15 @@ pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
         RuleSpec::Print { accept: true, .. } => ("print()".to_string(), "print the page to a PDF file"),
         RuleSpec::Print { .. } => ("print()".to_string(), "cancel it (as a person closes the preview)"),
         RuleSpec::Held { kind, accept, .. } => held_rule(Kind::from(*kind), *accept),
+        RuleSpec::Download { accept: true, save_dir: Some(d), .. } => {
+            return format!(
+                "Auto-response configured for {} download: will save it, then move it into {}.",
+                if once { "the next" } else { "every" },
+                d.display()
+            );
+        }
+        RuleSpec::Download { accept: true, .. } => ("download".to_string(), "save it where the browser saves"),
+        RuleSpec::Download { .. } => ("download".to_string(), "cancel it (nothing written)"),
         RuleSpec::FileChooser { files, .. } if files.is_empty() => {
             ("file chooser".to_string(), "cancel it (as a person's cancel)")
         }

@@ -221,6 +221,7 @@ Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
             }
             With::Pdf { .. } => (h.record.kind == crate::kind::Kind::Print, "save_to answers only a print"),
             With::Files(_) => (h.record.kind == crate::kind::Kind::FileChooser, "files answer only a file chooser"),
+            With::SaveDir(_) => (h.record.kind == crate::kind::Kind::Download, "save_dir answers only a download"),
             _ => (true, ""),
         };
         if !fits {

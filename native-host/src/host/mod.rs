@@ -8,6 +8,7 @@ mod auth;
 mod barrier;
 mod chooser;
 mod dispatch;
+mod download;
 mod explain;
 mod file_chooser;
 mod held;

@@ -7,7 +7,7 @@
 
 use super::explain;
 use super::protocol::{PasskeyArming, PromptDecision, PromptRequest, PromptResult, ToBrowser};
-use super::record::{DecidedBy, Details, DialogRecord, DialogState, HeldDialog, PrintJob};
+use super::record::{DecidedBy, Details, DialogRecord, DialogState, FileJob, HeldDialog};
 use super::state::State;
 use crate::api::{Credentials, RuleSpec};
 use crate::kind::Kind;
@@ -37,6 +37,9 @@ pub(super) enum With {
     Pdf {
         to: Option<std::path::PathBuf>,
     },
+    /// A download's: the directory a saved download is moved to (none: where the browser
+    /// saved it).
+    SaveDir(Option<std::path::PathBuf>),
     /// A file chooser's: the files the page gets (checked against the allowed directories
     /// by `unmodal mcp`, canonical).
     Files(Vec<std::path::PathBuf>),
@@ -189,6 +192,10 @@ impl State {
         match verdict {
             None => {
                 let id = record.id;
+                if kind == Kind::Download {
+                    // The browser's own way: its end still goes on the record.
+                    self.track_download(m.tab_id, m.id, id, None);
+                }
                 self.remember(record);
                 if open {
                     self.queue_pending(id);
@@ -259,6 +266,7 @@ impl State {
         let with = match (&h.record.details, with) {
             (Some(Details::Passkey(p)), With::Nothing) => With::Passkeys { rp_id: p.rp_id.clone(), keep: false },
             (_, With::Nothing) if kind == Kind::Print => With::Pdf { to: None },
+            (_, With::Nothing) if kind == Kind::Download => With::SaveDir(None),
             (_, with) => with,
         };
         let decision = if accept { PromptDecision::Accept } else { PromptDecision::Refuse };
@@ -283,9 +291,10 @@ impl State {
                 passkeys = Some(PasskeyArming { keep, credentials: self.passkeys.for_rp(&rp_id) });
             }
             With::Pdf { to } if accept => {
-                self.print_jobs.insert((tab_id, id), PrintJob { record, to });
+                self.print_jobs.insert((tab_id, id), FileJob { record, to });
             }
             With::Files(f) if accept => files = Some(f.iter().map(|p| p.display().to_string()).collect()),
+            With::SaveDir(to) => self.track_download(tab_id, id, record, to.filter(|_| accept)),
             _ => {}
         }
         ToBrowser::PromptAnswer { kind, tab_id, id, decision, credentials, passkeys, files }

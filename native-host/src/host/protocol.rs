@@ -67,6 +67,22 @@ pub enum FromBrowser {
     HeldClosed(HeldClosed),
     /// What became of an `Answer`.
     AnswerResult(AnswerResult),
+    /// What became of a download the host decided (`manifest/downloads.js`).
+    DownloadDone {
+        tab_id: i64,
+        /// The request's id (`PromptRequest::id`).
+        id: u64,
+        /// `complete` or `interrupted`.
+        state: String,
+        /// Where the browser wrote it (complete only).
+        #[serde(default)]
+        path: String,
+        #[serde(default)]
+        size: i64,
+        /// The browser's reason for an interruption (`USER_CANCELED`, `NETWORK_FAILED`, …).
+        #[serde(default)]
+        error: Option<String>,
+    },
     /// The extension's "Allow access to file URLs" switch (`chrome.extension
     /// .isAllowedFileSchemeAccess`): off, no file reaches a file chooser (sent after `hello`).
     FileAccess { allowed: bool },
@@ -354,6 +370,8 @@ pub enum PromptAsk {
     StorageAccess(StorageAccessAsk),
     /// A file chooser the tab's debugger intercepted (`manifest/file_chooser.js`).
     FileChooser(FileChooserAsk),
+    /// A download the browser is about to name and save (`manifest/downloads.js`).
+    Download(DownloadAsk),
 }
 
 impl PromptAsk {
@@ -370,6 +388,7 @@ impl PromptAsk {
             Self::Passkey(_) => Kind::Passkey,
             Self::Print(_) => Kind::Print,
             Self::FileChooser(_) => Kind::FileChooser,
+            Self::Download(_) => Kind::Download,
         }
     }
 }
@@ -470,6 +489,19 @@ pub struct FileChooserAsk {
     /// The input's label, aria-label, name or id, whichever it has first (page-made).
     #[serde(default)]
     pub label: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DownloadAsk {
+    /// The file name the browser proposes (page-made: the server's or the link's).
+    #[serde(default)]
+    pub file_name: String,
+    /// The MIME type the server sent.
+    #[serde(default)]
+    pub mime: String,
+    /// Its size in bytes, when the server said (-1: unknown).
+    #[serde(default)]
+    pub size: i64,
 }
 
 /// A print carries nothing of its own: the frame and its URL say which.
@@ -680,6 +712,7 @@ mod tests {
             json!({"type":"answer_result","tab_id":1,"hold":2,"ok":true}),
             json!({"type":"debugger_detached","tab_id":1,"reason":"canceled_by_user"}),
             json!({"type":"file_access","allowed":false}),
+            json!({"type":"download_done","tab_id":1,"id":2,"state":"complete","path":"/tmp/a.txt","size":3}),
             json!({"type":"prompt_request","kind":"auth","tab_id":1,"id":3,"request_id":"77","url":"http://a/",
                    "frame_id":0,"request_type":"main_frame","realm":"Staff","scheme":"basic","is_proxy":false,
                    "challenger":{"host":"a","port":80},"attempt":1,"native":false}),
@@ -716,6 +749,7 @@ mod tests {
                 Ok(FromBrowser::AnswerResult(_)) => "answer_result",
                 Ok(FromBrowser::DebuggerDetached { .. }) => "debugger_detached",
                 Ok(FromBrowser::FileAccess { .. }) => "file_access",
+                Ok(FromBrowser::DownloadDone { .. }) => "download_done",
                 Ok(FromBrowser::PromptRequest(_)) => "prompt_request",
                 Ok(FromBrowser::PromptResult(_)) => "prompt_result",
                 Ok(FromBrowser::AuthDone(_)) => "auth_done",
@@ -733,7 +767,7 @@ mod tests {
             seen.insert(kind);
         }
 
-        assert_eq!(seen.len(), 21, "one sample of each kind");
+        assert_eq!(seen.len(), 23, "one sample of each kind");
     }
 
     #[test]
@@ -747,6 +781,7 @@ mod tests {
             include_str!("../../../manifest/passkeys.js"),
             include_str!("../../../manifest/applinks.js"),
             include_str!("../../../manifest/print.js"),
+            include_str!("../../../manifest/downloads.js"),
         ]
         .concat();
         for m in samples() {

@@ -109,6 +109,7 @@ pub enum Details {
     Passkey(PasskeyDetails),
     Print(PrintDetails),
     FileChooser(FileChooserDetails),
+    Download(DownloadDetails),
 }
 
 /// An HTTP auth challenge: realm, scheme, proxy, what became of the request.
@@ -212,6 +213,22 @@ impl GivenFile {
     }
 }
 
+/// A download: what it is and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DownloadDetails {
+    /// The file's name (page text, cut and redacted).
+    pub file_name: String,
+    pub mime: String,
+    /// Bytes: what the server announced, then what was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// `in_progress`, `complete`, `cancelled` or `failed`.
+    pub download_state: String,
+    /// Where the file is once complete (moved into `save_dir` when one was given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
 /// A link to a scheme the OS handles.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppLinkDetails {
@@ -289,10 +306,12 @@ pub struct HeldDialog {
     pub answer_error: Option<String>,
 }
 
-/// A print the worker is printing to PDF: the record it belongs to, and the file the agent
-/// named (none: Unmodal's prints directory).
+/// A file the host writes or moves once the worker reports: a print's PDF (`to`: the file
+/// the agent named; none: Unmodal's prints directory), a download (`to`: the directory to
+/// move it into; none: it stays where the browser saved it). `record`: the record it
+/// belongs to.
 #[derive(Clone, Debug)]
-pub struct PrintJob {
+pub struct FileJob {
     pub record: u64,
     pub to: Option<std::path::PathBuf>,
 }

@@ -63,6 +63,7 @@ impl rules::Rule for RuleSpec {
             Self::Held { kind: HeldCall::StorageAccess, .. } => "storage access",
             Self::Held { kind, .. } => kind.as_str(),
             Self::FileChooser { .. } => "file chooser",
+            Self::Download { .. } => "download",
         }
     }
 
@@ -77,7 +78,8 @@ impl rules::Rule for RuleSpec {
                 (R::AppLink { .. }, R::AppLink { .. })
                 | (R::Passkey { .. }, R::Passkey { .. })
                 | (R::Print { .. }, R::Print { .. })
-                | (R::FileChooser { .. }, R::FileChooser { .. }) => true,
+                | (R::FileChooser { .. }, R::FileChooser { .. })
+                | (R::Download { .. }, R::Download { .. }) => true,
                 (R::Held { kind: a, .. }, R::Held { kind: b, .. }) => a == b,
                 _ => false,
             }
@@ -171,7 +173,9 @@ pub struct State {
     pub app_dialogs: Vec<super::record::AppDialog>,
     /// Prints being printed to PDF, by tab and request (`print.rs`), and how many PDFs this
     /// host wrote.
-    pub print_jobs: HashMap<(i64, u64), super::record::PrintJob>,
+    pub print_jobs: HashMap<(i64, u64), super::record::FileJob>,
+    /// Downloads decided and not yet done, by tab and request (`download.rs`).
+    pub download_jobs: HashMap<(i64, u64), super::record::FileJob>,
     pub prints_made: u32,
 }
 
@@ -213,6 +217,7 @@ impl State {
             passkeys: Default::default(),
             app_dialogs: Vec::new(),
             print_jobs: HashMap::new(),
+            download_jobs: HashMap::new(),
             prints_made: 0,
         }
     }

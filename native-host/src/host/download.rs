@@ -1,0 +1,255 @@
+//! Downloads: a download link, an attachment, `window.open` of a file. The browser saves each
+//! to the profile's download directory without asking (MODAL-FACTS 4), and the agent is never
+//! told. `manifest/downloads.js` holds each download while the browser asks for its name
+//! (`chrome.downloads.onDeterminingFilename`) and asks here; the prompt pipeline decides:
+//! - save (`auto`, a rule with `accept: true`, `auto_accept`, the agent): the browser saves
+//!   it; with `save_dir` the host moves the finished file there (inside the allowed
+//!   directories, checked by `unmodal mcp`);
+//! - cancel (a rule with `accept: false`, `auto_dismiss`, the agent, the watchdog): the
+//!   browser cancels it, nothing is written.
+//!
+//! The worker reports what became of it (`download_done`); the record then says the file's
+//! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
+
+use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
+use super::protocol::{DownloadAsk, PromptDecision};
+use super::record::{self, DecidedBy, Details, DownloadDetails, FileJob};
+use super::state::State;
+use crate::api::RuleSpec;
+use crate::redact::Redactor;
+use ringbuf::traits::Consumer;
+use std::path::{Path, PathBuf};
+use unmodal_engine::Policy;
+
+/// Downloads waiting for their end, at most (the oldest is forgotten past it).
+const MAX_JOBS: usize = 256;
+
+impl PromptKind for DownloadAsk {
+    fn describe(&self, redactor: &Redactor, url: &str) -> Described {
+        let (name, truncated) = record::clip(&self.file_name, 256);
+        let (name, redacted) = redactor.apply(&name);
+        let (url, _) = redactor.apply(&record::clip(url, 2048).0);
+        let mime = record::clip(&self.mime, 128).0;
+        let shown = if name.is_empty() { "a file".to_string() } else { format!("\"{name}\"") };
+        Described {
+            message: format!("download of {shown} ({})", if mime.is_empty() { "no type" } else { &mime }),
+            truncated,
+            redacted,
+            url,
+            details: Some(Details::Download(DownloadDetails {
+                file_name: name,
+                mime,
+                size: u64::try_from(self.size).ok(),
+                download_state: "in_progress".into(),
+                path: None,
+            })),
+        }
+    }
+
+    /// `url_contains` is on the download's URL.
+    fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
+        let RuleSpec::Download { matcher, .. } = rule else { return None };
+        url_fits(matcher.url_contains.as_ref(), url).then(|| usize::from(matcher.url_contains.is_some()))
+    }
+
+    fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
+        let RuleSpec::Download { accept: true, save_dir, .. } = rule else {
+            let why = format!("download cancelled, nothing written: download rule {id} matched");
+            return Verdict::rule(PromptDecision::Refuse, id, why).carrying(With::SaveDir(None));
+        };
+        let where_to = save_dir.as_ref().map_or("where the browser saves".to_string(), |d| d.display().to_string());
+        let why = format!("download saved ({where_to}): download rule {id} matched");
+        Verdict::rule(PromptDecision::Accept, id, why).carrying(With::SaveDir(save_dir.clone()))
+    }
+
+    fn by_policy(&self, policy: Policy) -> Verdict {
+        let verdict = match policy {
+            Policy::MustRespond => {
+                return Verdict::Hold {
+                    why: "download held for the agent (policy must_respond): the browser waits for its name; answer \
+with interact {action:\"handle_dialog\", dialog_id, accept, save_dir?} (true: saved; false: cancelled)"
+                        .into(),
+                };
+            }
+            Policy::Auto => Verdict::policy(
+                PromptDecision::Accept,
+                DecidedBy::DefaultPolicy,
+                "download saved by the browser as it does without Unmodal (the default policy); a download rule \
+with accept: false cancels downloads, save_dir moves them into a directory of yours",
+            ),
+            Policy::AutoAccept => Verdict::policy(
+                PromptDecision::Accept,
+                DecidedBy::Policy,
+                "download saved (the tab's auto_accept policy)",
+            ),
+            Policy::AutoDismiss => Verdict::policy(
+                PromptDecision::Refuse,
+                DecidedBy::Policy,
+                "download cancelled by the tab's auto_dismiss policy, nothing written",
+            ),
+        };
+        verdict.carrying(With::SaveDir(None))
+    }
+
+    fn pilot_off(&self) -> String {
+        "AI Web Pilot is off: the browser saved the download its own way; a person must switch the pilot on \
+(`unmodal pilot on` in a terminal) for rules to decide downloads"
+            .into()
+    }
+}
+
+impl State {
+    /// A decided download's end is awaited: its record, and where a saved file goes.
+    pub(super) fn track_download(&mut self, tab_id: i64, id: u64, record: u64, to: Option<PathBuf>) {
+        if self.download_jobs.len() >= MAX_JOBS
+            && let Some(oldest) = self.download_jobs.iter().min_by_key(|(_, j)| j.record).map(|(k, _)| *k)
+        {
+            self.download_jobs.remove(&oldest);
+        }
+        self.download_jobs.insert((tab_id, id), FileJob { record, to });
+    }
+
+    /// What became of a download: its record says the state, size and path; a saved file
+    /// with a `save_dir` is moved there first.
+    pub(super) fn on_download_done(
+        &mut self,
+        tab_id: i64,
+        id: u64,
+        state: &str,
+        path: &str,
+        size: i64,
+        error: Option<&str>,
+    ) {
+        let Some(job) = self.download_jobs.remove(&(tab_id, id)) else { return };
+        let Some(rec) =
+            self.held.iter_mut().map(|h| &mut h.record).chain(self.history.iter_mut()).find(|r| r.id == job.record)
+        else {
+            return;
+        };
+        let Some(Details::Download(d)) = &mut rec.details else { return };
+        let (mut path, mut note) = (Some(path.to_string()).filter(|p| !p.is_empty()), None);
+        d.download_state = match (state, error) {
+            ("complete", _) => "complete".into(),
+            (_, Some("USER_CANCELED")) => "cancelled".into(),
+            _ => "failed".into(),
+        };
+        if let Ok(n) = u64::try_from(size) {
+            d.size = Some(n);
+        }
+        if let (Some(dir), Some(from), "complete") = (job.to, path.clone(), state) {
+            match move_into(Path::new(&from), &dir) {
+                Ok(to) => path = Some(to.display().to_string()),
+                Err(e) => note = Some(format!("not moved into {}: {e}", dir.display())),
+            }
+        }
+        d.path = path.clone();
+        let said = match (d.download_state.as_str(), &path) {
+            ("complete", Some(p)) => format!("Saved as {p}"),
+            ("cancelled", _) => "Cancelled, nothing written".to_string(),
+            _ => format!("Failed ({})", error.unwrap_or("no reason given")),
+        };
+        rec.explanation = match note {
+            Some(n) => format!("{}. {said}; {n}.", rec.explanation),
+            None => format!("{}. {said}.", rec.explanation),
+        };
+    }
+}
+
+/// Moves a finished download into `dir` (a name taken there gets " (1)", " (2)", … before
+/// its extension); only a regular file is moved.
+fn move_into(from: &Path, dir: &Path) -> Result<PathBuf, String> {
+    let meta = std::fs::symlink_metadata(from).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("the download is not a regular file".into());
+    }
+    let name = from.file_name().ok_or("the download has no file name")?;
+    let (stem, ext) = {
+        let p = Path::new(name);
+        (
+            p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+            p.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default(),
+        )
+    };
+    for n in 0..1000 {
+        let to = if n == 0 { dir.join(name) } else { dir.join(format!("{stem} ({n}){ext}")) };
+        if std::fs::symlink_metadata(&to).is_ok() {
+            continue;
+        }
+        return match std::fs::rename(from, &to) {
+            Ok(()) => Ok(to),
+            // Another file system: copied, then the browser's copy removed.
+            Err(_) => {
+                std::fs::copy(from, &to).map_err(|e| e.to_string())?;
+                let _ = std::fs::remove_file(from);
+                Ok(to)
+            }
+        };
+    }
+    Err("no free name".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::tests::{feed, state_with, to_json};
+    use super::*;
+    use crate::api::{DialogCall, MatchArg};
+    use crate::kind::Kind;
+    use ringbuf::traits::Consumer;
+    use serde_json::json;
+
+    fn ask(n: u64) -> serde_json::Value {
+        json!({"type":"prompt_request","kind":"download","tab_id":3,"id":n,"url":"http://site/report.csv",
+            "file_name":"report.csv","mime":"text/csv","size":5})
+    }
+
+    fn done(n: u64, state: &str, path: &str, error: Option<&str>) -> serde_json::Value {
+        json!({"type":"download_done","tab_id":3,"id":n,"state":state,"path":path,"size":5,"error":error})
+    }
+
+    #[test]
+    fn the_default_saves_and_records_where_a_rule_cancels_or_moves() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (downloads, keep) = (tmp.path().join("Downloads"), tmp.path().join("keep"));
+        std::fs::create_dir_all(&downloads).unwrap();
+        std::fs::create_dir_all(&keep).unwrap();
+        let mut s = state_with(Policy::Auto);
+        assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["decision"], "accept");
+        let saved = downloads.join("report.csv");
+        std::fs::write(&saved, b"a,b,c").unwrap();
+        feed(&mut s, done(1, "complete", saved.to_str().unwrap(), None)).unwrap();
+        let rec = s.history.iter().last().unwrap();
+        assert_eq!((rec.kind, rec.decided_by), (Kind::Download, DecidedBy::DefaultPolicy));
+        let Some(Details::Download(d)) = &rec.details else { panic!() };
+        assert_eq!((d.download_state.as_str(), d.path.as_deref(), d.size), ("complete", saved.to_str(), Some(5)));
+        // A rule with save_dir: the file is moved there (a name taken gets a number).
+        std::fs::write(keep.join("report.csv"), b"old").unwrap();
+        let rule = RuleSpec::Download { accept: true, save_dir: Some(keep.clone()), matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
+        feed(&mut s, ask(2)).unwrap();
+        feed(&mut s, done(2, "complete", saved.to_str().unwrap(), None)).unwrap();
+        let Some(Details::Download(d)) = &s.history.iter().last().unwrap().details else { panic!() };
+        assert_eq!(d.path.as_deref(), keep.join("report (1).csv").to_str());
+        assert_eq!(std::fs::read(keep.join("report (1).csv")).unwrap(), b"a,b,c");
+        // A cancelling rule.
+        let rule = RuleSpec::Download { accept: false, save_dir: None, matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
+        assert_eq!(to_json(&feed(&mut s, ask(3)).unwrap())[1]["decision"], "refuse");
+        feed(&mut s, done(3, "interrupted", "", Some("USER_CANCELED"))).unwrap();
+        let rec = s.history.iter().last().unwrap();
+        let Some(Details::Download(d)) = &rec.details else { panic!() };
+        assert_eq!(d.download_state, "cancelled");
+        assert!(rec.explanation.ends_with("Cancelled, nothing written."), "{}", rec.explanation);
+    }
+
+    #[test]
+    fn must_respond_holds_it_and_the_watchdog_cancels() {
+        let mut s = state_with(Policy::MustRespond);
+        assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["type"], "prompt_hold");
+        let id = s.held[0].record.id;
+        let tmp = tempfile::tempdir().unwrap();
+        let done_call =
+            s.interact(DialogCall::DownloadTo { tab: None, dialog_id: Some(id), save_dir: tmp.path().into() }).unwrap();
+        assert_eq!(to_json(&done_call.msgs)[0]["decision"], "accept");
+        assert_eq!(s.download_jobs[&(3, 1)].to.as_deref(), Some(tmp.path()));
+    }
+}

@@ -1,0 +1,146 @@
+//! Downloads (dialog_type "download"): a page's download link or attachment. Without Unmodal
+//! the browser saves it to the download directory and the agent never hears of it
+//! (MODAL-FACTS 4). With the pilot on each download waits while the browser asks for its
+//! name: saved by default and recorded (name, type, size, path, state); a rule or the agent
+//! cancels it (nothing written) or has the saved file moved into a directory inside the
+//! MCP client's roots; must_respond holds it; the watchdog cancels.
+
+use serde_json::{Value, json};
+use unmodal_e2e::agent::Agent;
+use unmodal_e2e::browser::Options;
+use unmodal_e2e::{Session, eventually};
+
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
+const BODY: &str = "id,total\n1,42\n";
+
+/// A session whose browser saves downloads into `dir` (never the user's own directory), on
+/// a page with a download link and an attachment link; the attachment's URL.
+async fn session(dir: &std::path::Path, pilot: bool) -> anyhow::Result<(Session, String)> {
+    let prefs = json!({"download": {"default_directory": dir, "prompt_for_download": false}});
+    let s = Session::start_with(Options { preferences: Some(prefs), ..Default::default() }).await?;
+    let file = s.web.page(
+        "/report.csv",
+        BODY,
+        &[("Content-Type", "text/csv"), ("Content-Disposition", "attachment; filename=report.csv")],
+    );
+    let page = format!(
+        "<!doctype html><title>downloads</title><button id=b>b</button><a id=get href='{file}'>get</a>
+         <script>window.seen = []; document.getElementById('b').onclick = () => seen.push('click');</script>"
+    );
+    s.open("/downloads", &page, &[]).await?;
+    if pilot {
+        s.enable_pilot().await?;
+    }
+    Ok((s, file))
+}
+
+/// The `n`-th download record once its download ended (complete, cancelled or failed).
+async fn ended(s: &Session, n: usize) -> anyhow::Result<Value> {
+    eventually(LIMIT, &format!("download {n} ended"), || async {
+        let d = s.dialogs().await?;
+        let recs: Vec<Value> =
+            d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["type"] == "download").cloned().collect();
+        Ok(recs.get(n).filter(|r| r["download_state"] != "in_progress" && r["state"] == "closed").cloned())
+    })
+    .await
+}
+
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_default_saves_it_and_tells_the_agent() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (s, file) = session(dir.path(), true).await?;
+    s.page.click("#get").await?;
+    let r = ended(&s, 0).await?;
+    let saved = dir.path().canonicalize()?.join("report.csv");
+    assert_eq!(
+        (r["decided_by"].as_str(), r["download_state"].as_str(), r["path"].as_str()),
+        (Some("default_policy"), Some("complete"), saved.to_str()),
+        "{r}"
+    );
+    assert_eq!(
+        (r["file_name"].as_str(), r["mime"].as_str(), r["size"].as_u64()),
+        (Some("report.csv"), Some("text/csv"), Some(BODY.len() as u64))
+    );
+    assert_eq!(r["url"].as_str(), Some(file.as_str()));
+    assert_eq!(std::fs::read_to_string(&saved)?, BODY, "the server's bytes");
+    s.takes_input().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_cancels_or_saves_into_a_directory_of_the_agents() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let work = tempfile::tempdir()?;
+    let (s, _) = session(dir.path(), true).await?;
+    let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
+    agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "download", "accept": false}))
+        .await?;
+    s.page.click("#get").await?;
+    let r = ended(&s, 0).await?;
+    assert_eq!((r["decided_by"].as_str(), r["download_state"].as_str()), (Some("rule"), Some("cancelled")), "{r}");
+    assert_eq!(names(dir.path()), Vec::<String>::new(), "nothing written");
+    // Outside the roots: refused, naming them; nothing set.
+    let outside = json!({"action": "handle_dialog", "setup": true, "dialog_type": "download", "save_dir": dir.path()});
+    let reply = format!("{:?}", agent.call("interact", outside).await?);
+    assert!(
+        reply.contains("save_dir") && reply.contains(&work.path().canonicalize()?.display().to_string()),
+        "{reply}"
+    );
+    let inside = json!({"action": "handle_dialog", "setup": true, "dialog_type": "download", "save_dir": work.path()});
+    agent.ok("interact", inside).await?;
+    s.page.click("#get").await?;
+    let r = ended(&s, 1).await?;
+    let moved = work.path().canonicalize()?.join("report.csv");
+    assert_eq!((r["decided_by"].as_str(), r["path"].as_str()), (Some("rule"), moved.to_str()), "{r}");
+    assert_eq!(std::fs::read_to_string(&moved)?, BODY);
+    assert_eq!(names(dir.path()), Vec::<String>::new(), "moved, not copied");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn must_respond_holds_it_for_the_agent_and_the_watchdog_cancels() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let work = tempfile::tempdir()?;
+    let (s, _) = session(dir.path(), true).await?;
+    let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
+    s.policy("must_respond", 2).await?;
+    s.page.click("#get").await?;
+    let held = s.held(1).await?;
+    assert_eq!(held[0]["type"], "download", "{held:?}");
+    s.takes_input().await?;
+    agent
+        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "save_dir": work.path()}))
+        .await?;
+    let r = ended(&s, 0).await?;
+    assert_eq!(r["closed_by"], "agent", "{r}");
+    assert_eq!(std::fs::read_to_string(work.path().join("report.csv"))?, BODY);
+    s.page.click("#get").await?;
+    s.held(1).await?;
+    let r = ended(&s, 1).await?;
+    assert_eq!((r["closed_by"].as_str(), r["download_state"].as_str()), (Some("watchdog"), Some("cancelled")), "{r}");
+    assert_eq!(names(dir.path()), Vec::<String>::new(), "nothing left in the browser's directory");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_pilot_off_the_browser_saves_it_and_it_is_recorded() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (s, _) = session(dir.path(), false).await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "download", "accept": false}))
+        .await?;
+    s.page.click("#get").await?;
+    let r = ended(&s, 0).await?;
+    assert_eq!((r["decided_by"].as_str(), r["download_state"].as_str()), (Some("pilot_off"), Some("complete")), "{r}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("report.csv"))?, BODY);
+    Ok(())
+}
