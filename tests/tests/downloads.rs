@@ -7,7 +7,8 @@
 
 use serde_json::{Value, json};
 use unmodal_e2e::agent::Agent;
-use unmodal_e2e::browser::Options;
+use unmodal_e2e::browser::{Browser, Options};
+use unmodal_e2e::web::WebServer;
 use unmodal_e2e::{Session, eventually};
 
 const LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -142,5 +143,74 @@ async fn with_the_pilot_off_the_browser_saves_it_and_it_is_recorded() -> anyhow:
     let r = ended(&s, 0).await?;
     assert_eq!((r["decided_by"].as_str(), r["download_state"].as_str()), (Some("pilot_off"), Some("complete")), "{r}");
     assert_eq!(std::fs::read_to_string(dir.path().join("report.csv"))?, BODY);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_sites_frame_under_a_strict_csp_and_twelve_in_a_row_counted_exactly() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let site = WebServer::other_site()?;
+    let file = site.page("/export.csv", BODY, &[("Content-Type", "text/csv"), ("Content-Disposition", "attachment")]);
+    let prefs = json!({"download": {"default_directory": dir.path(), "prompt_for_download": false}});
+    let s = Session::start_with(Options { preferences: Some(prefs), ..Default::default() }).await?;
+    let (top, _) = unmodal_e2e::framed::serve(&s.web, &site, "");
+    s.page.goto(&top).await?;
+    s.agent.wait_for_tab(&top).await?;
+    s.enable_pilot().await?;
+    let armed = s
+        .in_frame(&format!(
+            "document.body.innerHTML = \"<a id=get href='{file}' style='position:fixed;inset:0'>get</a>\"; 'armed'"
+        ))
+        .await?;
+    assert_eq!(armed, "armed");
+    // One download after another, each from a trusted click: each recorded once, complete,
+    // naming its own file.
+    const CLICKS: usize = 12;
+    let mut paths = Vec::new();
+    for n in 0..CLICKS {
+        s.page.click("iframe").await?;
+        let r = ended(&s, n).await?;
+        assert_eq!((r["download_state"].as_str(), r["url"].as_str()), (Some("complete"), Some(file.as_str())), "{r}");
+        paths.push(r["path"].as_str().unwrap_or_default().rsplit('/').next().unwrap_or_default().to_owned());
+    }
+    paths.sort();
+    assert_eq!(paths, names(dir.path()), "each record names its own file, and nothing else was saved");
+    let d = s.dialogs().await?;
+    let count = d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["type"] == "download").count();
+    assert_eq!(count, CLICKS, "one record each");
+    assert_eq!(s.page_value("violations").await?, json!([]), "no CSP violation");
+    s.takes_input().await?;
+    Ok(())
+}
+
+/// What a page can see of a download it started: its events and where it stays.
+const WATCH: &str = "<!doctype html><title>watch</title><a id=get href='/w.csv'>get</a>
+<script>window.got = [];
+  for (const t of ['beforeunload', 'pagehide', 'visibilitychange', 'blur', 'focus']) addEventListener(t, (e) => got.push([e.type, e.isTrusted]));
+  window.after = () => [got, location.pathname, document.readyState, document.hidden];
+</script>";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_sees_what_it_sees_without_unmodal() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (s, _) = session(dir.path(), true).await?;
+    s.web.page("/w.csv", BODY, &[("Content-Type", "text/csv"), ("Content-Disposition", "attachment; filename=w.csv")]);
+    let url = s.web.page("/watch", WATCH, &[]);
+    s.page.goto(&url).await?;
+    s.page.click("#get").await?;
+    ended(&s, 0).await?;
+    let ours = s.page_value("after()").await?;
+    let plain_dir = tempfile::tempdir()?;
+    let prefs = json!({"download": {"default_directory": plain_dir.path(), "prompt_for_download": false}});
+    let plain = Browser::launch(Options { extension: false, preferences: Some(prefs), ..Default::default() }).await?;
+    let page = plain.new_page(&url).await?;
+    eventually(LIMIT, "the plain page", || async { Ok((page.eval("document.title").await? == "watch").then_some(())) })
+        .await?;
+    page.click("#get").await?;
+    eventually(LIMIT, "the plain browser's download", || async {
+        Ok(names(plain_dir.path()).contains(&"w.csv".to_string()).then_some(()))
+    })
+    .await?;
+    assert_eq!(ours, page.eval("after()").await?, "the same events, the page stays");
     Ok(())
 }
