@@ -54,7 +54,7 @@ createAuth(prompts, toHost, () => pilot);
 // File choosers a session intercepted: given the host's files, or cancelled (file_chooser.js).
 const fileChoosers = createFileChoosers(prompts, holds);
 // Downloads: held while the browser asks for their name, saved or cancelled (downloads.js).
-createDownloads(prompts, () => pilot, toHost);
+const downloads = createDownloads(prompts, () => pilot, toHost);
 const permissions = createPermissions(prompts, () => pilot);
 const choosers = createChoosers(prompts, () => pilot);
 // Navigations to schemes the OS handles, cancelled in the page: opened or not (applinks.js).
@@ -169,7 +169,12 @@ function onHostMessage(msg) {
     return;
   }
   if (msg.type === 'config' && Number.isInteger(msg.tab_id) && typeof msg.config === 'string') {
-    hostConfigs.set(msg.tab_id, { config: msg.config, debugger: msg.debugger === true, choosers: msg.choosers === true });
+    hostConfigs.set(msg.tab_id, {
+      config: msg.config,
+      debugger: msg.debugger === true,
+      choosers: msg.choosers === true,
+      downloads: typeof msg.downloads === 'boolean' ? msg.downloads : undefined,
+    });
     // The host answers the agent's setup only once the tab's frames hold the config.
     applyTab(msg.tab_id).then((ack) => toHost({ type: 'config_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
   } else if (msg.type === 'answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.hold)) {
@@ -205,6 +210,8 @@ async function runPilotCall(msg) {
 // Brings a tab in line with its rules and policy. A page may leave a dialog to the browser
 // only while a debugger session catches it: attach before the config says so, detach after.
 async function applyTab(tabId) {
+  // The site's automatic downloads, as a rule sets them, before the agent hears it is in force.
+  await downloads.applyTab(tabId, pilot ? hostConfigs.get(tabId)?.downloads : undefined);
   if (wantsSession(tabId)) {
     const dbg = await holds.sync(tabId);
     // Without the session the page must not hold dialogs; the host falls back to auto.

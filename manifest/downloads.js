@@ -7,14 +7,53 @@
 //   file into a `save_dir` itself;
 // - refuse: cancelled, nothing written (`chrome.downloads.cancel`);
 // - pilot off: the browser's way, reported.
-// What became of each goes back (`download_done`: state, path, size). Message shapes:
-// native-host/src/host/protocol.rs.
+// What became of each goes back (`download_done`: state, path, size, and whether the site's
+// automatic downloads are blocked now).
+//
+// More than one download without a new click is the browser's "Download multiple files"
+// prompt, which headless Chromium denies, storing the block for the site: the rest are
+// dropped before any extension event. So an `automatic-downloads` permission rule is set
+// ahead, as the browser's own setting for the tab's site (and each site the tab goes to
+// while the rule lasts); without one, a block the browser stored is reported with the
+// download that came before it. Message shapes: native-host/src/host/protocol.rs.
 
 const MAX_NAME = 256;
 
 // `pilotOn()`: the human's switch; `toHost`: the native port.
 export function createDownloads(prompts, pilotOn, toHost) {
   const asked = new Map(); // download id -> { tabId, request }
+  const sites = new Map(); // tabId -> 'allow' | 'block': what the tab's rule sets for its site
+  const reported = new Map(); // tabId -> the page whose block was reported
+  let setAny = false;
+
+  const siteOf = (url) => {
+    try {
+      const o = new URL(url).origin;
+      return /^https?:/.test(o) ? `${o}/*` : null;
+    } catch {
+      return null;
+    }
+  };
+  const setFor = async (tabId, url) => {
+    const primaryPattern = siteOf(url);
+    if (!primaryPattern || !sites.has(tabId)) return;
+    setAny = true;
+    await chrome.contentSettings.automaticDownloads.set({ primaryPattern, setting: sites.get(tabId) });
+  };
+  chrome.webNavigation.onCommitted.addListener((d) => {
+    if (d.frameId === 0 && sites.has(d.tabId)) setFor(d.tabId, d.url).catch(() => {});
+  });
+  // The site's automatic downloads are blocked, and no rule of the tab did it: the browser
+  // denied its "Download multiple files" prompt (reported once per page).
+  const blockedNow = async (tabId) => {
+    if (sites.has(tabId)) return false;
+    const tab = await chrome.tabs.get(tabId).catch(() => null);
+    if (!tab?.url || reported.get(tabId) === tab.url) return false;
+    const { setting } = await chrome.contentSettings.automaticDownloads.get({ primaryUrl: tab.url }).catch(() => ({}));
+    if (setting !== 'block') return false;
+    reported.set(tabId, tab.url);
+    return true;
+  };
 
   // The tab a download came from: downloads carry no tab, so the one showing the page that
   // started it (its referrer), else one of its origin, else the active tab.
@@ -76,6 +115,26 @@ export function createDownloads(prompts, pilotOn, toHost) {
       path: state === 'complete' ? String(item?.filename ?? '') : '',
       size: Number.isSafeInteger(item?.fileSize) ? item.fileSize : -1,
       ...(item?.error ? { error: String(item.error).slice(0, 64) } : {}),
+      blocked: await blockedNow(a.tabId),
     });
   });
+
+  return {
+    // The tab's config says what its site's automatic downloads are (true: allow, false:
+    // block, undefined: the browser's own); applied before the config is acknowledged.
+    async applyTab(tabId, downloads) {
+      if (typeof downloads !== 'boolean') {
+        sites.delete(tabId);
+        // With no rule left anywhere, the browser's own settings hold again.
+        if (sites.size === 0 && setAny) {
+          setAny = false;
+          await chrome.contentSettings.automaticDownloads.clear({}).catch(() => {});
+        }
+        return;
+      }
+      sites.set(tabId, downloads ? 'allow' : 'block');
+      const tab = await chrome.tabs.get(tabId).catch(() => null);
+      if (tab?.url) await setFor(tabId, tab.url).catch(() => {});
+    },
+  };
 }

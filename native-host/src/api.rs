@@ -344,11 +344,22 @@ pub enum PermissionName {
     Geolocation,
     /// navigator.clipboard.read / readText.
     ClipboardRead,
+    /// The browser's "Download multiple files" prompt: more than one download a page starts
+    /// without a new click (headless Chromium denies it and stores the block for the site).
+    /// Only when named: a grant or denial is set for the tab's site before the page starts
+    /// its downloads, and follows the tab to the sites it goes to.
+    AutomaticDownloads,
 }
 
 impl PermissionName {
-    pub const ALL: [Self; 5] =
-        [Self::Camera, Self::Microphone, Self::Notifications, Self::Geolocation, Self::ClipboardRead];
+    pub const ALL: [Self; 6] = [
+        Self::Camera,
+        Self::Microphone,
+        Self::Notifications,
+        Self::Geolocation,
+        Self::ClipboardRead,
+        Self::AutomaticDownloads,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -357,6 +368,7 @@ impl PermissionName {
             Self::Notifications => "notifications",
             Self::Geolocation => "geolocation",
             Self::ClipboardRead => "clipboard-read",
+            Self::AutomaticDownloads => "automatic-downloads",
         }
     }
 
@@ -1037,6 +1049,13 @@ pick a device (its DeviceAccess protocol domain is refused to them)",
             return Err(bad(
                 "text",
                 "a permission rule grants (accept: true) or denies (accept: false); it takes no text",
+            ));
+        }
+        if self.permission == Some(PermissionName::AutomaticDownloads) && !matcher.is_empty() {
+            return Err(bad(
+                "match",
+                "an automatic-downloads rule is set for the tab's site before the page starts its downloads, and \
+follows the tab; it takes no match",
             ));
         }
         let rule = RuleSpec::Permission { accept: self.accept.unwrap_or(true), permission: self.permission, matcher };

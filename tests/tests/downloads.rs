@@ -214,3 +214,56 @@ async fn the_page_sees_what_it_sees_without_unmodal() -> anyhow::Result<()> {
     assert_eq!(ours, page.eval("after()").await?, "the same events, the page stays");
     Ok(())
 }
+
+/// A page that starts three downloads in one click, as export buttons do.
+fn batch_page(s: &Session) -> String {
+    for n in ["a", "b", "c"] {
+        s.web.page(
+            &format!("/{n}.csv"),
+            BODY,
+            &[("Content-Type", "text/csv"), ("Content-Disposition", &format!("attachment; filename={n}.csv"))],
+        );
+    }
+    s.web.page(
+        "/batch",
+        "<!doctype html><title>batch</title><button id=all>all</button><button id=b>b</button>
+         <script>window.seen = []; document.getElementById('b').onclick = () => seen.push('click');
+           document.getElementById('all').onclick = () => { for (const n of ['a', 'b', 'c']) {
+             const a = document.createElement('a'); a.href = '/' + n + '.csv'; a.download = ''; a.click(); } };</script>",
+        &[],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_at_once_are_blocked_and_reported_unless_a_rule_grants_them() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (s, _) = session(dir.path(), true).await?;
+    let url = batch_page(&s);
+    s.page.goto(&url).await?;
+    s.agent.wait_for_tab(&url).await?;
+    // Without a rule: the browser takes the first and blocks the rest; the agent is told.
+    s.page.click("#all").await?;
+    let r = ended(&s, 0).await?;
+    assert_eq!(r["download_state"], "complete", "{r}");
+    assert!(r["explanation"].as_str().is_some_and(|e| e.contains("blocks this site's automatic downloads")), "{r}");
+    let logs = s.agent.ok("observe", json!({"what": "logs"})).await?;
+    assert!(logs.to_string().contains("automatic-downloads"), "{logs}");
+    assert_eq!(names(dir.path()), ["a.csv"], "only the first");
+    // A grant, set before the page starts them: the whole batch, without a reload.
+    let grant = json!({"action": "handle_dialog", "setup": true, "dialog_type": "permission", "permission": "automatic-downloads"});
+    let v = s.agent.ok("interact", grant).await?;
+    assert_eq!(v["rules_in_force"], true, "{v}");
+    s.page.click("#all").await?;
+    for n in 1..4 {
+        assert_eq!(ended(&s, n).await?["download_state"], "complete");
+    }
+    assert_eq!(names(dir.path()), ["a (1).csv", "a.csv", "b.csv", "c.csv"], "all three, counted exactly");
+    let d = s.dialogs().await?;
+    let count = d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["type"] == "download").count();
+    assert_eq!(count, 4, "one record per download");
+    // The once-rule is spent by its batch: the tab's next batch is the browser's again.
+    let rules = s.agent.ok("interact", json!({"action": "handle_dialog", "status": true})).await?;
+    assert_eq!(rules["auto_responses"], json!([]), "{rules}");
+    s.takes_input().await?;
+    Ok(())
+}

@@ -53,9 +53,8 @@ impl State {
                 Ok(Vec::new())
             }
             FromBrowser::DebuggerDetached { tab_id, reason } => Ok(self.on_detached(tab_id, &reason)),
-            FromBrowser::DownloadDone { tab_id, id, state, path, size, error } => {
-                self.on_download_done(tab_id, id, &state, &path, size, error.as_deref());
-                Ok(Vec::new())
+            FromBrowser::DownloadDone { tab_id, id, state, path, size, error, blocked } => {
+                Ok(self.on_download_done(tab_id, id, (&state, &path, size, error.as_deref()), blocked))
             }
             FromBrowser::FileAccess { allowed } => {
                 self.file_access = Some(allowed);

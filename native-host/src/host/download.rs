@@ -12,14 +12,22 @@
 //! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
 
 use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
+use super::protocol::ToBrowser;
 use super::protocol::{DownloadAsk, PromptDecision};
 use super::record::{self, DecidedBy, Details, DownloadDetails, FileJob};
-use super::state::State;
+use super::state::{State, is_downloads_rule};
 use crate::api::RuleSpec;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
 use std::path::{Path, PathBuf};
 use unmodal_engine::Policy;
+
+/// What the agent is told when the browser blocks a site's automatic downloads.
+const BLOCKED: &str = "The browser now blocks this site's automatic downloads (its \"Download multiple files\" \
+prompt, denied; headless Chromium denies it and stores the block for the site): any more downloads the page started \
+without a new click were dropped, and the tab drops them until it reloads. A permission rule {setup:true, \
+dialog_type:\"permission\", permission:\"automatic-downloads\", accept:true}, set before the page starts them, lets \
+them all through.";
 
 /// Downloads waiting for their end, at most (the oldest is forgotten past it).
 const MAX_JOBS: usize = 256;
@@ -110,23 +118,31 @@ impl State {
     }
 
     /// What became of a download: its record says the state, size and path; a saved file
-    /// with a `save_dir` is moved there first.
+    /// with a `save_dir` is moved there first. `blocked`: the browser blocks the site's
+    /// automatic downloads now (said on the record and in the tab's logs). A once-rule for
+    /// automatic downloads has let its batch through: it is spent (the config follows).
     pub(super) fn on_download_done(
         &mut self,
         tab_id: i64,
         id: u64,
-        state: &str,
-        path: &str,
-        size: i64,
-        error: Option<&str>,
-    ) {
-        let Some(job) = self.download_jobs.remove(&(tab_id, id)) else { return };
+        (state, path, size, error): (&str, &str, i64, Option<&str>),
+        blocked: bool,
+    ) -> Vec<ToBrowser> {
+        let mut out = Vec::new();
+        let once = self.rules.of(tab_id).iter().find(|r| r.once && is_downloads_rule(&r.rule)).map(|r| r.id);
+        if let Some(rule) = once {
+            out.extend(self.spend_rule(tab_id, rule));
+        }
+        if blocked {
+            self.logs.note(tab_id, "download", BLOCKED.into());
+        }
+        let Some(job) = self.download_jobs.remove(&(tab_id, id)) else { return out };
         let Some(rec) =
             self.held.iter_mut().map(|h| &mut h.record).chain(self.history.iter_mut()).find(|r| r.id == job.record)
         else {
-            return;
+            return out;
         };
-        let Some(Details::Download(d)) = &mut rec.details else { return };
+        let Some(Details::Download(d)) = &mut rec.details else { return out };
         let (mut path, mut note) = (Some(path.to_string()).filter(|p| !p.is_empty()), None);
         d.download_state = match (state, error) {
             ("complete", _) => "complete".into(),
@@ -152,6 +168,10 @@ impl State {
             Some(n) => format!("{}. {said}; {n}.", rec.explanation),
             None => format!("{}. {said}.", rec.explanation),
         };
+        if blocked {
+            rec.explanation = format!("{} {BLOCKED}", rec.explanation);
+        }
+        out
     }
 }
 

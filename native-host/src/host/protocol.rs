@@ -82,6 +82,10 @@ pub enum FromBrowser {
         /// The browser's reason for an interruption (`USER_CANCELED`, `NETWORK_FAILED`, …).
         #[serde(default)]
         error: Option<String>,
+        /// The browser blocks the site's automatic downloads: more the page started at once
+        /// were dropped (the browser's "Download multiple files", denied).
+        #[serde(default)]
+        blocked: bool,
     },
     /// The extension's "Allow access to file URLs" switch (`chrome.extension
     /// .isAllowedFileSchemeAccess`): off, no file reaches a file chooser (sent after `hello`).
@@ -600,6 +604,10 @@ pub enum ToBrowser {
         /// The session intercepts file choosers (a file_chooser rule, or must_respond).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         choosers: bool,
+        /// The browser's automatic-downloads setting for the tab's site: allow or block (an
+        /// `automatic-downloads` permission rule); none: the browser's own.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        downloads: Option<bool>,
     },
     /// The answer to `Hello`: the newest report of this worker the host has (0: none). The
     /// worker sends again what is newer; the host drops what it already had.
@@ -790,7 +798,14 @@ mod tests {
         }
         let sent = [
             ToBrowser::recorded(&crate::host::record::tests::record()),
-            ToBrowser::Config { tab_id: 1, rev: 1, config: String::new(), debugger: false, choosers: false },
+            ToBrowser::Config {
+                tab_id: 1,
+                rev: 1,
+                config: String::new(),
+                debugger: false,
+                choosers: false,
+                downloads: None,
+            },
             ToBrowser::Answer { tab_id: 1, hold: 1, accept: true, text: None },
             ToBrowser::Resume { upto: 0 },
             ToBrowser::PromptAnswer {
@@ -870,7 +885,14 @@ mod tests {
 
     #[test]
     fn host_messages_have_the_shapes_the_extension_reads() {
-        let config = ToBrowser::Config { tab_id: 3, rev: 9, config: "U1E1".into(), debugger: true, choosers: false };
+        let config = ToBrowser::Config {
+            tab_id: 3,
+            rev: 9,
+            config: "U1E1".into(),
+            debugger: true,
+            choosers: false,
+            downloads: None,
+        };
         assert_eq!(
             serde_json::to_value(&config).unwrap(),
             json!({"type":"config","tab_id":3,"rev":9,"config":"U1E1","debugger":true})

@@ -94,7 +94,13 @@ pub fn is_page_rule(r: &RuleSpec) -> bool {
 /// A rule the tab's config carries: a page dialog's, or a file chooser's (its debugger
 /// session intercepts choosers while the tab has one).
 pub fn in_config(r: &RuleSpec) -> bool {
-    matches!(r, RuleSpec::Dialog { .. } | RuleSpec::FileChooser { .. })
+    matches!(r, RuleSpec::Dialog { .. } | RuleSpec::FileChooser { .. }) || is_downloads_rule(r)
+}
+
+/// A rule for the browser's "Download multiple files" prompt: the tab's config carries it,
+/// and the worker sets the browser's setting for the tab's site before any download.
+pub fn is_downloads_rule(r: &RuleSpec) -> bool {
+    matches!(r, RuleSpec::Permission { permission: Some(crate::api::PermissionName::AutomaticDownloads), .. })
 }
 
 /// The newest numbered report the host recorded, and from which service worker.
@@ -281,12 +287,14 @@ impl State {
         self.sent_rev.insert(tab, self.config_rev);
         let choosers =
             policy == Policy::MustRespond || self.rules.any(tab, |r| matches!(r, RuleSpec::FileChooser { .. }));
+        let downloads = self.rules.best(tab, |r| is_downloads_rule(r).then_some(0)).map(|r| r.rule.accept());
         ToBrowser::Config {
             tab_id: tab,
             rev: self.config_rev,
             config: self.encode_config(tab, policy),
             debugger: policy != Policy::Auto || choosers,
             choosers,
+            downloads,
         }
     }
 
@@ -407,7 +415,14 @@ pub(super) mod tests {
         let r = s.add_rule(7, true, dialog_rule(RuleTarget::One(DialogKind::Confirm), true)).unwrap();
         assert_eq!(
             s.spend_rule(7, r.id),
-            Some(ToBrowser::Config { tab_id: 7, rev: 1, config: "U1E1".into(), debugger: false, choosers: false })
+            Some(ToBrowser::Config {
+                tab_id: 7,
+                rev: 1,
+                config: "U1E1".into(),
+                debugger: false,
+                choosers: false,
+                downloads: None
+            })
         );
         assert!(s.rules_of(7).is_empty());
         assert_eq!(s.spend_rule(7, r.id), None);
