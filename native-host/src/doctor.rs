@@ -58,9 +58,23 @@ async fn connection() -> Vec<Check> {
                 },
                 None => Check { ok: true, what: "file access: not reported by this extension".into(), fix: None },
             };
+            let save_as = info["asks_where_to_save"].as_bool() == Some(true);
+            let downloads = Check {
+                ok: !save_as,
+                what: if save_as {
+                    "downloads can be saved (\"Ask where to save each file\" is on: the browser cancels every download)"
+                        .into()
+                } else {
+                    "downloads can be saved (\"Ask where to save each file\" is off)".into()
+                },
+                fix: save_as.then(|| {
+                    "chrome://settings/downloads → switch off \"Ask where to save each file before downloading\"".into()
+                }),
+            };
             vec![
                 Check { ok: true, what: format!("browser connected (host pid {}, extension {version})", info["pid"]), fix: None },
                 files,
+                downloads,
                 Check {
                     ok: pilot,
                     what: if pilot {

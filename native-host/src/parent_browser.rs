@@ -20,6 +20,15 @@ pub struct ParentBrowser {
 const REMOTE_SWITCHES: [&str; 3] = ["remote-debugging-port", "remote-debugging-pipe", "enable-automation"];
 
 impl ParentBrowser {
+    /// The profile's "Ask where to save each file before downloading" (`Default/Preferences`,
+    /// `download.prompt_for_download`): on, the browser cancels every download where no
+    /// person can answer its Save dialog (MODAL-FACTS 4). `None`: unknown.
+    pub fn asks_where_to_save(&self) -> Option<bool> {
+        let prefs = std::fs::read(self.profile.as_ref()?.join("Default/Preferences")).ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&prefs).ok()?;
+        Some(v["download"]["prompt_for_download"].as_bool().unwrap_or(false))
+    }
+
     /// The parent of this process, read from the OS.
     pub fn of_this_process() -> Self {
         // SAFETY: getppid has no preconditions and cannot fail.

@@ -17,7 +17,12 @@ const BODY: &str = "id,total\n1,42\n";
 /// A session whose browser saves downloads into `dir` (never the user's own directory), on
 /// a page with a download link and an attachment link; the attachment's URL.
 async fn session(dir: &std::path::Path, pilot: bool) -> anyhow::Result<(Session, String)> {
-    let prefs = json!({"download": {"default_directory": dir, "prompt_for_download": false}});
+    session_asking(dir, pilot, false).await
+}
+
+/// As `session`, with the profile's "Ask where to save each file" as `ask`.
+async fn session_asking(dir: &std::path::Path, pilot: bool, ask: bool) -> anyhow::Result<(Session, String)> {
+    let prefs = json!({"download": {"default_directory": dir, "prompt_for_download": ask}});
     let s = Session::start_with(Options { preferences: Some(prefs), ..Default::default() }).await?;
     let file = s.web.page(
         "/report.csv",
@@ -25,7 +30,7 @@ async fn session(dir: &std::path::Path, pilot: bool) -> anyhow::Result<(Session,
         &[("Content-Type", "text/csv"), ("Content-Disposition", "attachment; filename=report.csv")],
     );
     let page = format!(
-        "<!doctype html><title>downloads</title><button id=b>b</button><a id=get href='{file}'>get</a>
+        "<!doctype html><title>downloads</title><button id=b>b</button><a id=get href='{file}'>get</a><button id=open onclick=\"window.open('{file}')\">open</button>
          <script>window.seen = []; document.getElementById('b').onclick = () => seen.push('click');</script>"
     );
     s.open("/downloads", &page, &[]).await?;
@@ -264,6 +269,46 @@ async fn three_at_once_are_blocked_and_reported_unless_a_rule_grants_them() -> a
     // The once-rule is spent by its batch: the tab's next batch is the browser's again.
     let rules = s.agent.ok("interact", json!({"action": "handle_dialog", "status": true})).await?;
     assert_eq!(rules["auto_responses"], json!([]), "{rules}");
+    s.takes_input().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_where_to_save_cancels_every_download_and_doctor_says_so() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (s, _) = session_asking(dir.path(), true, true).await?;
+    s.page.click("#get").await?;
+    let r = ended(&s, 0).await?;
+    assert_eq!(r["download_state"], "cancelled", "{r}");
+    assert!(r["explanation"].as_str().is_some_and(|e| e.contains("Ask where to save each file")), "{r}");
+    let doctor = std::process::Command::new(&s.browser.art.host)
+        .arg("doctor")
+        .env("UNMODAL_RUNTIME_DIR", &s.browser.runtime)
+        .output()?;
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(text.contains("MISS downloads can be saved") && text.contains("chrome://settings/downloads"), "{text}");
+    assert_eq!(names(dir.path()), Vec::<String>::new());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn window_open_of_a_file_is_recorded_for_the_opening_tab() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (s, file) = session(dir.path(), true).await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "download", "accept": false}))
+        .await?;
+    s.page.click("#open").await?;
+    let r = match ended(&s, 0).await {
+        Ok(r) => r,
+        Err(e) => anyhow::bail!("{e}: {:?} {}", names(dir.path()), s.dialogs().await?),
+    };
+    assert_eq!(
+        (r["decided_by"].as_str(), r["download_state"].as_str(), r["url"].as_str()),
+        (Some("rule"), Some("cancelled"), Some(file.as_str())),
+        "{r}"
+    );
+    assert_eq!(names(dir.path()), Vec::<String>::new());
     s.takes_input().await?;
     Ok(())
 }

@@ -242,6 +242,8 @@ struct Info<'a> {
     extension_version: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     file_access: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    asks_where_to_save: Option<bool>,
     pilot_enabled: bool,
     tracked_tab: Option<i64>,
     tabs: usize,
@@ -559,6 +561,7 @@ answer, call setup=true with dialog_type=\"{}\" before the action that opens the
             version: env!("CARGO_PKG_VERSION"),
             extension_version: self.extension_version.as_deref(),
             file_access: self.file_access,
+            asks_where_to_save: self.browser.asks_where_to_save(),
             pilot_enabled: self.pilot,
             tracked_tab: self.tracked,
             tabs: self.tabs.len(),

@@ -159,8 +159,13 @@ impl State {
             }
         }
         d.path = path.clone();
+        let save_as = rec.accepted == Some(true) && self.browser.asks_where_to_save() == Some(true);
         let said = match (d.download_state.as_str(), &path) {
             ("complete", Some(p)) => format!("Saved as {p}"),
+            ("cancelled", _) if save_as => "The browser cancelled it itself: \"Ask where to save each file before \
+downloading\" is on in this profile and nobody can answer its Save dialog (chrome://settings/downloads; `unmodal \
+doctor` checks it)"
+                .to_string(),
             ("cancelled", _) => "Cancelled, nothing written".to_string(),
             _ => format!("Failed ({})", error.unwrap_or("no reason given")),
         };
