@@ -41,6 +41,15 @@ impl Allowed {
         Self::new(roots.into_iter().chain(configured).chain(prints))
     }
 
+    /// Why `what` may not happen at a path, naming where it may.
+    fn refuse<T>(&self, why: &str, what: &str) -> Result<T, String> {
+        Err(format!(
+            "{why}. {what} only inside the MCP client's roots, the directories in files.allowed_dirs of Unmodal's \
+config.json, or Unmodal's prints directory; allowed now: {}.",
+            self.names()
+        ))
+    }
+
     pub fn names(&self) -> String {
         if self.dirs.is_empty() {
             return "none".into();
@@ -51,13 +60,7 @@ impl Allowed {
     /// The file to write for `asked`: an absolute path whose directory (symlinks resolved)
     /// is inside an allowed one; an existing file there must be a regular file, not a link.
     pub fn output(&self, asked: &str) -> Result<PathBuf, String> {
-        let refuse = |why: &str| {
-            Err(format!(
-                "{why}. Files are written only inside the MCP client's roots, the directories in files.allowed_dirs \
-of Unmodal's config.json, or Unmodal's prints directory; allowed now: {}.",
-                self.names()
-            ))
-        };
+        let refuse = |why: &str| self.refuse(why, "Files are written");
         let path = Path::new(asked);
         if !path.is_absolute() {
             return refuse(&format!("{asked:?} is not an absolute path"));
@@ -98,13 +101,7 @@ impl Allowed {
     /// every symlink is resolved, readable, and a regular file of at most `MAX_UPLOAD` bytes
     /// or a directory holding only such files (no symlinks, at most 1000 files in all).
     pub fn input(&self, asked: &str) -> Result<Upload, String> {
-        let refuse = |why: String| {
-            Err(format!(
-                "{why}. A page gets only files inside the MCP client's roots or the directories in files.allowed_dirs \
-of Unmodal's config.json; allowed now: {}.",
-                self.names()
-            ))
-        };
+        let refuse = |why: String| self.refuse(&why, "A page gets files");
         let path = Path::new(asked);
         if !path.is_absolute() {
             return refuse(format!("{asked:?} is not an absolute path"));
@@ -128,13 +125,7 @@ impl Allowed {
     /// The directory for `asked` to save downloads into: an existing directory inside an
     /// allowed one once every symlink is resolved.
     pub fn directory(&self, asked: &str) -> Result<PathBuf, String> {
-        let refuse = |why: String| {
-            Err(format!(
-                "{why}. Downloads are saved only inside the MCP client's roots, the directories in files.allowed_dirs \
-of Unmodal's config.json, or Unmodal's prints directory; allowed now: {}.",
-                self.names()
-            ))
-        };
+        let refuse = |why: String| self.refuse(&why, "Downloads are saved");
         let path = Path::new(asked);
         if !path.is_absolute() {
             return refuse(format!("{asked:?} is not an absolute path"));
