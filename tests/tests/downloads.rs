@@ -312,3 +312,42 @@ async fn window_open_of_a_file_is_recorded_for_the_opening_tab() -> anyhow::Resu
     s.takes_input().await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_file_name_stays_inside_the_directory() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let work = tempfile::tempdir()?;
+    let (s, _) = session(dir.path(), true).await?;
+    let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
+    // A name that climbs out, then one far too long (the browser gives up on it: its Save
+    // dialog, which nobody answers); neither writes outside.
+    for (n, name) in ["../../.ssh/authorized_keys", &format!("{}.csv", "x".repeat(400))].into_iter().enumerate() {
+        let evil = s.web.page(
+            &format!("/evil{n}"),
+            BODY,
+            &[("Content-Type", "text/csv"), ("Content-Disposition", &format!("attachment; filename=\"{name}\""))],
+        );
+        s.page.eval(&format!("document.getElementById('get').href = {}; 0", json!(evil))).await?;
+        agent
+            .ok(
+                "interact",
+                json!({"action": "handle_dialog", "setup": true, "dialog_type": "download", "save_dir": work.path()}),
+            )
+            .await?;
+        s.page.click("#get").await?;
+        let r = ended(&s, n).await?;
+        let file_name = r["file_name"].as_str().unwrap_or_default();
+        assert!(!file_name.contains('/') && file_name.chars().count() <= 256, "{r}");
+        if n == 0 {
+            let path = std::path::PathBuf::from(r["path"].as_str().unwrap_or_default());
+            assert_eq!(path.parent(), Some(work.path().canonicalize()?.as_path()), "moved into save_dir itself: {r}");
+            assert_eq!(std::fs::read_to_string(&path)?, BODY);
+        } else {
+            assert_ne!(r["download_state"], "complete", "{r}");
+        }
+    }
+    assert!(!work.path().join("../.ssh").exists() && !dir.path().join("../.ssh").exists(), "nothing written outside");
+    assert_eq!(names(dir.path()), Vec::<String>::new());
+    assert_eq!(names(work.path()).len(), 1, "{:?}", names(work.path()));
+    Ok(())
+}
