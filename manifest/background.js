@@ -78,6 +78,8 @@ const asks = {
   sign_in: heldInPage('sign_in', (what) => ({ provider: what.slice(0, 2048) })),
   payment: heldInPage('payment', (what) => ({ able: what === 'able' })),
   storage_access: heldInPage('storage_access', (what) => ({ granted: what === 'granted' })),
+  // A File System Access picker (inject/48-file-pickers.js): `what` is its mode.
+  file_chooser: heldInPage('file_chooser', (what) => ({ mode: what.slice(0, 32) })),
 };
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup

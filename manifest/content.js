@@ -82,6 +82,23 @@
     if (typeof next === 'string') apply(next);
   };
 
+  // A file picker takes the frame's user activation, as the browser's does: a second picker
+  // in the same activation is refused. Activations are counted from trusted input once a
+  // picker first asked (the first one is 0).
+  let activations = -1;
+  let consumedAt = -1;
+  const consumeActivation = () => {
+    if (activations < 0) {
+      activations = 0;
+      for (const t of ['keydown', 'mousedown', 'pointerdown', 'pointerup', 'touchend']) {
+        addEventListener(t, (e) => { if (e.isTrusted) activations += 1; }, true);
+      }
+    }
+    if (!navigator.userActivation.isActive || consumedAt === activations) return false;
+    consumedAt = activations;
+    return true;
+  };
+
   // From the page hook: a question (a string; answered by cancelling the event or not), a
   // request to ask the worker about ({request, kind, what, method}: taken by cancelling the
   // event, answered later), a chooser's "settled first" or an accepted passkey call's "done" notice, or a batch of reports.
@@ -92,6 +109,10 @@
       toPage();
     } else if (q === 'active') {
       if (navigator.userActivation.hasBeenActive) event.preventDefault();
+    } else if (q === 'transient') {
+      if (navigator.userActivation.isActive) event.preventDefault();
+    } else if (q === 'consume') {
+      if (consumeActivation()) event.preventDefault();
     } else if (q === 'sandboxed') {
       if (modalsSandboxed()) event.preventDefault();
     } else if (q && typeof q === 'object' && Number.isSafeInteger(q.request) && typeof q.kind === 'string') {

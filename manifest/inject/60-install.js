@@ -1,6 +1,6 @@
   // @needs win, apply, getOwnPropertyDescriptor, defineProperty, fnProto, nativeToString, natives
   // @needs eventProto, unloadProto, returnValueDesc, NewMap, mapGet, mapSet, nativeShapedError
-  // @needs handle, disguisePermissions, disguiseChoosers, disguisePasskeys, disguisePayment, disguiseStorageAccess, unloadHooks, returnValueSetter
+  // @needs handle, disguisePermissions, disguiseChoosers, disguisePasskeys, disguisePayment, disguiseStorageAccess, disguisePickers, unloadHooks, returnValueSetter
   // @needs handlerOwner, handlerDesc, handlerHooks, printHook
   // ---- Install: the replacements go in (no page script has run yet) ----
   // Method shorthand: no prototype, not constructible, name and length (0) of the natives.
@@ -42,6 +42,7 @@
     disguisePasskeys(as);
     disguisePayment(as);
     disguiseStorageAccess(as);
+    disguisePickers(as);
     as(printHook.print, 'print');
   };
 

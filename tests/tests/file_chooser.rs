@@ -341,3 +341,106 @@ async fn a_rules_cancel_looks_as_the_browsers_own() -> anyhow::Result<()> {
     s.takes_input().await?;
     Ok(())
 }
+
+/// A page whose buttons call the File System Access pickers on a trusted click: `#one` one
+/// picker, `#two` two at once; `outcomes` what each call settled with, as the page sees it.
+const PICKERS: &str = "<!doctype html><title>pickers</title><button id=one>one</button><button id=two>two</button><button id=b>b</button>
+<script>window.seen = []; window.outcomes = [];
+  const see = (p) => p.then((v) => ['ok', String(v)], (e) => [e.constructor.name, e.name, e.message, Object.hasOwn(e, 'stack')]).then((o) => outcomes.push(o));
+  document.getElementById('one').onclick = () => see(showOpenFilePicker());
+  document.getElementById('two').onclick = () => { see(showSaveFilePicker({suggestedName: 'a.txt'})); see(showDirectoryPicker()); };
+  document.getElementById('b').onclick = () => seen.push('click');
+  window.shape = () => ['showOpenFilePicker', 'showSaveFilePicker', 'showDirectoryPicker'].map((k) => {
+    const d = Object.getOwnPropertyDescriptor(window, k);
+    return [Function.prototype.toString.call(window[k]), window[k].name, window[k].length, d.writable, d.enumerable, d.configurable, 'prototype' in window[k]];
+  }).concat([Object.keys(window).indexOf('showOpenFilePicker') - Object.keys(window).indexOf('showSaveFilePicker')]);
+</script>";
+
+/// What a page sees of the pickers: their shape, a call without a gesture, one after a click,
+/// two at once after another.
+async fn pickers_seen(page: &Page, eval: impl AsyncFn(&str) -> anyhow::Result<Value>) -> anyhow::Result<Value> {
+    let shape = eval("shape()").await?;
+    let bare = eval("showOpenFilePicker().then(() => 'ok', (e) => [e.name, e.message])").await?;
+    let mut after = Vec::new();
+    for (button, n) in [("#one", 1), ("#two", 3)] {
+        page.click(button).await?;
+        eventually(LIMIT, "the pickers' outcomes", || async {
+            Ok((eval("outcomes.length").await?.as_u64() >= Some(n)).then_some(()))
+        })
+        .await?;
+        // Two at once settle in either order, in the browser too.
+        after.push(eval("outcomes.map((o) => o.join(' | ')).sort()").await?);
+    }
+    Ok(json!([shape, bare, after]))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pickers_are_refused_as_the_browser_refuses_them() -> anyhow::Result<()> {
+    let (s, _) = Session::with_pilot("/pickers", PICKERS).await?;
+    let ours = pickers_seen(&s.page, async |e: &str| s.page_value(e).await).await?;
+    let (_plain, page) = Browser::plain_page(&s.web.page("/plain-pickers", PICKERS, &[]), "pickers").await?;
+    let theirs = pickers_seen(&page, async |e: &str| page.eval(e).await).await?;
+    assert_eq!(ours, theirs, "the page sees what it sees without Unmodal");
+    assert_eq!(
+        ours[2][0][0],
+        "DOMException | AbortError | Failed to execute 'showOpenFilePicker' on 'Window': The user aborted a request. | true"
+    );
+    // The first picker of each gesture is recorded, refused by the default; the browser
+    // answers the rest itself (no gesture, or the gesture taken), opening nothing.
+    let recs = s.closed_records("file_chooser", 2).await?;
+    let said: Vec<_> = recs
+        .iter()
+        .map(|r| (r["mode"].as_str().unwrap_or_default(), r["decided_by"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(said, [("open_picker", "default_policy"), ("save_picker", "default_policy")], "{recs:?}");
+    s.takes_input().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_picker_held_under_must_respond_and_a_hostile_page() -> anyhow::Result<()> {
+    let (s, _) = Session::with_pilot("/pickers", PICKERS).await?;
+    let armed = s
+        .page_value(
+            "window.trapped = 0;
+             for (const k of ['request', 'kind', 'what', 'method', 'detail']) Object.defineProperty(Object.prototype, k, { get() { trapped++; }, set() { trapped++; } });
+             const then = Promise.prototype.then; Promise.prototype.then = function (...a) { trapped++; return then.apply(this, a); };
+             const watch = (p) => { then.call(p, () => outcomes.push(['ok']), (e) => outcomes.push([e.name, e.message])); };
+             document.getElementById('one').onclick = () => watch(showOpenFilePicker());
+             document.getElementById('two').onclick = () => { watch(showSaveFilePicker()); watch(showDirectoryPicker()); };
+             trapped",
+        )
+        .await?;
+    assert_eq!(armed, 0);
+    s.policy("must_respond", 2).await?;
+    s.page.click("#one").await?;
+    let held = s.held(1).await?;
+    assert_eq!(
+        (held[0]["type"].as_str(), held[0]["message"].as_str()),
+        (Some("file_chooser"), Some("file picker: showOpenFilePicker()")),
+        "{held:?}"
+    );
+    let id = held[0]["dialog_id"].clone();
+    let refused = s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;
+    assert!(format!("{refused:?}").contains("File System Access picker"), "{refused:?}");
+    s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": false})).await?;
+    // Two in one gesture: the second gets the browser's NotAllowedError at once, the first
+    // waits for the watchdog.
+    s.page.click("#two").await?;
+    let recs = s.closed_records("file_chooser", 2).await?;
+    let by: Vec<_> = recs.iter().map(|r| r["closed_by"].as_str().unwrap_or_default()).collect();
+    assert_eq!(by, ["agent", "watchdog"], "{recs:?}");
+    let outcomes = eventually(LIMIT, "three outcomes", || async {
+        let o = s.page_value("outcomes").await?;
+        Ok((o.as_array().map_or(0, Vec::len) == 3).then_some(o))
+    })
+    .await?;
+    assert_eq!(outcomes[0][0], "AbortError", "{outcomes}");
+    assert_eq!(
+        outcomes[1],
+        json!(["NotAllowedError", "Failed to execute 'showDirectoryPicker' on 'Window': User activation required."])
+    );
+    assert_eq!(outcomes[2][0], "AbortError", "{outcomes}");
+    assert_eq!(s.page_value("trapped").await?, 0, "no trap ran for us");
+    Ok(())
+}

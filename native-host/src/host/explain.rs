@@ -277,6 +277,14 @@ DeviceAccess domain), so it can only be cancelled; send accept: false."
     }
 }
 
+/// Why a held File System Access picker cannot be accepted.
+pub fn picker_takes_no_files(id: u64) -> String {
+    format!(
+        "Dialog {id} is a File System Access picker: no protocol gives a picker files, so it can only be refused as \
+a person's cancel; send accept: false. (A page's <input type=file> takes files.)"
+    )
+}
+
 /// The end of a held prompt's explanation when the answer did not reach it.
 pub fn prompt_gone(kind: Kind, settled: bool) -> &'static str {
     match kind {

@@ -1,4 +1,7 @@
-//! File choosers: `<input type=file>` (single, `multiple`, `webkitdirectory`). Headless
+//! File choosers: `<input type=file>` (single, `multiple`, `webkitdirectory`), and the File
+//! System Access pickers (`showOpenFilePicker`, `showSaveFilePicker`, `showDirectoryPicker`),
+//! which the page hook (`manifest/inject/48-file-pickers.js`) holds and can only refuse as
+//! a person's cancel (no protocol gives a picker files). Headless
 //! Chromium cancels each at once; a headful one opens the OS file dialog, which waits for a
 //! person. In a tab with a file_chooser rule, or under `must_respond`, the tab's debugger
 //! session intercepts choosers (`Page.setInterceptFileChooserDialog`, MODAL-FACTS 1c) and
@@ -23,17 +26,38 @@ impl FileChooserAsk {
     fn folder(&self) -> bool {
         self.mode == "folder"
     }
+
+    /// A File System Access picker's call, if it is one.
+    fn picker(&self) -> Option<&'static str> {
+        match self.mode.as_str() {
+            "open_picker" => Some("showOpenFilePicker"),
+            "save_picker" => Some("showSaveFilePicker"),
+            "directory_picker" => Some("showDirectoryPicker"),
+            _ => None,
+        }
+    }
 }
 
 impl PromptKind for FileChooserAsk {
     fn check(&self) -> Result<(), String> {
         match self.mode.as_str() {
             "single" | "multiple" | "folder" => Ok(()),
-            other => Err(format!("file chooser mode {other:?} is not single, multiple or folder")),
+            _ if self.picker().is_some() => Ok(()),
+            other => Err(format!("file chooser mode {other:?} is not single, multiple, folder or a picker's")),
         }
     }
 
     fn describe(&self, redactor: &Redactor, url: &str) -> Described {
+        if let Some(call) = self.picker() {
+            let mut d = Described::plain(&format!("file picker: {call}()"), url);
+            d.details = Some(Details::FileChooser(FileChooserDetails {
+                mode: self.mode.clone(),
+                accept_types: String::new(),
+                label: String::new(),
+                files: Vec::new(),
+            }));
+            return d;
+        }
         let (label, cut_label) = record::clip(&self.label, MAX_LABEL_CHARS);
         let (label, mut redacted) = redactor.apply(&label);
         let (accept, cut_accept) = record::clip(&self.accept, MAX_LABEL_CHARS);
@@ -81,6 +105,13 @@ impl PromptKind for FileChooserAsk {
             let why = format!("file chooser cancelled as a person's cancel: file_chooser rule {id} matched");
             return Verdict::rule(PromptDecision::Refuse, id, why);
         }
+        if let Some(call) = self.picker() {
+            let why = format!(
+                "{call}() refused as a person's cancel (AbortError): file_chooser rule {id} matched, but no protocol \
+gives a File System Access picker files"
+            );
+            return Verdict::rule(PromptDecision::Refuse, id, why);
+        }
         match self.pick(files) {
             Ok((given, note)) => {
                 let why = format!("file chooser given {}: file_chooser rule {id} matched{note}", named(&given));
@@ -96,6 +127,24 @@ impl PromptKind for FileChooserAsk {
 
     fn by_policy(&self, policy: Policy) -> Verdict {
         let cancel = |by, why: &str| Verdict::policy(PromptDecision::Refuse, by, why);
+        if let Some(call) = self.picker() {
+            return match policy {
+                Policy::MustRespond => Verdict::Hold {
+                    why: format!(
+                        "{call}() held for the agent (policy must_respond): the page waits as for a person at the file \
+dialog; answer with interact {{action:\"handle_dialog\", dialog_id, accept: false}} (no protocol gives a picker files)"
+                    ),
+                },
+                Policy::Auto => cancel(
+                    DecidedBy::DefaultPolicy,
+                    &format!(
+                        "{call}() refused by the default policy as a person's cancel (AbortError): headless, the browser \
+refuses it the same way; headful, it would open the OS file dialog and wait for a person"
+                    ),
+                ),
+                _ => cancel(DecidedBy::Policy, &format!("{call}() refused as a person's cancel (the tab's policy)")),
+            };
+        }
         match policy {
             Policy::MustRespond => Verdict::Hold {
                 why: "file chooser held for the agent (policy must_respond): the page waits as for a person at the \
@@ -230,5 +279,31 @@ mod tests {
         assert_eq!((msg[0]["decision"].as_str(), msg[0]["files"][0].as_str()), (Some("accept"), f.to_str()));
         let Some(Details::FileChooser(d)) = &s.held[0].record.details else { panic!() };
         assert_eq!(d.files[0].size, 5);
+    }
+
+    #[test]
+    fn a_picker_is_refused_whatever_answers_it() {
+        let picker = json!({"type":"prompt_request","kind":"file_chooser","tab_id":3,"id":1,"url":"https://site/","mode":"open_picker"});
+        let mut s = state_with(Policy::Auto);
+        assert_eq!(to_json(&feed(&mut s, picker.clone()).unwrap())[1]["decision"], "refuse");
+        let rec = s.history.iter().last().unwrap();
+        assert_eq!(
+            (rec.message.as_str(), rec.decided_by),
+            ("file picker: showOpenFilePicker()", DecidedBy::DefaultPolicy)
+        );
+        let rule = RuleSpec::FileChooser { files: vec![PathBuf::from("/etc/hostname")], matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
+        let mut again = picker.clone();
+        again["id"] = json!(2);
+        assert_eq!(to_json(&feed(&mut s, again).unwrap())[1]["decision"], "refuse");
+        assert!(s.history.iter().last().unwrap().explanation.contains("no protocol gives"));
+        let mut s = state_with(Policy::MustRespond);
+        feed(&mut s, picker).unwrap();
+        let id = s.held[0].record.id;
+        let err = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: Some(id) });
+        assert!(err.is_err_and(|e| e.message.contains("File System Access picker")));
+        let err = s.interact(DialogCall::Upload { tab: None, dialog_id: Some(id), files: vec![PathBuf::from("/x")] });
+        assert!(err.is_err());
+        assert!(s.interact(DialogCall::Respond { tab: None, accept: false, text: None, dialog_id: Some(id) }).is_ok());
     }
 }
