@@ -79,7 +79,7 @@ const asks = {
   payment: heldInPage('payment', (what) => ({ able: what === 'able' })),
   storage_access: heldInPage('storage_access', (what) => ({ granted: what === 'granted' })),
   // A File System Access picker (inject/48-file-pickers.js): `what` is its mode.
-  file_chooser: heldInPage('file_chooser', (what) => ({ mode: what.slice(0, 32) })),
+  file_chooser: heldInPage('file_chooser', (what) => ({ mode: ['open_picker', 'save_picker', 'directory_picker'][what] ?? 'open_picker' })),
 };
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup

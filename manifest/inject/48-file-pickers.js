@@ -10,40 +10,41 @@
   // browser answers itself, opening nothing: its SecurityError or TypeError. A picker takes
   // the gesture, as the browser's does: a second one in it gets NotAllowedError.
   //
-  // Start-up cost: three reads and three assignments on the window (secure contexts only).
-  // Null-prototype tables: read by index, nothing the page can reach is looked up.
+  // Start-up cost: three reads and three assignments on the window (secure contexts only),
+  // and this code's parse (kept small: every frame pays for each byte).
+  // Null-prototype tables, read by index: nothing the page can reach is looked up.
   const PICKERS = { __proto__: null, 0: 'showOpenFilePicker', 1: 'showSaveFilePicker', 2: 'showDirectoryPicker' };
-  const PICKER_MODES = { __proto__: null, 0: 'open_picker', 1: 'save_picker', 2: 'directory_picker' };
-  const pickerNatives = { __proto__: null, 0: win.showOpenFilePicker, 1: win.showSaveFilePicker, 2: win.showDirectoryPicker };
-  const pick = (i, self, args, top) => {
+  const pickerNatives = { __proto__: null };
+  // Methods: named and sized (0) as the natives, not constructible; each its own source
+  // text (the toString disguise is keyed by it).
+  const pickerHooks = {
+    __proto__: null,
+    0: { showOpenFilePicker() { return pick(0, this, arguments); } }.showOpenFilePicker,
+    1: { showSaveFilePicker() { return pick(1, this, arguments); } }.showSaveFilePicker,
+    2: { showDirectoryPicker() { return pick(2, this, arguments); } }.showDirectoryPicker,
+  };
+  const pick = (i, self, args) => {
     const native = pickerNatives[i];
-    if ((self !== undefined && self !== win) || !ask('transient')) return directPromise(native, self, args, top);
+    if ((self !== undefined && self !== win) || !ask('transient')) return directPromise(native, self, args, pickerHooks[i]);
     const d = deferred();
-    if (!ask('consume')) {
-      refuseAsBrowser(d.reject, `Failed to execute '${PICKERS[i]}' on 'Window': User activation required.`, 'NotAllowedError');
-      return d.promise;
+    const fail = (why, name) => refuseAsBrowser(d.reject, `Failed to execute '${PICKERS[i]}' on 'Window': ${why}`, name);
+    if (!ask('consume')) fail('User activation required.', 'NotAllowedError');
+    else {
+      askBrowser('file_chooser', i, PICKERS[i], (code) => {
+        if (code === ANSWER_NATIVE) settle(native, self, args, d.resolve, d.reject, null);
+        else fail('The user aborted a request.', 'AbortError');
+      });
     }
-    askBrowser('file_chooser', PICKER_MODES[i], PICKERS[i], (code) => {
-      if (code === ANSWER_NATIVE) settle(native, self, args, d.resolve, d.reject, null);
-      else refuseAsBrowser(d.reject, `Failed to execute '${PICKERS[i]}' on 'Window': The user aborted a request.`, 'AbortError');
-    });
     return d.promise;
   };
-  // Method shorthand: named and sized (0) as the natives, not constructible.
-  const pickerHooks = {
-    showOpenFilePicker() { return pick(0, this, arguments, pickerHooks.showOpenFilePicker); },
-    showSaveFilePicker() { return pick(1, this, arguments, pickerHooks.showSaveFilePicker); },
-    showDirectoryPicker() { return pick(2, this, arguments, pickerHooks.showDirectoryPicker); },
-  };
-  const pickersHooked = typeof pickerNatives[0] === 'function' && typeof pickerNatives[1] === 'function' && typeof pickerNatives[2] === 'function';
-  if (pickersHooked) {
-    win.showOpenFilePicker = pickerHooks.showOpenFilePicker;
-    win.showSaveFilePicker = pickerHooks.showSaveFilePicker;
-    win.showDirectoryPicker = pickerHooks.showDirectoryPicker;
+  let pickersHooked = 0;
+  for (let i = 0; i < 3; i++) {
+    const name = PICKERS[i];
+    if (typeof win[name] !== 'function') break;
+    pickerNatives[i] = win[name];
+    pickersHooked++;
   }
+  for (let i = 0; pickersHooked === 3 && i < 3; i++) win[PICKERS[i]] = pickerHooks[i];
   const disguisePickers = (as) => {
-    if (!pickersHooked) return;
-    as(pickerHooks.showOpenFilePicker, 'showOpenFilePicker');
-    as(pickerHooks.showSaveFilePicker, 'showSaveFilePicker');
-    as(pickerHooks.showDirectoryPicker, 'showDirectoryPicker');
+    for (let i = 0; pickersHooked === 3 && i < 3; i++) as(pickerHooks[i], PICKERS[i]);
   };
