@@ -83,7 +83,7 @@ const asks = {
 };
 const pilotTools = createPilot(holds);
 const recent = []; // last few dialogs, for the popup
-// Per frame, the reports waiting for the frame's URL (a sandboxed frame's): in order.
+// Per frame, what waits for the frame's URL (a sandboxed frame's reports and asks): in order.
 const frameLines = new Map();
 
 // ---- Native host ----
@@ -298,6 +298,25 @@ async function pushConfig(tabId) {
 
 const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : v);
 
+// Runs `then(url)` with the URL of the document a frame's message came from. A sandboxed
+// frame's messages name about:blank (measured): the browser's record of the frame's
+// document has its URL. What such a frame sends waits in one line, so it keeps its order.
+function inFrameLine(sender, then) {
+  const url = clip(sender.url ?? '');
+  if (!url.startsWith('about:') || !sender.frameId) return Promise.resolve(then(url));
+  const key = `${sender.tab.id}/${sender.frameId}`;
+  const line = (frameLines.get(key) ?? Promise.resolve())
+    .then(() => chrome.webNavigation.getFrame({ tabId: sender.tab.id, frameId: sender.frameId }))
+    .then((f) => (typeof f?.url === 'string' && f.url !== '' && !f.url.startsWith('about:') ? clip(f.url) : url), () => url)
+    .then(then);
+  const kept = line.catch(() => {});
+  frameLines.set(key, kept);
+  kept.then(() => {
+    if (frameLines.get(key) === kept) frameLines.delete(key);
+  });
+  return line;
+}
+
 chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   if (sender.id !== chrome.runtime.id || !msg || typeof msg !== 'object') return;
   if (msg.type === 'status') {
@@ -316,7 +335,7 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
   }
   if (msg.type === 'ask' && Object.hasOwn(asks, msg.kind)) {
     // Whatever fails here, the hook takes its kind's own safe way (content.js answers so).
-    ready.then(() => asks[msg.kind].request(msg, sender, reply)).catch(() => reply(null));
+    inFrameLine(sender, (url) => ready.then(() => asks[msg.kind].request(msg, { ...sender, url }, reply))).catch(() => reply(null));
     return true;
   }
   if (msg.type === 'settled' && Number.isSafeInteger(msg.page_request)) {
@@ -334,35 +353,19 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     return true;
   } else if (msg.type === 'dialogs' && Array.isArray(msg.reports)) {
     // Tab, frame and URLs come from the browser, never from the page.
-    const where = {
-      tab_id: sender.tab.id,
-      frame_id: sender.frameId ?? 0,
-      document_id: sender.documentId ?? null,
-      url: clip(sender.url ?? ''),
-      page_url: clip(sender.tab.url ?? ''),
-    };
-    const send = () => {
+    inFrameLine(sender, (url) => {
+      const where = {
+        tab_id: sender.tab.id,
+        frame_id: sender.frameId ?? 0,
+        document_id: sender.documentId ?? null,
+        url,
+        page_url: clip(sender.tab.url ?? ''),
+      };
       for (const r of msg.reports.slice(0, 64)) {
         if (!r || typeof r !== 'object') continue;
         report({ type: 'dialog', ...where, report: r });
       }
       if (Number.isSafeInteger(msg.folded) && msg.folded > 0) report({ type: 'folded', ...where, count: msg.folded });
-    };
-    // A sandboxed frame's messages name about:blank (measured): the browser's record of the
-    // frame's document has its URL. Its reports wait in line, so they keep their order.
-    if (!where.url.startsWith('about:') || sender.frameId === 0) return send();
-    const key = `${where.tab_id}/${where.frame_id}`;
-    const before = frameLines.get(key) ?? Promise.resolve();
-    const line = before
-      .then(() => chrome.webNavigation.getFrame({ tabId: where.tab_id, frameId: where.frame_id }))
-      .then((f) => {
-        if (f && typeof f.url === 'string' && f.url !== '' && !f.url.startsWith('about:')) where.url = clip(f.url);
-      })
-      .catch(() => {})
-      .then(send);
-    frameLines.set(key, line);
-    line.then(() => {
-      if (frameLines.get(key) === line) frameLines.delete(key);
     });
   }
 });

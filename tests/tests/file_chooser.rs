@@ -304,7 +304,7 @@ async fn a_hostile_page_sees_no_call_of_ours_and_a_flood_is_counted() -> anyhow:
 /// input's functions are the browser's own.
 const WATCH: &str = "<!doctype html><title>watch</title><input type=file id=f><button id=b>b</button>
 <script>window.seen = []; window.got = [];
-  for (const t of ['click', 'input', 'change', 'cancel', 'focus', 'blur']) addEventListener(t, (e) => {
+  for (const t of ['click', 'input', 'change', 'cancel']) addEventListener(t, (e) => {
     if (e.target.id === 'f') got.push([e.type, e.isTrusted, e.bubbles, e.cancelable, e.composed, e.eventPhase, f.files.length, f.value]);
   }, true);
   document.getElementById('b').onclick = () => seen.push('click');

@@ -107,6 +107,23 @@ async fn with_the_pilot_off_the_browser_prints() -> anyhow::Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_sandboxed_frames_print_is_recorded_with_the_frames_own_url() -> anyhow::Result<()> {
+    let s = session(true).await?;
+    // Such a frame's messages name about:blank; the record must name the frame's document.
+    let frame = s.web.page("/sandboxed-receipt", "<!doctype html><title>receipt</title>", &[]);
+    s.page_value(&format!(
+        "new Promise((done) => {{ const f = document.createElement('iframe');
+           f.sandbox = 'allow-scripts allow-same-origin allow-modals'; f.src = {};
+           f.onload = () => done(String(f.contentWindow.print())); document.body.append(f); }})",
+        json!(frame)
+    ))
+    .await?;
+    let r = &s.closed_records("print", 1).await?[0];
+    assert_eq!((r["url"].as_str(), r["decided_by"].as_str()), (Some(frame.as_str()), Some("default_policy")), "{r}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn another_sites_frame_under_a_strict_csp() -> anyhow::Result<()> {
     let other = WebServer::other_site()?;
     let widget = other.page(
