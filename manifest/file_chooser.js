@@ -102,7 +102,8 @@ export function createFileChoosers(prompts, holds) {
     // A chooser the session intercepted (`params`: backendNodeId, frameId, mode).
     async opened(target, params) {
       const { backendNodeId, frameId } = params;
-      // A File System Access picker has no node: the browser already refused it itself.
+      // A File System Access picker has no node (the page hook answers pickers; one that
+      // reaches the browser, pilot off, is never intercepted).
       if (!Number.isInteger(backendNodeId) || typeof frameId !== 'string') return;
       const w = windows.get(targetKey(target));
       if (w?.mine && w.node === backendNodeId) {

@@ -258,9 +258,16 @@ fn held_rule(kind: Kind, accept: bool) -> (String, &'static str) {
     (what.to_string(), if accept { accepted } else { refused })
 }
 
-/// Why the agent cannot accept a held prompt of `kind` as it tried (`None`: it can).
-pub fn accept_refused(kind: Kind, id: u64, carrying: bool) -> Option<String> {
-    match kind {
+/// Why the agent cannot accept the held prompt `held` as it tried (`None`: it can).
+pub fn accept_refused(held: &DialogRecord, carrying: bool) -> Option<String> {
+    let id = held.id;
+    match held.kind {
+        Kind::FileChooser if matches!(&held.details, Some(super::record::Details::FileChooser(d)) if d.mode.ends_with("_picker")) => {
+            Some(format!(
+                "Dialog {id} is a File System Access picker: no protocol gives a picker files, so it can only be \
+refused as a person's cancel; send accept: false. (A page's <input type=file> takes files.)"
+            ))
+        }
         Kind::Auth if !carrying => Some(format!(
             "Dialog {id} is an HTTP auth challenge: accept it with username and password, or send accept: false to \
 cancel it (the page gets the 401)."
@@ -275,14 +282,6 @@ DeviceAccess domain), so it can only be cancelled; send accept: false."
         )),
         _ => None,
     }
-}
-
-/// Why a held File System Access picker cannot be accepted.
-pub fn picker_takes_no_files(id: u64) -> String {
-    format!(
-        "Dialog {id} is a File System Access picker: no protocol gives a picker files, so it can only be refused as \
-a person's cancel; send accept: false. (A page's <input type=file> takes files.)"
-    )
 }
 
 /// The end of a held prompt's explanation when the answer did not reach it.

@@ -176,7 +176,7 @@ dialog, which waits for a person); a person must switch the pilot on (`unmodal p
 impl FileChooserAsk {
     /// What of `files` this input takes, each still what was checked (a regular file, or
     /// for a folder input one directory, not a symlink), and a note on what it left out.
-    pub(super) fn pick(&self, files: &[PathBuf]) -> Result<(Vec<PathBuf>, String), String> {
+    fn pick(&self, files: &[PathBuf]) -> Result<(Vec<PathBuf>, String), String> {
         let take = if self.folder() || self.mode == "single" { 1 } else { files.len() };
         let given: Vec<PathBuf> = files.iter().take(take).cloned().collect();
         for f in &given {

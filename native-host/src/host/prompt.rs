@@ -251,15 +251,7 @@ impl State {
     ) -> Result<ToBrowser, ToolError> {
         let h = &mut self.held[pos];
         let kind = h.record.kind;
-        if accept
-            && let Some(Details::FileChooser(d)) = &h.record.details
-            && d.mode.ends_with("_picker")
-        {
-            return Err(ToolError::new(ErrorCode::InvalidParams, explain::picker_takes_no_files(h.record.id)));
-        }
-        if accept
-            && let Some(why) =
-                explain::accept_refused(kind, h.record.id, matches!(with, With::Login(_) | With::Files(_)))
+        if accept && let Some(why) = explain::accept_refused(&h.record, matches!(with, With::Login(_) | With::Files(_)))
         {
             return Err(ToolError::new(ErrorCode::InvalidParams, why));
         }
