@@ -97,9 +97,10 @@ async fn cross_origin_frames_get_the_tabs_rules() -> anyhow::Result<()> {
             &[],
         );
         let top = format!(
-            "<!doctype html><title>shop</title><iframe id=w src='{child}'></iframe>
-             <script>window.ask = () => new Promise((done) => {{ onmessage = (e) => done(e.data); w.contentWindow.postMessage('go', '*'); }});
-             window.loaded = new Promise((done) => w.onload = done);</script>"
+            "<!doctype html><title>shop</title>
+             <script>let frameLoaded; window.loaded = new Promise((done) => frameLoaded = done);</script>
+             <iframe id=w onload='frameLoaded()' src='{child}'></iframe>
+             <script>window.ask = () => new Promise((done) => {{ onmessage = (e) => done(e.data); w.contentWindow.postMessage('go', '*'); }});</script>"
         );
         let url = s.open("/shop", &top, &[]).await?;
         s.enable_pilot().await?;

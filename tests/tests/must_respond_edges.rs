@@ -71,9 +71,11 @@ async fn dialogs_in_same_and_cross_origin_frames_are_held() -> anyhow::Result<()
     let other = unmodal_e2e::web::WebServer::other_site()?;
     let child = other.page("/widget", "<!doctype html><script>onmessage = () => { window.got = confirm('Pay from the widget?'); parent.postMessage(String(window.got), '*'); };</script>", &[]);
     let top = format!(
-        "<!doctype html><title>shop</title><iframe id=same srcdoc='<p>inner</p>'></iframe><iframe id=w src='{child}'></iframe>
-         <script>window.loaded = Promise.all([same, w].map((f) => new Promise((d) => f.onload = d)));
-         onmessage = (e) => window.fromWidget = e.data;</script>"
+        "<!doctype html><title>shop</title>
+         <script>let loads = 0, allLoaded; window.loaded = new Promise((d) => allLoaded = d);
+         window.frameLoaded = () => ++loads === 2 && allLoaded();</script>
+         <iframe id=same onload='frameLoaded()' srcdoc='<p>inner</p>'></iframe><iframe id=w onload='frameLoaded()' src='{child}'></iframe>
+         <script>onmessage = (e) => window.fromWidget = e.data;</script>"
     );
     let (s, url) = held_session("/shop", &top).await?;
     s.page.eval("loaded").await?;

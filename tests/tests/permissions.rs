@@ -4,6 +4,7 @@
 //! The browser itself grants or refuses (the extension sets its content setting first), so a
 //! denied call fails with exactly the browser's own error and permissions.query agrees.
 
+use anyhow::Context;
 use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::browser::{Browser, Options};
@@ -255,11 +256,15 @@ async fn a_frame_from_another_site() -> anyhow::Result<()> {
     );
     let top = format!(
         "<!doctype html><title>host</title>
-         <iframe id=a allow='camera; microphone; geolocation; clipboard-read' src='{child}'></iframe>
-         <iframe id=b src='{child}'></iframe>
          <script>
-           const loaded = (f) => new Promise((done) => f.onload = done);
-           window.ready = Promise.all([loaded(a), loaded(b)]);
+           // Counted by the frames' own onload attributes: no load can come before them.
+           let loads = 0, allLoaded;
+           window.ready = new Promise((done) => allLoaded = done);
+           window.frameLoaded = () => ++loads === 2 && allLoaded();
+         </script>
+         <iframe id=a onload='frameLoaded()' allow='camera; microphone; geolocation; clipboard-read' src='{child}'></iframe>
+         <iframe id=b onload='frameLoaded()' src='{child}'></iframe>
+         <script>
            window.inFrame = (f, code) => new Promise((done) => {{
              onmessage = (e) => done(e.data); f.contentWindow.postMessage(code, '*'); }});
          </script>"
@@ -267,7 +272,9 @@ async fn a_frame_from_another_site() -> anyhow::Result<()> {
     let s = session("/host", &top, &[], true).await?;
     s.agent.ok("interact", rule(json!({"once": false, "permission": "camera"}))).await?;
     let code = serde_json::to_string(CAMERA)?;
-    assert_eq!(s.page_value(&format!("ready.then(() => inFrame(a, {code}))")).await?, json!(["ok", 1]));
+    s.page_value("ready").await.context("the two frames did not load")?;
+    let granted = s.page_value(&format!("inFrame(a, {code})")).await.context("the allowed frame's camera call")?;
+    assert_eq!(granted, json!(["ok", 1]));
     let refused = s.page_value(&format!("inFrame(b, {code})")).await?;
     assert_eq!(
         refused.as_array().map(|a| a[..4].to_vec()),
