@@ -16,6 +16,7 @@ import { createDownloads } from './downloads.js';
 import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
 import { createStalled } from './stalled.js';
+import { createSandbox } from './sandbox.js';
 
 const HOST = 'dev.unmodal.host';
 const PILOT_SCRIPT = 'unmodal-pilot';
@@ -82,6 +83,8 @@ const asks = {
   file_chooser: heldInPage('file_chooser', (what) => ({ mode: ['open_picker', 'save_picker', 'directory_picker'][what] ?? 'open_picker' })),
 };
 const pilotTools = createPilot(holds);
+// Sandboxes a document cannot see of itself (CSP headers, other origins' owner elements).
+const sandbox = createSandbox();
 const recent = []; // last few dialogs, for the popup
 // Per frame, what waits for the frame's URL (a sandboxed frame's reports and asks): in order.
 const frameLines = new Map();
@@ -348,8 +351,14 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     return;
   }
   if (msg.type === 'hello') {
-    // Once this worker knows the pilot's state (it reads it as it starts).
-    ready.then(() => reply({ type: 'config', config: configFor(sender.tab.id) }));
+    // Once this worker knows the pilot's state (it reads it as it starts). With the config
+    // goes what the frame cannot see of its own sandbox (sandbox.js); a frame that says hello
+    // is another origin's (or opaque): its rules wait for its owner element to be read, so
+    // both come together (until then the default answers as such a sandbox does).
+    const tabId = sender.tab.id;
+    const sandboxed = inFrameLine(sender, (url) => sandbox.blocksModals(sender, url, msg.index));
+    Promise.all([ready, sandboxed.catch(() => false)])
+      .then(([, blocks]) => reply({ type: 'config', config: configFor(tabId), sandboxed: blocks }));
     return true;
   } else if (msg.type === 'dialogs' && Array.isArray(msg.reports)) {
     // Tab, frame and URLs come from the browser, never from the page.

@@ -40,7 +40,7 @@
   };
 
   // What same-origin child frames read and call (this world only).
-  const bridge = { config: null, apply: null, pilot: null };
+  const bridge = { config: null, apply: null, pilot: null, sandboxed: null };
   globalThis.__unmodalBridge = bridge;
 
   let parent; // the parent frame's bridge, if same-origin (found below)
@@ -126,21 +126,25 @@
   };
 
   // Is this document, or a frame it is in, sandboxed without `allow-modals` (the browser
-  // then shows it no dialog)? Read from the frame elements of same-origin ancestors, in this
-  // world (the page's prototypes never run); an owner we cannot see (another origin's, an
-  // opaque frame's) or a CSP sandbox is not known here (README, limits).
+  // then shows it no dialog)? Read, in this world (the page's prototypes never run), from
+  // the owner element and the same-origin parent's own answer; what only the worker sees (a
+  // CSP header, an owner element in another origin's document) it tells a frame that says
+  // hello (sandbox.js).
+  let told = false;
   const modalsSandboxed = () => {
+    if (told) return true;
     try {
-      for (let w = window; ; w = w.parent) {
-        const owner = w.frameElement;
-        if (!owner) return false;
-        const tokens = owner.getAttribute('sandbox');
-        if (tokens !== null && !tokens.toLowerCase().split(/[\t\n\f\r ]+/).includes('allow-modals')) return true;
-      }
+      const owner = window.frameElement;
+      if (!owner) return false;
+      const tokens = owner.getAttribute('sandbox');
+      if (tokens !== null && !tokens.toLowerCase().split(/[\t\n\f\r ]+/).includes('allow-modals')) return true;
+      const up = window.parent.__unmodalBridge;
+      return !!up && typeof up.sandboxed === 'function' && up.sandboxed() === true;
     } catch {
       return false;
     }
   };
+  bridge.sandboxed = modalsSandboxed;
 
   // A batch: { reports: {length, 0: …}, folded: n } (a list without a prototype in the
   // page's world, a plain object here). Page-made data, checked for shape and size before
@@ -185,6 +189,7 @@
   };
 
   const fromWorker = (msg) => {
+    if (msg && msg.sandboxed === true) told = true;
     if (msg && typeof msg.config === 'string') apply(msg.config);
   };
   function onMessage(msg, _sender, reply) {
@@ -225,6 +230,19 @@
       bridge.config = config;
     }
   } else {
-    runtime().sendMessage({ type: 'hello' }).then(fromWorker, () => {});
+    // A frame says which of its parent's windows it is: the worker reads its owner element
+    // by that (sandbox.js).
+    let index = -1;
+    try {
+      for (let i = 0; up !== window && i < up.length; i++) {
+        if (up[i] === window) {
+          index = i;
+          break;
+        }
+      }
+    } catch {
+      index = -1;
+    }
+    runtime().sendMessage({ type: 'hello', index }).then(fromWorker, () => {});
   }
 })();

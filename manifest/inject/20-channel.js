@@ -1,6 +1,6 @@
   // @needs win, apply, NewCustomEvent, dispatchEvent, addEventListener, detailOf, queueMicrotask
   // @needs getOwnPropertyDescriptor, deleteProperty, HANDOFF, engine, config, load, buildEngine
-  // @gives secret, toIsolated, admit, post, fold, ask, boot
+  // @gives secret, toIsolated, admit, post, fold, ask, boot, configs
   // ---- Secret channel to content.js (ISOLATED world) ----
   // A random UUID (122 bits) names the channel's events: the page cannot listen to or forge
   // a name it cannot guess. This script runs first (listed first) and leaves the secret at the head of
@@ -81,10 +81,12 @@
   const PILOT_ON_STANDIN = 'U1E1S';
   // A config from content.js (or the debugger's new-document script). A string is all a
   // page-realm value may be here: nothing else is read from it.
+  let configs = 0; // how many came: a new one may come with news (35-no-dialog asks again)
   const configure = (cfg) => {
     if (typeof cfg !== 'string' || cfg.length === 0) return;
     if (cfg === PILOT_ON_STANDIN && config !== null) return;
     config = cfg;
+    configs += 1;
     if (engine !== null) load(cfg);
   };
   // A question to content.js, answered before dispatchEvent returns: yes is the event

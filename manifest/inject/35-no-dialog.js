@@ -1,4 +1,4 @@
-  // @needs win, apply, getterOf, eventType, ask
+  // @needs win, apply, getterOf, eventType, ask, configs
   // @gives noDialogReason
   // ---- Where the browser shows no dialog ----
   // The browser returns at once, showing nothing (alert undefined, confirm false, prompt
@@ -13,7 +13,8 @@
   const parentOf = getterOf(win, 'parent');
   const currentEventOf = getterOf(win, 'event');
   const DISMISSAL = { __proto__: null, beforeunload: true, pagehide: true, unload: true };
-  let sandboxed;
+  let sandboxed = false;
+  let askedAt = -1;
   // 'detached', 'unloading', 'sandboxed' or null (the browser would show the dialog).
   const noDialogReason = () => {
     if (parentOf !== null && apply(parentOf, win, []) === null) return 'detached';
@@ -21,7 +22,11 @@
       const event = apply(currentEventOf, win, []);
       if (event !== undefined && event !== null && DISMISSAL[apply(eventType, event, [])] === true) return 'unloading';
     }
-    // Fixed for the document's life (the flags come with its navigation): asked once.
-    if (sandboxed === undefined) sandboxed = ask('sandboxed');
+    // Fixed for the document's life (the flags come with its navigation), but what only the
+    // worker sees comes with a config: asked again after a new one.
+    if (sandboxed !== true && askedAt !== configs) {
+      askedAt = configs;
+      sandboxed = ask('sandboxed');
+    }
     return sandboxed ? 'sandboxed' : null;
   };
