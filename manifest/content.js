@@ -243,6 +243,20 @@
     } catch {
       index = -1;
     }
+    // The first, empty document of a window a same-origin page opened: the opener may call
+    // its dialogs at once, before the worker answers. The new tab has the opener's rules and
+    // policy (host/opener.rs), so it starts from the opener's config.
+    if (up === window && location.href === 'about:blank') {
+      try {
+        const from = window.opener ? window.opener.__unmodalBridge : undefined;
+        if (from && typeof from.config === 'string') {
+          config = from.config;
+          bridge.config = config;
+        }
+      } catch {
+        // cross-origin opener
+      }
+    }
     runtime().sendMessage({ type: 'hello', index }).then(fromWorker, () => {});
   }
 })();

@@ -113,3 +113,39 @@ async fn a_tab_opened_by_a_tab_starts_with_its_rules() -> Result<()> {
 async fn under_must_respond_even_the_first_inline_script_meets_them() -> Result<()> {
     opened_tab_inherits(Some("must_respond")).await
 }
+
+/// A page opens an empty window and calls its dialogs at once (before any message could
+/// reach the new tab): the opener's rule answers them, as it answers the opener's own, and
+/// they are recorded for the new tab. Without Unmodal the browser shows them there.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_window_used_at_once_meets_the_openers_rules() -> Result<()> {
+    let s = Session::start().await?;
+    let app = "<!doctype html><title>app</title><button id=open onclick=\"const w = window.open(''); \
+               window.got = [typeof w.alert('a'), w.confirm('c'), w.prompt('p', 'd')]\">Open</button>";
+    s.open("/app", app, &[]).await?;
+    s.enable_pilot().await?;
+    s.agent
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "all", "text": "RULE", "once": false}),
+        )
+        .await?;
+    let mine = s.agent.ok("observe", json!({"what": "tabs"})).await?["tracked_tab"].clone();
+    s.page.click("#open").await?;
+    assert_eq!(value_of(&s.page, "window.got ?? null").await?, json!(["undefined", true, "RULE"]));
+    let recs = eventually(LIMIT, "the new tab's three records", || async {
+        let tabs = s.agent.ok("observe", json!({"what": "tabs"})).await?;
+        let Some(id) = tabs["tabs"].as_array().into_iter().flatten().map(|t| t["id"].clone()).find(|id| *id != mine)
+        else {
+            return Ok(None);
+        };
+        let v = s.agent.ok("observe", json!({"what": "dialogs", "tab_id": id})).await?;
+        let recs: Vec<Value> = v["recent_dialogs"].as_array().into_iter().flatten().cloned().collect();
+        Ok((recs.len() >= 3).then_some(recs))
+    })
+    .await?;
+    for r in &recs {
+        assert_eq!((r["decided_by"].as_str(), r["rule_id"].is_null()), (Some("rule"), false), "{r}");
+    }
+    Ok(())
+}
