@@ -232,3 +232,42 @@ async fn window_status_keeps_no_trace_of_the_hand_over() -> anyhow::Result<()> {
     assert_eq!(d["message"].as_str(), Some("after"));
     Ok(())
 }
+
+// The hook asks the page's other frames whether one is going away (Chromium then shows no
+// dialog in any): it reads each window's frames below its own `length`, never past it, where
+// the page's `Object.prototype` answers. The page traps indices, `Event.prototype.type` and,
+// in a second document, `window.length` itself before the first dialog.
+const FRAME_WALK: &str = r#"<!doctype html><title>frames</title>
+<iframe srcdoc="<p>a"></iframe><iframe srcdoc="<p>b"></iframe>
+<script>
+  window.caught = '';
+  for (const k of ['0', '1', '2', '3']) {
+    Object.defineProperty(Object.prototype, k, { configurable: true, get() { caught += 'index ' + k + '; '; } });
+  }
+  Object.defineProperty(Event.prototype, 'type', { configurable: true, get() { caught += 'type; '; return 'pagehide'; } });
+  if (location.search === '?length') {
+    Object.defineProperty(window, 'length', { configurable: true, get() { caught += 'length; '; return 4; } });
+  }
+</script>"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_walk_over_the_pages_frames_reads_nothing_the_page_controls() -> anyhow::Result<()> {
+    let (s, _) = Session::with_pilot("/frames", FRAME_WALK).await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "confirm", "once": false}))
+        .await?;
+    let answer = "[confirm('top?'), frames[0].confirm('frame?'), frames[1].confirm('other frame?')]";
+    for path in ["/frames", "/frames?length"] {
+        s.page.goto(&format!("{}{path}", s.web.origin)).await?;
+        // Inside a real event handler too: the page's own `click`, not a going-away event.
+        let v = s
+            .page_value(&format!(
+                "(() => {{ let r; addEventListener('click', () => r = {answer}, {{ once: true }}); \
+                                        document.body.click(); return r; }})()"
+            ))
+            .await?;
+        assert_eq!(v, json!([true, true, true]), "{path}: the rule answers, nothing is taken as going away");
+        assert_eq!(s.page_value("caught").await?, json!(""), "{path}: the page's traps saw the hook at work");
+    }
+    Ok(())
+}
