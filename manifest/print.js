@@ -29,6 +29,13 @@ export function createPrints(prompts, pilotOn, holds, toHost) {
   return {
     request(msg, sender, reply) {
       const fields = { tab_id: sender.tab.id, frame_id: sender.frameId, url: String(sender.url ?? '') };
+      // Where the browser shows no preview (a sandbox without allow-modals, a document going
+      // away, a removed frame), the hook let its print() do nothing: recorded as that.
+      const notShown = /^no_dialog:(sandboxed|unloading|detached)$/.exec(msg.method);
+      if (notShown) {
+        prompts.native('print', { ...fields, no_dialog: notShown[1] });
+        return reply('native');
+      }
       if (!pilotOn()) {
         prompts.native('print', fields);
         return reply('native');

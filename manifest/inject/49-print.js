@@ -1,4 +1,4 @@
-  // @needs win, apply, pageUrl, natives, engine, boot, askBrowser, checkWindow
+  // @needs win, apply, pageUrl, natives, engine, boot, askBrowser, checkWindow, noDialogReason
   // @gives printHook
   // ---- Print: window.print() in any frame ----
   // In headless Chromium print() returns but its job never ends: `afterprint` never comes,
@@ -14,6 +14,13 @@
   const printHook = {
     print() {
       checkWindow(this, printHook.print);
+      // Where the browser shows no dialog it shows no preview either: its own print() does
+      // nothing there, whatever the rules; told, not asked.
+      const reason = noDialogReason();
+      if (reason !== null) {
+        askBrowser('print', pageUrl(), 'no_dialog:' + reason, () => {});
+        return apply(natives.print, win, []);
+      }
       if (engine === null) boot();
       askBrowser('print', pageUrl(), 'print', () => {});
       // Pilot on: answered here, as a person's cancel; the browser's print() never runs.

@@ -246,6 +246,33 @@ fn serve(web: &WebServer, away: &WebServer) -> Vec<Case> {
         leaves: false,
         trigger: Some("document.querySelector('iframe').remove()".into()),
     });
+    // print(): no preview where no dialog shows; the browser's own print() does nothing (an
+    // accepted print would fire the page's beforeprint and afterprint).
+    const PRINTS: &str = "(() => { let events = 0; for (const t of ['beforeprint', 'afterprint']) addEventListener(t, () => events++); \
+                          return [typeof print(), events]; })()";
+    cases.push(framed(
+        "print-sandboxed",
+        "/frame/printing",
+        "sandbox='allow-scripts allow-same-origin'",
+        on_go(&store("print-sandboxed", PRINTS)),
+        false,
+    ));
+    web.page(
+        "/case/print-leaving",
+        &format!(
+            "<!doctype html><title>case</title><script>addEventListener('pagehide', () => {{ {} }});
+               window.ready = true;</script>",
+            store("print-leaving", PRINTS),
+        ),
+        &[("Cache-Control", "no-store")],
+    );
+    cases.push(Case {
+        name: "print-leaving",
+        path: "/case/print-leaving".into(),
+        shows: false,
+        leaves: true,
+        trigger: Some(leave.clone()),
+    });
     page("/case/detached", "<script>window.ready = true;</script>".into());
     let detached = "(() => { const f = document.createElement('iframe'); document.documentElement.append(f);
         const w = f.contentWindow; f.remove(); return [typeof w.alert('a'), w.confirm('c'), w.prompt('p', 'd')]; })()";
@@ -359,6 +386,7 @@ async fn ours(config: &str, cases: &[Case], away: &WebServer) -> anyhow::Result<
         .filter(|(c, ran)| ran.is_some() && !c.shows)
         .map(|(c, _)| match c.name {
             "detached" => 0,
+            "print-sandboxed" | "print-leaving" => 1,
             "parent-during-unload" => 2,
             _ if c.leaves => 2,
             _ => 3,
@@ -410,7 +438,13 @@ async fn where_the_browser_shows_no_dialog_the_page_gets_what_the_browser_gives(
     let theirs = baseline(&web, &away.origin, &cases).await?;
     // The cases do what they claim in a browser without Unmodal.
     for (c, v) in cases.iter().zip(&theirs) {
-        let expected = if c.shows { json!(["undefined", true, "RULE"]) } else { json!(["undefined", false, null]) };
+        let expected = if c.name.starts_with("print") {
+            json!(["undefined", 0])
+        } else if c.shows {
+            json!(["undefined", true, "RULE"])
+        } else {
+            json!(["undefined", false, null])
+        };
         assert_eq!(v, &expected, "case {} without Unmodal", c.name);
     }
     let mut differs = Vec::new();

@@ -82,6 +82,16 @@ rule with accept: true prints the page to a PDF file",
         }
     }
 
+    fn not_shown(&self) -> Option<String> {
+        self.no_dialog.map(|why| {
+            format!(
+                "print() not shown: {}, where the browser shows no print preview; the browser's own print() ran and \
+did nothing, as without Unmodal (no rule or policy applies)",
+                why.why()
+            )
+        })
+    }
+
     fn pilot_off(&self) -> String {
         "AI Web Pilot is off: the browser's own print() ran (headless: a print job that never ends and blocks PDF \
 printing until the page navigates; headful: the preview, which blocks the page's script until a person closes \
@@ -197,6 +207,22 @@ mod tests {
         std::fs::write(&to, b"kept").unwrap();
         feed(&mut s, json!({"type":"print_pdf","tab_id":3,"id":7,"data":"JVBERi0xLjQK"})).unwrap();
         assert_eq!(std::fs::read(&to).unwrap(), b"kept");
+    }
+
+    #[test]
+    fn a_print_the_browser_shows_nothing_for_is_recorded_as_its_own_whatever_the_policy() {
+        let mut s = super::super::state::tests::state_with(Policy::AutoAccept);
+        let ask = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":1,"url":"http://a/f","native":true,
+                         "no_dialog":"sandboxed"});
+        let out = to_json(&feed(&mut s, ask).unwrap());
+        assert_eq!(out.len(), 1, "recorded, nothing answered or printed: {out:?}");
+        let rec = s.history.iter().last().unwrap();
+        assert_eq!((rec.decided_by, rec.closed_by, rec.accepted), (DecidedBy::Browser, Some(DecidedBy::Browser), None));
+        assert!(rec.explanation.contains("sandboxed without allow-modals"), "{}", rec.explanation);
+        assert!(s.print_jobs.is_empty());
+        let bad = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":2,"url":"http://a/f","native":true,
+                         "no_dialog":"because"});
+        assert!(feed(&mut s, bad).is_err());
     }
 
     #[test]

@@ -112,6 +112,10 @@ pub(super) trait PromptKind {
     }
     /// Why it is left to the browser while the pilot is off.
     fn pilot_off(&self) -> String;
+    /// Left to the browser (sent `native`) because it shows nothing here: why, in words.
+    fn not_shown(&self) -> Option<String> {
+        None
+    }
     /// Pilot off, the browser's own prompt stays open until the request ends (auth).
     fn open_until_done(&self) -> bool {
         false
@@ -155,7 +159,9 @@ impl State {
         if waits && self.held.len() >= MAX_HELD {
             return Ok(vec![answer(self, PromptDecision::Refuse, With::Nothing, 0)]);
         }
+        let not_shown = if m.native { k.not_shown() } else { None };
         let (by, why, rule) = match &verdict {
+            None if not_shown.is_some() => (DecidedBy::Browser, not_shown.unwrap_or_default(), None),
             None => (DecidedBy::PilotOff, k.pilot_off(), None),
             Some(Verdict::Hold { why }) => (DecidedBy::Agent, why.clone(), None),
             Some(Verdict::Answer { by, why, rule, .. }) => (*by, why.clone(), *rule),
@@ -176,6 +182,7 @@ impl State {
             },
             closed_by: match verdict {
                 _ if open => None,
+                None if by == DecidedBy::Browser => Some(DecidedBy::Browser),
                 None => Some(DecidedBy::Remote),
                 Some(_) => Some(by),
             },

@@ -508,9 +508,13 @@ pub struct DownloadAsk {
     pub size: i64,
 }
 
-/// A print carries nothing of its own: the frame and its URL say which.
+/// A print: the frame and its URL say which. `no_dialog`: the browser shows no preview
+/// there, and its own print() did nothing (sent with `native`).
 #[derive(Debug, Deserialize)]
-pub struct PrintAsk {}
+pub struct PrintAsk {
+    #[serde(default)]
+    pub no_dialog: Option<NoDialog>,
+}
 
 #[derive(Debug, Deserialize)]
 pub struct PromptResult {
