@@ -115,6 +115,9 @@
       if (consumeActivation()) event.preventDefault();
     } else if (q === 'sandboxed') {
       if (modalsSandboxed()) event.preventDefault();
+    } else if (q === 'news') {
+      // Is the worker's answer to this frame's hello (its sandbox, its rules) still to come?
+      if (awaiting) event.preventDefault();
     } else if (q && typeof q === 'object' && Number.isSafeInteger(q.request) && typeof q.kind === 'string') {
       event.preventDefault();
       onAsk(q);
@@ -131,6 +134,7 @@
   // CSP header, an owner element in another origin's document) it tells a frame that says
   // hello (sandbox.js).
   let told = false;
+  let awaiting = false; // this frame's hello is not answered yet
   const modalsSandboxed = () => {
     if (told) return true;
     try {
@@ -257,6 +261,17 @@
         // cross-origin opener
       }
     }
-    runtime().sendMessage({ type: 'hello', index }).then(fromWorker, () => {});
+    awaiting = true;
+    runtime()
+      .sendMessage({ type: 'hello', index })
+      .then(
+        (msg) => {
+          fromWorker(msg);
+          awaiting = false;
+        },
+        () => {
+          awaiting = false;
+        },
+      );
   }
 })();

@@ -1,6 +1,6 @@
   // @needs win, apply, NewCustomEvent, dispatchEvent, addEventListener, detailOf, queueMicrotask
   // @needs getOwnPropertyDescriptor, deleteProperty, HANDOFF, engine, config, load, buildEngine
-  // @gives secret, toIsolated, admit, post, fold, ask, boot, configs
+  // @gives secret, toIsolated, admit, post, fold, ask, boot, configs, fromDebugger
   // ---- Secret channel to content.js (ISOLATED world) ----
   // A random UUID (122 bits) names the channel's events: the page cannot listen to or forge
   // a name it cannot guess. This script runs first (listed first) and leaves the secret at the head of
@@ -111,6 +111,7 @@
   // A tab under a dialog policy also gets its config from the debugger session's
   // new-document script, which runs before this file: no page script has run, none sees it.
   const handed = getOwnPropertyDescriptor(win, HANDOFF);
+  const fromDebugger = handed !== undefined;
   if (handed !== undefined) {
     deleteProperty(win, HANDOFF);
     configure(handed.value);

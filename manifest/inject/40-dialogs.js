@@ -1,6 +1,6 @@
   // @needs win, apply, charCodeAt, fromCharCode, sliceString, natives
   // @needs MAX_MESSAGE, pageUrl, KIND_NAMES, BY_NAMES, BY_POLICY, engine, io, boot, post
-  // @needs withoutOwnFrames, bindingError, checkWindow, noDialogReason
+  // @needs withoutOwnFrames, bindingError, checkWindow, noDialogReason, ask, fromDebugger
   // @gives handle, decisionReport
   // ---- Decisions ----
   let seq = 0;
@@ -44,6 +44,7 @@
     };
   };
 
+  let newsCame = false; // content.js has the worker's answer to its hello
   function handle(kind, self, args, fn) {
     checkWindow(self, fn);
     const message = kind === 0
@@ -90,6 +91,13 @@
     // must_respond: the browser's dialog opens and the service worker's debugger session
     // holds it for the agent and reports it; the page gets exactly the agent's answer.
     if (outcome === 0 && ((packed >>> 2) & 3) === BY_POLICY) return apply(natives[KIND_NAMES[kind]], win, nativeArgs);
+    // Accepted, in a document whose config came from the debugger (a tab under a policy)
+    // before the worker's news of its sandbox (35-no-dialog): the browser's own dialog, which
+    // it does not show in such a sandbox, and the debugger session answers as the policy says.
+    if (outcome === 1 && fromDebugger && !newsCame) {
+      if (ask('news')) return apply(natives[KIND_NAMES[kind]], win, nativeArgs);
+      newsCame = true;
+    }
     const accepted = outcome === 1;
     let value;
     if (kind === 1) value = accepted;
