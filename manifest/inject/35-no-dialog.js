@@ -41,14 +41,18 @@
     }
     return false;
   };
+  let topWin = null; // this frame's top window: fixed while the frame is there
   const pageDismissing = () => {
     if (topOf === undefined) {
       topOf = getterOf(win, 'top');
       lengthOf = lateNative(getterOf(win, 'length'), 'get length', fnProto);
+      if (topOf !== null) topWin = apply(topOf, win, []);
     }
-    if (topOf === null || lengthOf === null) return false;
+    if (topWin === null || lengthOf === null) return false;
+    // A page of one frame, the usual case: nobody else to ask.
+    if (topWin === win && apply(lengthOf, win, []) === 0) return false;
     budget = 64;
-    return anyDismissing(apply(topOf, win, []));
+    return anyDismissing(topWin);
   };
   // 'detached', 'unloading', 'sandboxed' or null (the browser would show the dialog).
   const noDialogReason = () => {
