@@ -4,8 +4,9 @@
   // The browser returns at once, showing nothing (alert undefined, confirm false, prompt
   // null), from a window whose frame is gone, from a document sandboxed without
   // `allow-modals`, and while the document, or another frame of its page, dispatches
-  // beforeunload, pagehide or unload (Chromium's page dismissal). The hook gives the page exactly that there, before any
-  // rule or policy, and reports why: the page sees what it sees without Unmodal.
+  // beforeunload, pagehide or unload (Chromium's page dismissal). The hook gives the page
+  // exactly that there, before any rule or policy, and reports why: the page sees what it
+  // sees without Unmodal.
   //
   // Start-up cost: two getters read off the window (own properties of an object that
   // exists); the sandbox is asked of content.js, whose world the page cannot reach, on a
