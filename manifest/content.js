@@ -40,7 +40,7 @@
   };
 
   // What same-origin child frames read and call (this world only).
-  const bridge = { config: null, apply: null, pilot: null, sandboxed: null };
+  const bridge = { config: null, apply: null, pilot: null, sandboxed: null, childSandboxed: null };
   globalThis.__unmodalBridge = bridge;
 
   let parent; // the parent frame's bridge, if same-origin (found below)
@@ -135,13 +135,16 @@
   // hello (sandbox.js).
   let told = false;
   let awaiting = false; // this frame's hello is not answered yet
+  const ownerBlocks = (owner) => {
+    const tokens = owner.getAttribute('sandbox');
+    return tokens !== null && !tokens.toLowerCase().split(/[\t\n\f\r ]+/).includes('allow-modals');
+  };
   const modalsSandboxed = () => {
     if (told) return true;
     try {
       const owner = window.frameElement;
       if (!owner) return false;
-      const tokens = owner.getAttribute('sandbox');
-      if (tokens !== null && !tokens.toLowerCase().split(/[\t\n\f\r ]+/).includes('allow-modals')) return true;
+      if (ownerBlocks(owner)) return true;
       const up = window.parent.__unmodalBridge;
       return !!up && typeof up.sandboxed === 'function' && up.sandboxed() === true;
     } catch {
@@ -149,6 +152,18 @@
     }
   };
   bridge.sandboxed = modalsSandboxed;
+  // Asked by the worker for a child of another origin (or an opaque one), which cannot read
+  // its owner element: does this document, or the element holding its child window number
+  // `index`, block that child's dialogs?
+  bridge.childSandboxed = (index) => {
+    if (modalsSandboxed()) return true;
+    const child = window[index];
+    if (!child) return false;
+    for (const el of document.querySelectorAll('iframe, frame')) {
+      if (el.contentWindow === child) return ownerBlocks(el);
+    }
+    return false;
+  };
 
   // A batch: { reports: {length, 0: …}, folded: n } (a list without a prototype in the
   // page's world, a plain object here). Page-made data, checked for shape and size before
@@ -237,15 +252,12 @@
     // A frame says which of its parent's windows it is: the worker reads its owner element
     // by that (sandbox.js).
     let index = -1;
-    try {
-      for (let i = 0; up !== window && i < up.length; i++) {
-        if (up[i] === window) {
-          index = i;
-          break;
-        }
+    if (up !== window) {
+      try {
+        for (let i = 0; i < up.length && index < 0; i++) if (up[i] === window) index = i;
+      } catch {
+        index = -1;
       }
-    } catch {
-      index = -1;
     }
     // The first, empty document of a window a same-origin page opened: the opener may call
     // its dialogs at once, before the worker answers. The new tab has the opener's rules and

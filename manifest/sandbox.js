@@ -23,20 +23,11 @@ export function cspBlocksModals(headers) {
 
 const withoutFragment = (url) => String(url).split('#')[0];
 
-// Runs in the parent frame's isolated world: is the element holding its child window
-// number `index` sandboxed without allow-modals, or is the parent itself, as far as its
-// content.js knows? (The element is found by its window: Chromium has no frame ids here.)
+// Runs in the parent frame's isolated world, where its content.js answers (by the child's
+// window: Chromium gives content scripts no frame ids).
 function ownerBlocksModals(index) {
   const bridge = globalThis.__unmodalBridge;
-  if (bridge && typeof bridge.sandboxed === 'function' && bridge.sandboxed() === true) return true;
-  const child = window[index];
-  if (!child) return false;
-  for (const el of document.querySelectorAll('iframe, frame')) {
-    if (el.contentWindow !== child) continue;
-    const tokens = el.getAttribute('sandbox');
-    return tokens !== null && !tokens.toLowerCase().split(/[\t\n\f\r ]+/).includes('allow-modals');
-  }
-  return false;
+  return !!bridge && typeof bridge.childSandboxed === 'function' && bridge.childSandboxed(index) === true;
 }
 
 export function createSandbox() {

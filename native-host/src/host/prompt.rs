@@ -159,10 +159,11 @@ impl State {
         if waits && self.held.len() >= MAX_HELD {
             return Ok(vec![answer(self, PromptDecision::Refuse, With::Nothing, 0)]);
         }
-        let not_shown = if m.native { k.not_shown() } else { None };
         let (by, why, rule) = match &verdict {
-            None if not_shown.is_some() => (DecidedBy::Browser, not_shown.unwrap_or_default(), None),
-            None => (DecidedBy::PilotOff, k.pilot_off(), None),
+            None => match k.not_shown() {
+                Some(why) => (DecidedBy::Browser, why, None),
+                None => (DecidedBy::PilotOff, k.pilot_off(), None),
+            },
             Some(Verdict::Hold { why }) => (DecidedBy::Agent, why.clone(), None),
             Some(Verdict::Answer { by, why, rule, .. }) => (*by, why.clone(), *rule),
         };
