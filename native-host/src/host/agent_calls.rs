@@ -8,7 +8,7 @@ use super::prompt::With;
 use super::protocol::ToBrowser;
 use super::record::{DecidedBy, DialogRecord};
 use super::state::{HISTORY, Rule, State, Tab, in_config};
-use crate::api::{ChooserApi, DialogCall, DialogTypeArg, MatchArg, ObserveArgs, ObserveWhat, PermissionName, RuleSpec};
+use crate::api::{ChooserApi, DialogCall, MatchArg, ObserveArgs, ObserveWhat, PermissionName, RuleSpec};
 use crate::kind::Kind;
 pub use crate::reply::Answered;
 use crate::reply::{ErrorCode, ToolError};
@@ -314,7 +314,7 @@ impl State {
             }
             DialogCall::Clear { tab, what } => {
                 let tab = self.resolve_tab(tab)?.clone();
-                let removed = self.clear_rules(tab.id, what);
+                let (removed, msg) = self.clear_rules(tab.id, what);
                 let body = Cleared {
                     status: Status::Configured,
                     dialog_type: what.as_str(),
@@ -322,9 +322,7 @@ impl State {
                     message: format!("Removed {removed} auto-response(s) for {}.", what.as_str()),
                 };
                 let value = self.answer(&body, &tab);
-                let page = what == DialogTypeArg::All || what.is_page_dialog() || what == DialogTypeArg::FileChooser;
-                let msgs = if page { vec![self.config_message(tab.id)] } else { Vec::new() };
-                Ok(Done::now(value, msgs))
+                Ok(Done::now(value, msg.into_iter().collect()))
             }
             DialogCall::Status { tab } => {
                 let tab = self.resolve_tab(tab)?;

@@ -4,22 +4,23 @@
 //! document may find it in place); here the host, the state of record, takes the copy.
 
 use super::protocol::ToBrowser;
-use super::state::{State, Tab, is_page_rule};
+use super::state::{State, Tab, in_config};
 
 impl State {
     /// Copies `opener`'s rules (same ids: the copy the worker made carries them) and policy
     /// to `tab`, unless `tab` has its own already. Returns the new tab's config message.
     pub(super) fn on_opened(&mut self, tab: i64, opener: i64) -> Vec<ToBrowser> {
-        if tab == opener || self.rules.any(tab, is_page_rule) || self.policies.contains_key(&tab) {
+        if tab == opener || self.rules.any(tab, in_config) || self.policies.contains_key(&tab) {
             return Vec::new();
         }
-        let rules = self.rules.any(opener, is_page_rule);
+        let rules = self.rules.any(opener, in_config);
         let policy = self.policies.get(&opener).filter(|p| p.fallback.is_none()).cloned();
         if !rules && policy.is_none() {
             return Vec::new();
         }
-        // Page dialogs' rules only: the others (credentials among them) stay with their tab.
-        self.rules.copy(opener, tab, is_page_rule);
+        // The rules the opener's config carries, as the worker's copy has them; the others
+        // (credentials among them) stay with their tab.
+        self.rules.copy(opener, tab, in_config);
         if let Some(p) = policy {
             self.policies.insert(tab, p);
         }
@@ -68,6 +69,30 @@ mod tests {
         // The copy is the new tab's own: clearing the opener's leaves it.
         s.clear_rules(3, crate::api::DialogTypeArg::All);
         assert_eq!(s.rules_of(4).len(), 1);
+    }
+
+    #[test]
+    fn the_copy_is_what_the_openers_config_carries() {
+        use crate::api::{MatchArg, PermissionName};
+        let mut s = state();
+        let m = MatchArg::default;
+        let grant =
+            RuleSpec::Permission { accept: true, permission: Some(PermissionName::AutomaticDownloads), matcher: m() };
+        s.add_rule(3, false, grant.clone()).unwrap();
+        s.add_rule(3, false, RuleSpec::FileChooser { files: Vec::new(), matcher: m() }).unwrap();
+        s.add_rule(3, false, RuleSpec::Auth { credentials: None, matcher: m() }).unwrap();
+        s.add_rule(3, false, RuleSpec::Print { accept: false, save_to: None, matcher: m() }).unwrap();
+        let out = feed(&mut s, json!({"type":"opened","tab_id":4,"opener_tab_id":3})).unwrap();
+        let kinds: Vec<_> = s.rules_of(4).iter().map(|r| r.rule.dialog_type()).collect();
+        assert_eq!(kinds, ["permission", "file_chooser"], "credentials and the host's own rules stay");
+        assert!(
+            matches!(out[..], [ToBrowser::Config { tab_id: 4, downloads: Some(true), choosers: true, .. }]),
+            "{out:?}"
+        );
+        // A tab with only a grant of its own keeps it.
+        s.add_rule(5, false, grant).unwrap();
+        assert!(feed(&mut s, json!({"type":"opened","tab_id":5,"opener_tab_id":3})).unwrap().is_empty());
+        assert_eq!(s.rules_of(5).len(), 1);
     }
 
     #[test]

@@ -52,16 +52,15 @@ impl<R: Rule + Clone> RuleStore<R> {
         self.tabs.get(&tab).map_or(&[], Vec::as_slice)
     }
 
-    /// Removes the tab's rules `which` picks; returns how many went.
-    pub fn clear(&mut self, tab: i64, which: impl Fn(&R) -> bool) -> usize {
-        let Some(rules) = self.tabs.get_mut(&tab) else { return 0 };
-        let before = rules.len();
-        rules.retain(|r| !which(&r.rule));
-        let removed = before - rules.len();
+    /// Removes the tab's rules `which` picks; returns those that went.
+    pub fn clear(&mut self, tab: i64, which: impl Fn(&R) -> bool) -> Vec<R> {
+        let Some(rules) = self.tabs.get_mut(&tab) else { return Vec::new() };
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(rules).into_iter().partition(|r| which(&r.rule));
+        *rules = kept;
         if rules.is_empty() {
             self.tabs.remove(&tab);
         }
-        removed
+        gone.into_iter().map(|r| r.rule).collect()
     }
 
     /// A once-rule that answered leaves; returns the rule it was, if it left.
@@ -195,8 +194,8 @@ mod tests {
         s.add(1, false, toy("a", 2, 0)).unwrap();
         s.copy(1, 2, |r| r.group == "a");
         assert_eq!(s.of(2).len(), 1);
-        assert_eq!(s.clear(1, |r| r.group == "b"), 1);
-        assert_eq!(s.clear(1, |_| true), 1);
+        assert_eq!(s.clear(1, |r| r.group == "b"), [toy("b", 1, 0)]);
+        assert_eq!(s.clear(1, |_| true).len(), 1);
         assert_eq!(s.of(1).len(), 0);
         s.retain_tabs(|t| t != 2);
         assert_eq!(s.tabs().count(), 0);

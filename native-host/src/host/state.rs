@@ -86,13 +86,11 @@ impl rules::Rule for RuleSpec {
     }
 }
 
-/// A page dialog's rule: the page's engine applies it (the rest never reach a page).
-pub fn is_page_rule(r: &RuleSpec) -> bool {
-    matches!(r, RuleSpec::Dialog { .. })
-}
-
-/// A rule the tab's config carries: a page dialog's, or a file chooser's (its debugger
-/// session intercepts choosers while the tab has one).
+/// A rule the tab's config carries: a page dialog's (the page's engine applies it), a file
+/// chooser's (its debugger session intercepts choosers while the tab has one), or an
+/// `automatic-downloads` grant (the worker sets the site's setting). The one test of whether
+/// adding, clearing, spending or copying a rule changes what the worker holds for the tab:
+/// every such place asks this, so none can leave a stale config in force.
 pub fn in_config(r: &RuleSpec) -> bool {
     matches!(r, RuleSpec::Dialog { .. } | RuleSpec::FileChooser { .. }) || is_downloads_rule(r)
 }
@@ -254,17 +252,20 @@ impl State {
         self.rules.add(tab, once, rule).cloned().map_err(|m| ToolError::new(ErrorCode::TooManyRules, m))
     }
 
-    /// Removes the tab's rules for `what` (every kind for `all`); returns how many.
-    pub fn clear_rules(&mut self, tab: i64, what: DialogTypeArg) -> usize {
-        self.rules.clear(tab, |r| r.cleared_by(what))
+    /// Removes the tab's rules for `what` (every kind for `all`); returns how many, and the
+    /// tab's new config if one that left was in it.
+    pub fn clear_rules(&mut self, tab: i64, what: DialogTypeArg) -> (usize, Option<ToBrowser>) {
+        let gone = self.rules.clear(tab, |r| r.cleared_by(what));
+        let msg = gone.iter().any(in_config).then(|| self.config_message(tab));
+        (gone.len(), msg)
     }
 
     pub fn rules_of(&self, tab: i64) -> &[Rule] {
         self.rules.of(tab)
     }
 
-    /// A once-rule that answered leaves the tab's rule set; returns the config message if a
-    /// page dialog's rule left (the page already stopped using it).
+    /// A once-rule that answered leaves the tab's rule set; returns the config message if it
+    /// was in the config (a page's engine already stopped using it; the worker has not).
     pub(super) fn spend_rule(&mut self, tab: i64, rule_id: u32) -> Option<ToBrowser> {
         let spent = self.rules.spend(tab, rule_id)?;
         in_config(&spent).then(|| self.config_message(tab))
@@ -282,15 +283,20 @@ impl State {
     /// The tab's config for the extension, with a new revision. The pilot flag is always
     /// on: the extension sends this only while the human has the pilot on.
     pub fn config_message(&mut self, tab: i64) -> ToBrowser {
-        let policy = self.policy_of(tab).policy;
         self.config_rev += 1;
         self.sent_rev.insert(tab, self.config_rev);
+        self.config_at(tab, self.config_rev)
+    }
+
+    /// The tab's config as revision `rev`: what its policy and its `in_config` rules say.
+    fn config_at(&self, tab: i64, rev: u64) -> ToBrowser {
+        let policy = self.policy_of(tab).policy;
         let choosers =
             policy == Policy::MustRespond || self.rules.any(tab, |r| matches!(r, RuleSpec::FileChooser { .. }));
         let downloads = self.rules.best(tab, |r| is_downloads_rule(r).then_some(0)).map(|r| r.rule.accept());
         ToBrowser::Config {
             tab_id: tab,
-            rev: self.config_rev,
+            rev,
             config: self.encode_config(tab, policy),
             debugger: policy != Policy::Auto || choosers,
             choosers,
@@ -428,6 +434,88 @@ pub(super) mod tests {
         assert_eq!(s.spend_rule(7, r.id), None);
     }
 
+    /// One rule of every kind (and both sides of each kind's split), so a new kind cannot
+    /// be forgotten: the match below has no wildcard.
+    fn one_of_each() -> Vec<RuleSpec> {
+        use crate::api::{ChooserApi, HeldCall, PermissionName};
+        let m = MatchArg::default;
+        let rules = vec![
+            dialog_rule(RuleTarget::All, true),
+            RuleSpec::Auth { credentials: None, matcher: m() },
+            RuleSpec::Permission { accept: true, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
+            RuleSpec::Permission { accept: false, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
+            RuleSpec::Permission { accept: true, permission: Some(PermissionName::Camera), matcher: m() },
+            RuleSpec::Permission { accept: true, permission: None, matcher: m() },
+            RuleSpec::DeviceChooser { chooser: Some(ChooserApi::Usb), matcher: m() },
+            RuleSpec::AppLink { accept: true, matcher: m() },
+            RuleSpec::Passkey { accept: true, keep: false, matcher: m() },
+            RuleSpec::Print { accept: false, save_to: None, matcher: m() },
+            RuleSpec::Held { kind: HeldCall::SignIn, accept: false, matcher: m() },
+            RuleSpec::Held { kind: HeldCall::Payment, accept: false, matcher: m() },
+            RuleSpec::Held { kind: HeldCall::StorageAccess, accept: false, matcher: m() },
+            RuleSpec::FileChooser { files: Vec::new(), matcher: m() },
+            RuleSpec::Download { accept: false, save_dir: None, matcher: m() },
+        ];
+        for r in &rules {
+            match r {
+                RuleSpec::Dialog { .. }
+                | RuleSpec::Auth { .. }
+                | RuleSpec::Permission { .. }
+                | RuleSpec::DeviceChooser { .. }
+                | RuleSpec::AppLink { .. }
+                | RuleSpec::Passkey { .. }
+                | RuleSpec::Print { .. }
+                | RuleSpec::Held { .. }
+                | RuleSpec::FileChooser { .. }
+                | RuleSpec::Download { .. } => {}
+            }
+        }
+        rules
+    }
+
+    #[test]
+    fn in_config_is_exactly_what_changes_the_config() {
+        for policy in [Policy::Auto, Policy::MustRespond] {
+            for rule in one_of_each() {
+                let mut s = state_with(policy);
+                let without = s.config_at(3, 0);
+                s.add_rule(3, false, rule.clone()).unwrap();
+                let changed = s.config_at(3, 0) != without;
+                // Under must_respond choosers are intercepted anyway: a file chooser's rule
+                // is in the config but changes nothing there until the policy goes.
+                let exact = policy == Policy::Auto;
+                assert!(changed == in_config(&rule) || (!exact && !changed), "{rule:?} under {policy:?}");
+                assert_eq!(s.configured_tabs().any(|t| t == 3), in_config(&rule) || s.policies.contains_key(&3));
+            }
+        }
+    }
+
+    #[test]
+    fn clear_and_spend_resend_the_config_exactly_when_it_changes() {
+        for rule in one_of_each() {
+            let what: DialogTypeArg = serde_json::from_value(json!(rule.dialog_type())).unwrap();
+            let mut s = state_with(Policy::Auto);
+            s.add_rule(3, false, rule.clone()).unwrap();
+            let (removed, msg) = s.clear_rules(3, what);
+            assert_eq!((removed, msg.is_some()), (1, in_config(&rule)), "clear {rule:?} with {what:?}");
+            if let Some(msg) = msg {
+                assert_eq!(msg, s.config_at(3, s.config_rev), "the config without it");
+            }
+            let spent = s.add_rule(3, true, rule.clone()).unwrap().id;
+            assert_eq!(s.spend_rule(3, spent).is_some(), in_config(&rule), "spend {rule:?}");
+        }
+    }
+
+    #[test]
+    fn a_cleared_download_grant_leaves_the_workers_config() {
+        let mut s = state_with(Policy::Auto);
+        let grant = &one_of_each()[2];
+        s.add_rule(3, false, grant.clone()).unwrap();
+        assert!(matches!(s.config_message(3), ToBrowser::Config { downloads: Some(true), .. }));
+        let (_, msg) = s.clear_rules(3, DialogTypeArg::Permission);
+        assert!(matches!(msg, Some(ToBrowser::Config { tab_id: 3, downloads: None, .. })), "{msg:?}");
+    }
+
     #[test]
     fn setup_for_the_same_type_replaces_and_clear_counts() {
         let mut s = State::new();
@@ -446,9 +534,9 @@ pub(super) mod tests {
         )
         .unwrap();
         assert_eq!(s.rules_of(1).len(), 2);
-        assert_eq!(s.clear_rules(1, DialogTypeArg::Confirm), 1);
-        assert_eq!(s.clear_rules(1, DialogTypeArg::All), 1);
-        assert_eq!(s.clear_rules(1, DialogTypeArg::All), 0);
+        assert_eq!(s.clear_rules(1, DialogTypeArg::Confirm).0, 1);
+        assert_eq!(s.clear_rules(1, DialogTypeArg::All).0, 1);
+        assert_eq!(s.clear_rules(1, DialogTypeArg::All), (0, None));
     }
 
     #[test]
