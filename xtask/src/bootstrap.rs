@@ -68,10 +68,40 @@ pub fn chromium() -> Result<()> {
         );
     }
     eprintln!("xtask: installing Chromium from Debian's packages");
+    apt_install(&["chromium"])
+}
+
+/// A virtual screen and a person's mouse for the test that clicks the toolbar popup of a
+/// headful browser (`tests/tests/popup_headful.rs`). Without them that test says it is
+/// skipped, and fails under `CI=true`; so only a warning here when they cannot be installed.
+pub fn display_tools() -> Result<()> {
+    let missing: Vec<&str> =
+        [("Xvfb", "xvfb"), ("xdotool", "xdotool")].iter().filter(|(bin, _)| !on_path(bin)).map(|(_, p)| *p).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let root = sh::output(Command::new("id").arg("-u")).unwrap_or_default().trim() == "0";
+    if !(root && sh::have("apt-get")) {
+        eprintln!(
+            "xtask: warning: {} missing, so the headful popup test will be skipped: install Debian's `xvfb` and `xdotool`",
+            missing.join(" and ")
+        );
+        return Ok(());
+    }
+    eprintln!("xtask: installing {} from Debian's packages", missing.join(" and "));
+    apt_install(&missing)
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+fn apt_install(packages: &[&str]) -> Result<()> {
     sh::run(Command::new("apt-get").args(["update", "-qq"]))?;
     sh::run(
         Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends", "chromium"])
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(packages)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
 }

@@ -35,6 +35,7 @@ fn main() -> Result<()> {
 fn test(rest: &[String]) -> Result<()> {
     build::all()?;
     bootstrap::chromium()?;
+    bootstrap::display_tools()?;
     bootstrap::test_peers()?;
     let mut cmd = sh::cargo();
     cmd.args(["test", "--workspace", "--all-features", "--no-fail-fast"]).args(rest);
