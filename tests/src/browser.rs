@@ -7,11 +7,14 @@ use crate::page::Page;
 use crate::wait::eventually;
 use anyhow::{Context, Result, bail};
 use serde_json::json;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::thread::ThreadId;
 use std::time::Duration;
 use tempfile::TempDir;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub struct Browser {
     child: Child,
@@ -21,6 +24,62 @@ pub struct Browser {
     pub runtime: PathBuf,
     pub log: PathBuf,
     pub art: Artifacts,
+    _slot: Arc<Slot>,
+}
+
+/// How many tests may run browsers at once: `UNMODAL_TEST_BROWSERS`, else two per core
+/// (a browser test mostly waits), fewer if memory is short (about 1 GB each with its host,
+/// peers and renderers, to be safe).
+pub fn browser_slots() -> usize {
+    if let Some(n) = std::env::var("UNMODAL_TEST_BROWSERS").ok().and_then(|v| v.trim().parse().ok()) {
+        return std::cmp::max(n, 1);
+    }
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    let by_memory = available_memory_gb().unwrap_or(u64::MAX);
+    (cores * 2).min(usize::try_from(by_memory).unwrap_or(usize::MAX)).max(1)
+}
+
+/// `MemAvailable` from /proc/meminfo, in whole GB.
+fn available_memory_gb() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / (1024 * 1024))
+}
+
+/// One test's share of the machine: held while any browser of that test runs.
+pub struct Slot {
+    _permit: OwnedSemaphorePermit,
+}
+
+static SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(browser_slots())));
+static HELD: LazyLock<Mutex<HashMap<ThreadId, Weak<Slot>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Waits for a slot for the calling test. A test is its thread (libtest gives each test
+/// one, and `#[tokio::test]` polls the test's body on it), so a test's second browser shares
+/// its first one's slot: a test waiting for its second browser never waits for itself.
+/// Tests that start browsers some other way (`unmodal browser`) hold one of these too.
+pub async fn slot() -> Arc<Slot> {
+    let me = std::thread::current().id();
+    let held = |map: &HashMap<ThreadId, Weak<Slot>>| map.get(&me).and_then(Weak::upgrade);
+    if let Some(slot) = held(&HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner)) {
+        return slot;
+    }
+    let permit = SLOTS.clone().acquire_owned().await.expect("the semaphore is never closed");
+    let mut map = HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(slot) = held(&map) {
+        return slot;
+    }
+    let slot = Arc::new(Slot { _permit: permit });
+    map.retain(|_, s| s.strong_count() > 0);
+    map.insert(me, Arc::downgrade(&slot));
+    slot
 }
 
 pub struct Options {
@@ -74,6 +133,7 @@ pub fn chromium_binary() -> Result<PathBuf> {
 
 impl Browser {
     pub async fn launch(opts: Options) -> Result<Self> {
+        let slot = slot().await;
         let art = Artifacts::find()?;
         let profile = tempfile::Builder::new().prefix("unmodal-profile-").tempdir()?;
         let runtime = match opts.runtime {
@@ -143,7 +203,7 @@ impl Browser {
         let child = cmd.spawn().context("starting Chromium")?;
         let ws = devtools_url(&profile, &log).await?;
         let cdp = Cdp::connect(&ws).await?;
-        let browser = Self { child, cdp, profile, runtime, log, art };
+        let browser = Self { child, cdp, profile, runtime, log, art, _slot: slot };
         if opts.extension {
             browser.wait_for_service_worker().await?;
         }

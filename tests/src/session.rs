@@ -205,8 +205,17 @@ impl Session {
     }
 
     /// Whether the page's script is blocked (a dialog is open): it cannot evaluate `1` soon.
+    /// Only for asserting that it is: a loaded machine can make a free page this slow.
     pub async fn page_blocked(&self) -> bool {
         tokio::time::timeout(Duration::from_millis(400), self.page.eval("1")).await.is_err()
+    }
+
+    /// The page's script runs (no dialog blocks it): it evaluates `1` within `LIMIT`.
+    pub async fn page_runs(&self) -> Result<()> {
+        match tokio::time::timeout(LIMIT, self.page.eval("1")).await {
+            Ok(r) => r.map(drop),
+            Err(_) => bail!("the page did not evaluate `1` within {LIMIT:?}: its script is blocked"),
+        }
     }
 
     /// The records of type `kind` (`permission`, `device_chooser`, …) seen through `observe`,

@@ -17,11 +17,12 @@ const PAGE: &str = r#"<!doctype html><title>kinds</title>
 <iframe id=sb sandbox='allow-scripts allow-same-origin' srcdoc='<p>sandboxed'></iframe>
 <button id=go style='position:fixed;left:0;top:0;width:200px;height:100px'>go</button>
 <script>
-  // A promise's outcome, or 'pending' after 3 s; what a call threw.
+  // A promise's outcome, or 'pending' after 10 s (long: a loaded machine's slow answer must
+  // not pass for a call that never settles); what a call threw.
   const settle = (p) => Promise.race([
     Promise.resolve(p).then((v) => 'ok:' + (typeof v === 'object' && v !== null ? v.constructor.name : String(v)),
       (e) => 'err:' + (e && e.name) + ':' + (e && e.message)),
-    new Promise((done) => setTimeout(() => done('pending'), 3000))]);
+    new Promise((done) => setTimeout(() => done('pending'), 10000))]);
   const call = (f) => { try { return settle(f()); } catch (e) { return Promise.resolve('threw:' + e.name + ':' + e.message); } };
   const CALLS = {
     getUserMedia: (w) => w.navigator.mediaDevices.getUserMedia({ video: true }),
@@ -50,7 +51,7 @@ const PAGE: &str = r#"<!doctype html><title>kinds</title>
 
 async fn results(page: &Page) -> anyhow::Result<Vec<String>> {
     page.click("#go").await?;
-    let v = eventually(Duration::from_secs(20), "the calls' outcomes", || async {
+    let v = eventually(Duration::from_secs(30), "the calls' outcomes", || async {
         let v = page.eval("window.results ?? null").await?;
         Ok((!v.is_null()).then_some(v))
     })

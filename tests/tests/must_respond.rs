@@ -2,6 +2,7 @@
 //! session) until the agent answers it; the page gets exactly that answer. Also the
 //! watchdog, several held dialogs, and `observe` answering while the page is blocked.
 
+use anyhow::Context;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use unmodal_e2e::{Reply, Session, eventually};
@@ -130,10 +131,10 @@ async fn observe_and_other_tabs_keep_answering_while_a_dialog_is_held() -> anyho
     s.page_later("window.got = confirm('Held?')").await?;
     s.held(1).await?;
     let second = s.agent.wait_for_tab_listed(&url).await?;
+    // Each answers (a held dialog must not hold the host); how fast is the bench's figure.
     for _ in 0..20 {
-        let t = Instant::now();
-        let d = s.agent.ok("observe", json!({"what": "dialogs", "tab_id": first})).await?;
-        assert!(t.elapsed() < Duration::from_secs(1), "observe took {:?}", t.elapsed());
+        let call = s.agent.ok("observe", json!({"what": "dialogs", "tab_id": first}));
+        let d = tokio::time::timeout(Duration::from_secs(10), call).await.context("observe hung")??;
         assert_eq!(d["pending_dialogs"][0]["state"], "open");
     }
     // Another tab is not held: a rule set up there works as ever.
@@ -227,11 +228,10 @@ async fn if_the_host_dies_a_held_dialog_is_let_go_and_the_policy_comes_back() ->
     s.held(1).await?;
     let st = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status()?;
     anyhow::ensure!(st.success(), "could not kill host {pid}");
-    // Nobody can answer any more: the service worker dismisses it at once.
-    let start = Instant::now();
-    let got = tokio::time::timeout(Duration::from_secs(5), s.page.eval("window.got")).await??;
+    // Nobody can answer any more: the service worker dismisses it at once (well before the
+    // 600 s watchdog, which is what a deadline far below it shows).
+    let got = tokio::time::timeout(Duration::from_secs(20), s.page.eval("window.got")).await??;
     assert_eq!(got, json!([false, false]));
-    assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
     // The browser starts a new host, which takes over the old one's state: the policy is in
     // force again and the history is there.
     let start = Instant::now();

@@ -21,13 +21,16 @@ const PAGE: &str = "<!doctype html><title>drafts</title>\
 const ETXTBSY: i32 = 26;
 
 /// A new user's machine: the binary alone in `bin/`, an empty home, a private runtime dir.
+/// It holds a browser slot: its browsers are started by `unmodal`, not `Browser::launch`.
 struct Fresh {
     dir: tempfile::TempDir,
     exe: PathBuf,
+    _slot: std::sync::Arc<unmodal_e2e::browser::Slot>,
 }
 
 impl Fresh {
     async fn new() -> Result<Self> {
+        let slot = unmodal_e2e::browser::slot().await;
         let dir = tempfile::Builder::new().prefix("unmodal-fresh-").tempdir()?;
         for d in ["bin", "home", "run"] {
             std::fs::create_dir(dir.path().join(d))?;
@@ -43,7 +46,7 @@ impl Fresh {
             }
         })
         .await?;
-        Ok(Self { dir, exe })
+        Ok(Self { dir, exe, _slot: slot })
     }
 
     fn home(&self) -> PathBuf {

@@ -173,9 +173,8 @@ async fn a_rule_denies_with_exactly_the_browsers_errors() -> anyhow::Result<()> 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_a_rule_the_default_denies_at_once() -> anyhow::Result<()> {
     let s = session("/default", PAGE, &[], true).await?;
-    let t = std::time::Instant::now();
+    // "At once": the record below says the default policy decided, not a watchdog.
     assert_eq!(s.page_value(NOTIFICATIONS_CALLBACK).await?, json!(["callback", "denied", "denied"]));
-    assert!(t.elapsed() < Duration::from_secs(3), "at once, not after a wait: {:?}", t.elapsed());
     let recs = s.closed_records("permission", 1).await?;
     assert_eq!(
         (recs[0]["decided_by"].as_str(), recs[0]["accepted"].as_bool(), recs[0]["message"].as_str()),
@@ -206,7 +205,7 @@ async fn must_respond_holds_the_call_for_the_agent_then_the_watchdog() -> anyhow
         "{held:?}"
     );
     assert_eq!(s.page_value("window.got").await?, Value::Null, "the call waits for the agent");
-    assert!(!s.page_blocked().await, "the page itself keeps running");
+    s.page_runs().await.context("the page itself keeps running")?;
     let id = held[0]["dialog_id"].as_u64().unwrap();
     let v = s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;
     assert_eq!(

@@ -6,7 +6,7 @@
 
 use anyhow::{Result, ensure};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use unmodal_e2e::page::Page;
 use unmodal_e2e::{Driver, Peer, Reply, Session, eventually};
 
@@ -212,7 +212,7 @@ async fn a_popup_window_and_the_toolbar_popup_opened_by_a_driver_refuse_too() ->
     Ok(())
 }
 
-/// The terminal command switches it on within a second and the popup shows it; off is
+/// The terminal command switches it on and the popup shows it; off is
 /// taken from the terminal, from the popup page in a tab, and from a storage write.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_terminal_command_switches_it_and_off_works_from_anywhere() -> Result<()> {
@@ -223,12 +223,9 @@ async fn the_terminal_command_switches_it_and_off_works_from_anywhere() -> Resul
     s.page.bring_to_front().await?;
     s.agent.wait_for_tab(&url).await?;
 
-    let t = Instant::now();
+    // How long it takes is the bench's figure (`pilot_on`), not this test's.
     let said = s.pilot_command("on")?;
-    let took = t.elapsed();
-    println!("`unmodal pilot on` took {took:?}: {said}");
     ensure!(said.contains("AI Web Pilot is on") && !said.contains("not confirmed"), "{said}");
-    ensure!(took < Duration::from_secs(1), "switching on took {took:?}");
     let v = s.agent.ok("execute_javascript", json!({"script": "1 + 1"})).await?;
     ensure!(v["success"] == true && v["result"] == 2, "{v}");
     popup.eval("location.reload()").await?;

@@ -5,11 +5,14 @@
 //! failure of `execute_javascript` is a result `{success: false, error, code, …}` (seed 004's
 //! shape), never a tool error; the other pilot tools answer tool errors.
 
+use anyhow::Context;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use unmodal_e2e::{Reply, Session, WebServer, eventually};
 
 const PAGE: &str = "<!doctype html><title>pilot page</title><p id=p>hello</p>";
+/// A call that should answer within its own budget: longer than this, it hung.
+const HUNG: Duration = Duration::from_secs(20);
 
 fn failed(r: Reply) -> Value {
     match r {
@@ -157,11 +160,12 @@ async fn runaway_scripts_are_stopped_and_the_page_keeps_working() -> anyhow::Res
         "new Promise(() => {})",
     ] {
         let start = Instant::now();
-        let r = s.agent.call("execute_javascript", json!({"script": script, "timeout_ms": 500})).await?;
+        let call = s.agent.call("execute_javascript", json!({"script": script, "timeout_ms": 500}));
+        let r = tokio::time::timeout(HUNG, call).await.with_context(|| format!("{script}: the call hung"))??;
         let took = start.elapsed();
         let e = unsuccessful(r, "script_timeout");
         assert!(e["error"].as_str().unwrap().contains("500 ms"), "{e}");
-        assert!(took >= Duration::from_millis(500) && took < Duration::from_secs(5), "{script}: {took:?}");
+        assert!(took >= Duration::from_millis(500), "{script}: stopped before its budget: {took:?}");
         // The page answers again, its own timers run, and so do later scripts.
         assert_eq!(s.page.eval("1 + 1").await?, json!(2), "{script}");
         let before = s.page.eval("ticks").await?.as_i64().unwrap();
@@ -272,9 +276,9 @@ async fn a_held_dialog_refuses_pilot_calls_at_once_with_the_dialog() -> anyhow::
         ("highlight_element", json!({"selector": "#p"})),
         ("manage_state", json!({"action": "save", "snapshot_name": "held"})),
     ] {
-        let start = Instant::now();
-        let r = s.agent.call(tool, args).await?;
-        assert!(start.elapsed() < Duration::from_secs(2), "{tool} refused at once");
+        // At once: not after the 60 s watchdog, which a deadline far below it shows.
+        let r =
+            tokio::time::timeout(HUNG, s.agent.call(tool, args)).await.with_context(|| format!("{tool} waited"))??;
         let (e, message) = if tool == "execute_javascript" {
             let e = unsuccessful(r, "dialog_blocking");
             assert_eq!(e["dialogs_blocking"]["dialogs"][0]["dialog_id"].as_u64(), Some(id), "{e}");
@@ -323,14 +327,15 @@ async fn a_tab_the_debugger_cannot_attach_to_is_a_clear_error() -> anyhow::Resul
 async fn a_timeout_and_the_pilot_off_answer_success_false_with_a_code() -> anyhow::Result<()> {
     let (s, url) = Session::with_pilot("/budget", PAGE).await?;
     let start = Instant::now();
-    let r = s.agent.call("execute_javascript", json!({"script": "while(true){}", "timeout_ms": 200})).await?;
+    let call = s.agent.call("execute_javascript", json!({"script": "while(true){}", "timeout_ms": 200}));
+    let r = tokio::time::timeout(HUNG, call).await.context("the call hung")??;
     let took = start.elapsed();
     let v = unsuccessful(r, "script_timeout");
     let error = v["error"].as_str().unwrap();
     assert!(error.contains("200 ms") && error.contains("timeout_ms"), "says what happened and what to do: {v}");
     assert_eq!(v["tab"]["url"], url.as_str(), "names the tab: {v}");
     assert!(v.get("result").is_none() && v.get("stack").is_none(), "{v}");
-    assert!(took >= Duration::from_millis(200) && took < Duration::from_secs(5), "{took:?}");
+    assert!(took >= Duration::from_millis(200), "stopped before its budget: {took:?}");
     let v = s.agent.ok("execute_javascript", json!({"script": "document.title"})).await?;
     assert_eq!((v["success"].as_bool(), &v["result"]), (Some(true), &json!("pilot page")), "{v}");
 

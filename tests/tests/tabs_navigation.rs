@@ -57,16 +57,19 @@ async fn a_persistent_rule_survives_reload_navigation_and_frame_documents() -> a
     let other = s.web.page("/nav2", PAGE, &[]);
     s.page.goto(&other).await?; // new document, same tab
     assert_eq!(click_answer().await?, json!("true"));
-    // A frame that loads a new document of its own.
+    // A frame that loads a new document of its own: it gets the rule too, once it arrived.
     s.web.page("/inner", "<!doctype html><p>inner</p>", &[]);
-    let v = s
-        .page
+    s.page
         .eval(
-            "new Promise((done) => { const f = document.createElement('iframe'); f.src = '/inner';
-               f.onload = () => setTimeout(() => done(f.contentWindow.confirm('framed?')), 100); document.body.append(f); })",
+            "new Promise((done) => { const f = document.createElement('iframe'); f.id = 'inner'; f.src = '/inner';
+               f.onload = () => done(0); document.body.append(f); })",
         )
         .await?;
-    assert_eq!(v, json!(true));
+    eventually(std::time::Duration::from_secs(10), "the frame's document holding the rule", || async {
+        let v = s.page.eval("document.getElementById('inner').contentWindow.confirm('framed?')").await?;
+        Ok((v == json!(true)).then_some(()))
+    })
+    .await?;
     Ok(())
 }
 

@@ -1,0 +1,53 @@
+//! The end-to-end tests, one binary (`autotests = false` in tests/Cargo.toml): one link
+//! instead of one per file, and one process, so cargo runs them all in parallel rather than
+//! file after file. Each file stays a module of its own; a new file in this directory needs
+//! a `mod` line here, or it is never built.
+//!
+//! Run one file's tests with a filter: `cargo test -p unmodal-e2e --test e2e restarts::`.
+//! Browsers are shared out by `unmodal_e2e::browser::slot` (`UNMODAL_TEST_BROWSERS`).
+
+mod agent_api;
+mod app_links;
+mod beforeunload;
+mod choosers;
+mod choosers_stealth;
+mod config_clear;
+mod conformance;
+mod conformance_kinds;
+mod csp_frames;
+mod device_chooser;
+mod downloads;
+mod file_chooser;
+mod flood;
+mod host_process;
+mod hostile_page;
+mod http_auth;
+mod insecure_context;
+mod match_rules;
+mod must_respond;
+mod must_respond_edges;
+mod one_command;
+mod opener;
+mod passkeys;
+mod payment;
+mod peers;
+mod permissions;
+mod pilot;
+mod pilot_cli_wait;
+mod pilot_consent;
+mod pilot_execute;
+mod pilot_highlight;
+mod pilot_state;
+mod popup_headful;
+mod print;
+mod redaction;
+mod restarts;
+mod rules;
+mod setup_help;
+mod sign_in;
+mod startup;
+mod stealth;
+mod storage_access;
+mod tabs_navigation;
+mod tracked_tab;
+mod two_browsers;
