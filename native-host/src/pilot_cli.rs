@@ -8,6 +8,17 @@ use crate::reply::{ErrorCode, ToolError};
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long `unmodal pilot` waits for a browser that runs but whose extension has not
+/// reached its host yet. From launch to the host listening, Chromium takes 1 to 3 s on a busy
+/// 2-core machine (tests/tests/pilot_cli_wait.rs prints it); 10 s covers a slow cold start
+/// several times over and is still a short wait at a prompt.
+pub const CONNECT_WAIT: Duration = Duration::from_secs(10);
+/// How long it waits when no browser process is seen at all: one launched alongside (a
+/// script's `chromium & unmodal pilot on`) takes a moment to show up in the process list.
+pub const NO_BROWSER_WAIT: Duration = Duration::from_secs(2);
+const POLL: Duration = Duration::from_millis(100);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Action {
@@ -24,33 +35,106 @@ struct Found {
 
 pub fn run(action: Action, user_data_dir: Option<&Path>) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(switch(&paths::runtime_dir(), action, user_data_dir)).map(|lines| {
+    let said = |line: &str| eprintln!("unmodal: {line}");
+    let waits = Waits { running: CONNECT_WAIT, none: NO_BROWSER_WAIT, seen: &|| browser_seen(user_data_dir) };
+    rt.block_on(switch_waiting(&paths::runtime_dir(), action, user_data_dir, &waits, &said)).map(|lines| {
         for l in lines {
             println!("{l}");
         }
     })
 }
 
-/// What to print, one line per browser; an error says what to do instead.
-pub async fn switch(dir: &Path, action: Action, user_data_dir: Option<&Path>) -> Result<Vec<String>> {
-    let filter = json!({ "user_data_dir": user_data_dir });
-    let mut found = Vec::new();
-    for (socket, reply) in ipc::ask_each(dir, Tool::PilotSwitch, filter).await? {
-        match reply {
-            Ok(status) => found.push(Found { socket, status }),
-            Err(e) if e.code == ErrorCode::OtherBrowser => {}
-            Err(e) => tracing::warn!(socket = %socket.display(), error = %e, "host did not answer"),
-        }
+/// What may be a browser whose extension is still reaching its host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    /// A browser process runs (its pid).
+    Running(u32),
+    /// No browser process runs.
+    None,
+    /// The process list cannot be read here: as if one were starting.
+    Unknown,
+}
+
+/// How long to wait for a host, and how to tell whether a browser runs.
+pub struct Waits<'a> {
+    /// While a browser runs (or none can be told).
+    pub running: Duration,
+    /// While none runs.
+    pub none: Duration,
+    pub seen: &'a dyn Fn() -> Seen,
+}
+
+/// A Chromium-family browser process (not one of its helpers) on this machine, in the
+/// profile `profile` if one is named. Linux only (`/proc`); elsewhere `Unknown`.
+pub fn browser_seen(profile: Option<&Path>) -> Seen {
+    if let Some(pid) = profile.and_then(crate::browser::profile::locked_by) {
+        return Seen::Running(pid);
     }
-    if found.is_empty() {
-        match user_data_dir {
-            Some(d) => bail!(
-                "no browser with the Unmodal extension runs with the profile {}. `unmodal pilot status` lists the \
-connected browsers.",
-                d.display()
-            ),
-            None => bail!("{}", ToolError::not_connected().message),
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Seen::Unknown };
+    let found = entries.filter_map(Result::ok).find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let raw = std::fs::read(e.path().join("cmdline")).ok()?;
+        let args: Vec<String> =
+            raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        is_browser(&args, profile).then_some(pid)
+    });
+    found.map_or(Seen::None, Seen::Running)
+}
+
+/// Whether a command line is a browser's main process (in `profile`, if named).
+fn is_browser(args: &[String], profile: Option<&Path>) -> bool {
+    let Some(exe) = args.first().and_then(|a| Path::new(a).file_name()).map(|n| n.to_string_lossy().to_lowercase())
+    else {
+        return false;
+    };
+    let family = ["chrome", "chromium", "brave", "msedge"].iter().any(|b| exe.contains(b))
+        && !exe.contains("crashpad")
+        && !exe.contains("driver");
+    let helper = args.iter().any(|a| a.starts_with("--type="));
+    let in_profile = profile.is_none_or(|p| {
+        args.iter().filter_map(|a| a.strip_prefix("--user-data-dir=")).any(|d| paths::same_dir(Path::new(d), p))
+    });
+    family && !helper && in_profile
+}
+
+/// What to print, one line per browser; an error says what to do instead. Asks once.
+pub async fn switch(dir: &Path, action: Action, user_data_dir: Option<&Path>) -> Result<Vec<String>> {
+    let waits = Waits { running: Duration::ZERO, none: Duration::ZERO, seen: &|| Seen::None };
+    switch_waiting(dir, action, user_data_dir, &waits, &|_| {}).await
+}
+
+/// As `switch`, waiting for a browser whose extension is still reaching its host (`say`
+/// tells the person so, once).
+pub async fn switch_waiting(
+    dir: &Path,
+    action: Action,
+    user_data_dir: Option<&Path>,
+    waits: &Waits<'_>,
+    say: &dyn Fn(&str),
+) -> Result<Vec<String>> {
+    let start = Instant::now();
+    let mut told = false;
+    let (found, seen) = loop {
+        let found = connected(dir, user_data_dir).await?;
+        let seen = (waits.seen)();
+        let limit = if seen == Seen::None { waits.none } else { waits.running };
+        if !found.is_empty() || start.elapsed() >= limit {
+            break (found, seen);
         }
+        if !told {
+            told = true;
+            let which = user_data_dir.map_or_else(String::new, |d| format!(" (profile {})", d.display()));
+            say(&format!(
+                "no browser's Unmodal extension has reached its host yet{which}; waiting up to {} s for one that is \
+starting...",
+                limit.as_secs_f64()
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    if found.is_empty() {
+        let limit = if seen == Seen::None { waits.none } else { waits.running };
+        bail!("{}", not_found(user_data_dir, seen, limit));
     }
     let on = match action {
         Action::Status => return Ok(found.iter().map(|f| describe(&f.status, None)).collect()),
@@ -73,6 +157,38 @@ connected browsers.",
         lines.push(describe(&status, Some(on)));
     }
     Ok(lines)
+}
+
+/// The hosts in `dir` that answer for `user_data_dir` (all of them without one).
+async fn connected(dir: &Path, user_data_dir: Option<&Path>) -> Result<Vec<Found>> {
+    let filter = json!({ "user_data_dir": user_data_dir });
+    let mut found = Vec::new();
+    for (socket, reply) in ipc::ask_each(dir, Tool::PilotSwitch, filter).await? {
+        match reply {
+            Ok(status) => found.push(Found { socket, status }),
+            Err(e) if e.code == ErrorCode::OtherBrowser => {}
+            Err(e) => tracing::warn!(socket = %socket.display(), error = %e, "host did not answer"),
+        }
+    }
+    Ok(found)
+}
+
+/// Why no browser answered, and what to check.
+fn not_found(user_data_dir: Option<&Path>, seen: Seen, waited: Duration) -> String {
+    let profile = user_data_dir.map_or_else(String::new, |d| format!(" with the profile {}", d.display()));
+    let waited = if waited.is_zero() { String::new() } else { format!(" within {} s", waited.as_secs_f64()) };
+    match seen {
+        Seen::Running(pid) => format!(
+            "a browser{profile} runs (pid {pid}), but its Unmodal extension did not reach the host{waited}. Check \
+that the extension is loaded and enabled there (chrome://extensions), that the host is registered for this \
+browser (`unmodal install`), and that the browser runs as this user; `unmodal doctor` shows what is missing."
+        ),
+        _ if user_data_dir.is_some() => format!(
+            "no browser with the Unmodal extension runs{profile}{waited}. Start it with that --user-data-dir and \
+the extension loaded; `unmodal pilot status` lists the connected browsers, `unmodal doctor` shows what is missing."
+        ),
+        _ => ToolError::not_connected().message,
+    }
 }
 
 /// "AI Web Pilot is on in the browser with profile /p (pid 12)." and what follows from it.
@@ -123,6 +239,55 @@ mod tests {
                 }
             }
         });
+    }
+
+    #[tokio::test]
+    async fn a_starting_browser_is_waited_for_and_said_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = paths::socket_path(dir.path(), std::process::id());
+        let told = std::sync::Mutex::new(Vec::new());
+        let say = |l: &str| told.lock().unwrap().push(l.to_owned());
+        let waits = Waits { running: Duration::from_secs(5), none: Duration::ZERO, seen: &|| Seen::Running(42) };
+        let later = socket.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            fake_host(later, "/p/a");
+        });
+        let start = Instant::now();
+        let said = switch_waiting(dir.path(), Action::On, None, &waits, &say).await.unwrap();
+        assert_eq!(said, ["AI Web Pilot is on in the browser with profile /p/a, pid 1."]);
+        assert!(start.elapsed() < Duration::from_secs(5));
+        let told = told.lock().unwrap().clone();
+        assert!(told.len() == 1 && told[0].contains("waiting up to 5 s"), "{told:?}");
+    }
+
+    #[tokio::test]
+    async fn it_fails_saying_what_to_check_once_the_wait_is_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let quiet = |_: &str| {};
+        let waits = Waits { running: Duration::from_millis(300), none: Duration::ZERO, seen: &|| Seen::Running(42) };
+        let start = Instant::now();
+        let err = switch_waiting(dir.path(), Action::On, None, &waits, &quiet).await.unwrap_err().to_string();
+        assert!(start.elapsed() >= Duration::from_millis(300));
+        assert!(err.contains("runs (pid 42)") && err.contains("unmodal doctor") && err.contains("chrome://extensions"));
+        // No browser at all: only the short wait, and the plain "not connected".
+        let waits = Waits { running: Duration::from_secs(60), none: Duration::ZERO, seen: &|| Seen::None };
+        let start = Instant::now();
+        let err = switch_waiting(dir.path(), Action::Status, None, &waits, &quiet).await.unwrap_err().to_string();
+        assert!(start.elapsed() < Duration::from_secs(5), "no minute's wait for nothing");
+        assert!(err.contains("No browser with the Unmodal extension") && err.contains("unmodal doctor"), "{err}");
+    }
+
+    #[test]
+    fn browsers_are_told_from_their_helpers_and_other_programs() {
+        let a = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(is_browser(&a(&["/usr/lib/chromium/chromium", "--user-data-dir=/p"]), None));
+        assert!(!is_browser(&a(&["/usr/lib/chromium/chrome_crashpad_handler", "--monitor-self"]), None));
+        assert!(is_browser(&a(&["/opt/google/chrome/chrome", "--user-data-dir=/p"]), Some(Path::new("/p"))));
+        assert!(!is_browser(&a(&["/opt/google/chrome/chrome", "--user-data-dir=/p"]), Some(Path::new("/q"))));
+        assert!(!is_browser(&a(&["/usr/lib/chromium/chromium", "--type=renderer"]), None));
+        assert!(!is_browser(&a(&["/usr/bin/node", "chrome.js"]), None));
+        assert!(!is_browser(&[], None));
     }
 
     #[tokio::test]

@@ -3,7 +3,7 @@
 
 mod find;
 mod pipe;
-mod profile;
+pub(crate) mod profile;
 mod say;
 
 use crate::{debuggable, extension, install, paths};
