@@ -356,6 +356,7 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
     // is another origin's (or opaque): its rules wait for its owner element to be read, so
     // both come together (until then the default answers as such a sandbox does).
     const tabId = sender.tab.id;
+    stalledTabs.hello(sender);
     const sandboxed = inFrameLine(sender, (url) => sandbox.blocksModals(sender, url, msg.index));
     Promise.all([ready, sandboxed.catch(() => false)])
       .then(([, blocks]) => reply({ type: 'config', config: configFor(tabId), sandboxed: blocks }));
@@ -523,7 +524,8 @@ chrome.alarms.onAlarm.addListener(() => {});
 // before the first page needs it); starting is the work here too.
 chrome.runtime.onStartup.addListener(() => {});
 
-// The browser may drop a navigation begun while it loaded this extension (stalled.js).
+// A navigation begun while the browser loaded this extension may be dropped, or its
+// document run without the content scripts (stalled.js).
 const stalledTabs = createStalled();
 
 chrome.storage.onChanged.addListener((changes, area) => {
@@ -539,10 +541,13 @@ chrome.storage.onChanged.addListener((changes, area) => {
   session = typeof saved.session === 'string' ? saved.session : null;
   if (session === null) {
     // The extension was just loaded (the browser started, or it was installed, enabled or
-    // updated): a navigation under way then may have been dropped.
+    // updated): a navigation under way then may have been dropped, or its document may run
+    // without the content scripts.
     stalledTabs.sweep();
     session = crypto.randomUUID().replaceAll('-', '');
     await chrome.storage.session.set({ session }).catch(() => {});
+  } else {
+    stalledTabs.idle();
   }
   pagesHold = await cachedPilot();
   // Pages wait (`ready`) for the host's word on the pilot, which answers `hello` first; a

@@ -9,6 +9,7 @@ pub mod framed;
 pub mod page;
 pub mod peer;
 pub mod session;
+pub mod slow_scripts;
 pub mod wait;
 pub mod web;
 

@@ -14,6 +14,9 @@ usage: cargo xtask <command>
   test    build, then run every test (unit and real-Chromium end-to-end)
   demo    build, then run Chromium + extension + host with a scripted agent session
   bench   build, then measure the engine in real headless Chromium
+  stress-startup [--launches N] [--parallel P] [--slow-scripts] [--bare] [--cold] [--keep DIR]
+          build, then launch fresh browsers whose start page calls confirm() at once and
+          count the dialogs that never reached the host (default 1000 launches, 6 at once)
 ";
 
 fn main() -> Result<()> {
@@ -24,6 +27,7 @@ fn main() -> Result<()> {
         Some("test") => test(rest),
         Some("demo") => harness_bin("demo", rest),
         Some("bench") => harness_bin("bench", rest),
+        Some("stress-startup") => harness_bin("startup_stress", rest),
         Some("-h" | "--help" | "help") | None => {
             print!("{USAGE}");
             Ok(())
