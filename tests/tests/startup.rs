@@ -59,7 +59,8 @@ async fn the_first_dialog_after_the_browser_starts_is_never_lost() -> anyhow::Re
     let slow = slow_scripts_copy(&unmodal_e2e::artifacts::Artifacts::find()?.extension)?;
     let (mut lost, mut slowest) = (Vec::new(), Duration::ZERO);
     for n in 1..=LAUNCHES {
-        let opts = Options { start_url: Some(url.clone()), extension_dir: Some(slow.path().into()), ..Options::default() };
+        let opts =
+            Options { start_url: Some(url.clone()), extension_dir: Some(slow.path().into()), ..Options::default() };
         let browser = Browser::launch(opts).await?;
         let agent = Agent::start(&browser.art.host, &browser.runtime).await?;
         match dialog_reported(&agent, &url, "Right at start?").await {

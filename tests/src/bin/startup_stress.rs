@@ -77,7 +77,8 @@ async fn main() -> Result<()> {
     let mut runs = Vec::new();
     for n in 1..=a.launches {
         let permit = gate.clone().acquire_owned().await?;
-        let (web, done, keep, total, extension) = (web.clone(), done.clone(), a.keep.clone(), a.launches, extension.clone());
+        let (web, done, keep, total, extension) =
+            (web.clone(), done.clone(), a.keep.clone(), a.launches, extension.clone());
         let how = How { bare: a.bare, cold: a.cold, extension };
         runs.push(tokio::spawn(async move {
             let msg = format!("Right at start? #{n}");
