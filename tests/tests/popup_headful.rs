@@ -14,10 +14,11 @@ use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 use tempfile::TempDir;
 use unmodal_e2e::artifacts::Artifacts;
-use unmodal_e2e::browser::chromium_binary;
+use unmodal_e2e::browser::{Slot, chromium_binary, slot};
 use unmodal_e2e::cdp::Cdp;
 use unmodal_e2e::page::Page;
 use unmodal_e2e::{Agent, Reply, WebServer, eventually};
@@ -354,16 +355,19 @@ async fn click_the_switch(display: &Display) -> Result<()> {
 }
 
 struct Setup {
-    // Dropped in this order: the agent, the browser, then its display.
+    // Dropped in this order: the agent, the browser, then its display and the slot.
     agent: Agent,
     browser: Headful,
     display: Display,
     _web: WebServer,
+    _slot: Arc<Slot>,
 }
 
 /// The display, the browser showing a page, and the agent once the extension reached the
 /// host; `None` when the display cannot run here (said loudly).
 async fn setup(args: &[&str]) -> Result<Option<Setup>> {
+    // A headful browser is one of the machine's browsers too.
+    let slot = slot().await;
     let Some(display) = Display::start().await? else { return Ok(None) };
     let web = WebServer::start()?;
     let url = web.page("/work", PAGE, &[]);
@@ -372,7 +376,7 @@ async fn setup(args: &[&str]) -> Result<Option<Setup>> {
     if let Err(e) = agent.wait_for_tab(&url).await {
         bail!("{e:#}\nChromium's log:\n{}", browser.log_tail());
     }
-    Ok(Some(Setup { agent, browser, display, _web: web }))
+    Ok(Some(Setup { agent, browser, display, _web: web, _slot: slot }))
 }
 
 async fn pilot_enabled(agent: &Agent) -> Result<Value> {
