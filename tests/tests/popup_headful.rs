@@ -337,7 +337,11 @@ impl Drop for Headful {
 async fn on_screen(display: &Display, what: &str, find: fn(&Screen) -> Option<(u32, u32)>) -> Result<(u32, u32)> {
     let found = eventually(LIMIT, what, || async { Ok(find(&display.screen()?)) }).await;
     found.map_err(|e| {
-        let path = std::env::temp_dir().join(format!("unmodal-popup-headful-{}.png", std::process::id()));
+        let path = std::env::temp_dir().join(format!(
+            "unmodal-popup-headful-{}-{}.png",
+            std::process::id(),
+            &display.number[1..]
+        ));
         let screen = display.screen();
         match screen.and_then(|s| s.save_png(&path).map(|()| s.squares(0..s.height))) {
             Ok(shapes) => e.context(format!("the screen: {}; its square shapes: {shapes:?}", path.display())),
@@ -444,10 +448,16 @@ async fn the_same_click_in_a_browser_open_to_devtools_is_refused_with_the_readme
         .and_then(|t| t["targetId"].as_str())
         .context("the popup is not open")?;
     let popup = Page::attach(cdp.clone(), popup.to_owned()).await?;
-    let why = popup.eval("document.querySelector('#why').textContent").await?;
     // The popup shows the backquoted command as code.
     let expected = format!("the browser was started with --remote-debugging-port. {REFUSED}").replace('`', "");
-    ensure!(why == expected.as_str(), "the popup says {why}, not {expected:?}");
+    let shown = eventually(LIMIT, "the popup showing the refusal", || async {
+        let why = popup.eval("document.querySelector('#why').textContent").await?;
+        Ok((why == expected.as_str()).then_some(()))
+    });
+    if let Err(e) = shown.await {
+        let why = popup.eval("document.querySelector('#why').textContent").await?;
+        bail!("{e:#}: it says {why}, not {expected:?}");
+    }
     let checked = popup.eval("document.querySelector('#pilot').checked").await?;
     ensure!(checked == false, "the popup's switch shows on after the refusal");
     s.agent.close().await
