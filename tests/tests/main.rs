@@ -23,6 +23,7 @@ mod host_process;
 mod hostile_page;
 mod http_auth;
 mod insecure_context;
+mod kind_floods;
 mod match_rules;
 mod must_respond;
 mod must_respond_edges;
