@@ -67,8 +67,10 @@ export function createStalled() {
     const top = await topFrame(tab.id);
     if (!top || typeof top.documentId !== 'string' || !(await hookable(top.url))) return;
     if (await saidHello(top.documentId)) return;
-    const now = await topFrame(tab.id);
-    if (!restarted.has(tab.id) && now?.documentId === top.documentId) await startAgain(tab.id, top.url);
+    // Still that document, and no navigation under way (a person's must not be undone).
+    const [now, current] = await Promise.all([topFrame(tab.id), chrome.tabs.get(tab.id).catch(() => null)]);
+    if (restarted.has(tab.id) || now?.documentId !== top.documentId || !current || current.pendingUrl) return;
+    await startAgain(tab.id, top.url);
   };
   const check = async (tab, watch) => {
     if (restarted.has(tab.id)) return;

@@ -8,7 +8,8 @@
 //! person's would be; default: the test harness's browser, CDP attached), `--slow-scripts`
 //! (content scripts that take long to load: the race met in about 4 launches of 10 instead
 //! of 1 in 100; see `slow_scripts.rs`), `--cold` (drop the kernel's caches before each
-//! launch, as root: the browser and the extension read from disk), `--keep DIR` (copy each
+//! launch, as root: the browser and the extension read from disk), `--extension DIR` (another
+//! build of the extension, same key: the build before a change), `--keep DIR` (copy each
 //! lost launch's browser log there). `UNMODAL_STRESS_ARGS`: more Chromium switches (e.g.
 //! `--enable-logging=stderr --v=1`).
 
@@ -36,6 +37,7 @@ struct Args {
     slow_scripts: bool,
     cold: bool,
     keep: Option<PathBuf>,
+    extension: Option<PathBuf>,
 }
 
 fn args() -> Result<Args> {
@@ -48,6 +50,7 @@ fn args() -> Result<Args> {
         slow_scripts: argv.iter().any(|a| a == "--slow-scripts"),
         cold: argv.iter().any(|a| a == "--cold"),
         keep: value("--keep").map(PathBuf::from),
+        extension: value("--extension").map(PathBuf::from),
     })
 }
 
@@ -64,8 +67,12 @@ async fn main() -> Result<()> {
     let gate = Arc::new(Semaphore::new(a.parallel.max(1)));
     let done = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
-    let slow = if a.slow_scripts { Some(slow_scripts_copy(&Artifacts::find()?.extension)?) } else { None };
-    let extension: Option<Arc<PathBuf>> = slow.as_ref().map(|d| Arc::new(d.path().to_owned()));
+    let base = a.extension.clone().map_or_else(|| Artifacts::find().map(|art| art.extension), Ok)?;
+    let slow = if a.slow_scripts { Some(slow_scripts_copy(&base)?) } else { None };
+    let extension: Option<Arc<PathBuf>> = match &slow {
+        Some(dir) => Some(Arc::new(dir.path().to_owned())),
+        None => a.extension.clone().map(Arc::new),
+    };
     println!(
         "start-up stress: {} launches, {} at once, {}{}{}",
         a.launches,
