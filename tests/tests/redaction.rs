@@ -31,7 +31,8 @@ async fn secrets_never_leave_the_host_unredacted() -> anyhow::Result<()> {
     .await?;
     let shown = popup.eval("document.getElementById('recent').textContent").await?;
     for text in [logs.to_string(), shown.to_string(), d.to_string()] {
-        for secret in ["4111", "ada@example.com", "EMP-004211", "hunter22"] {
+        // The whole card number: "4111" alone is also in a page server's port now and then.
+        for secret in ["4111 1111 1111 1111", "ada@example.com", "EMP-004211", "hunter22"] {
             assert!(!text.contains(secret), "{secret} leaked: {text}");
         }
     }
