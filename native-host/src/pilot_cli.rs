@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How long `unmodal pilot` waits for a browser that runs but whose extension has not
-/// reached its host yet. From launch to the host listening, Chromium takes 1 to 3 s on a busy
-/// 2-core machine (tests/tests/pilot_cli_wait.rs prints it); 10 s covers a slow cold start
-/// several times over and is still a short wait at a prompt.
+/// reached its host yet: a cold start (launch, service worker, host listening) takes a few
+/// seconds on a loaded machine (tests/tests/pilot_cli_wait.rs prints it), the host's own
+/// calls give the browser 10 s, and it is still a short wait at a prompt.
 pub const CONNECT_WAIT: Duration = Duration::from_secs(10);
 /// How long it waits when no browser process is seen at all: one launched alongside (a
 /// script's `chromium & unmodal pilot on`) takes a moment to show up in the process list.
