@@ -11,8 +11,8 @@
 //   page hook runs as in any document.
 // - Its document commits before that: it runs without the page hook and the bridge, so its
 //   dialogs are the browser's own and nobody reports them (the "start-up loss": about 1
-//   launch in 100 under the test suite; 4 in 10 when the content scripts take long to load,
-//   which `cargo xtask stress-startup --slow-scripts` arranges).
+//   launch in 100 under the test suite; in one run 4 in 10 with content scripts that take
+//   long to load, `cargo xtask stress-startup --slow-scripts`, none in later runs).
 // The page cannot notice either, so this worker starts such a navigation again, once per
 // tab: the new one is held back until the content scripts are ready. The server sees the
 // request twice, and a dialog the first document showed is closed by the navigation. Only

@@ -6,8 +6,8 @@
 //! Options: `--launches N` (default 1000), `--parallel P` (browsers at once, default 6),
 //! `--bare` (no DevTools client: the browser is started without a CDP connection, as a
 //! person's would be; default: the test harness's browser, CDP attached), `--slow-scripts`
-//! (content scripts that take long to load: the race met in about 4 launches of 10 instead
-//! of 1 in 100; see `slow_scripts.rs`), `--cold` (drop the kernel's caches before each
+//! (content scripts that take long to load: the race likelier, not certain; see
+//! `slow_scripts.rs`), `--cold` (drop the kernel's caches before each
 //! launch, as root: the browser and the extension read from disk), `--extension DIR` (another
 //! build of the extension, same key: the build before a change), `--keep DIR` (copy each
 //! lost launch's browser log there). `UNMODAL_STRESS_ARGS`: more Chromium switches (e.g.
