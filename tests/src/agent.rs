@@ -123,6 +123,20 @@ impl Agent {
         .await
     }
 
+    /// How long until the host listed a dialog with `message` in the tab showing `url`
+    /// (waiting at most `limit`); `None` if it never did.
+    pub async fn dialog_listed_within(&self, url: &str, message: &str, limit: Duration) -> Option<Duration> {
+        let start = std::time::Instant::now();
+        let seen = eventually(limit, "the dialog reaching the host", || async {
+            let tabs = self.ok("observe", serde_json::json!({"what": "tabs"})).await?;
+            let tab = tabs["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url);
+            let Some(id) = tab.map(|t| t["id"].clone()) else { return Ok(None) };
+            let d = self.ok("observe", serde_json::json!({"what": "dialogs", "tab_id": id})).await?;
+            Ok(d["recent_dialogs"].as_array().into_iter().flatten().any(|r| r["message"] == message).then_some(()))
+        });
+        seen.await.ok().map(|()| start.elapsed())
+    }
+
     pub async fn close(self) -> Result<()> {
         self.client.cancel().await?;
         Ok(())

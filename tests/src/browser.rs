@@ -131,6 +131,45 @@ pub fn chromium_binary() -> Result<PathBuf> {
     bail!("Chromium not found: `cargo xtask test` installs Debian's chromium, or set UNMODAL_CHROMIUM")
 }
 
+/// Switches every test browser gets, headless or not: no sandbox (root), no GPU, and none
+/// of the background traffic this machine's closed network refuses.
+pub const QUIET_ARGS: &[&str] = &[
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-features=Translate,MediaRouter,OptimizationHints",
+];
+
+/// A throwaway profile with the host registered in it by the real installer, as a user
+/// would run it, aimed at this profile only; and its runtime dir (the host's socket).
+pub fn registered_profile(art: &Artifacts, prefix: &str) -> Result<(TempDir, PathBuf)> {
+    let profile = tempfile::Builder::new().prefix(prefix).tempdir()?;
+    let runtime = profile.path().join("run");
+    std::fs::create_dir(&runtime)?;
+    let st = Command::new(&art.host)
+        .args(["install", "--user-data-dir"])
+        .arg(profile.path())
+        .stdout(Stdio::null())
+        .status()?;
+    if !st.success() {
+        bail!("`unmodal install --user-data-dir` failed");
+    }
+    Ok((profile, runtime))
+}
+
+/// The last `n` lines a browser (and the host, whose stderr it inherits) logged to `log`,
+/// without the D-Bus noise.
+pub fn log_tail(log: &std::path::Path, n: usize) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty() && !l.contains("dbus")).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 impl Browser {
     pub async fn launch(opts: Options) -> Result<Self> {
         let slot = slot().await;
@@ -161,24 +200,16 @@ impl Browser {
         }
         let log = profile.path().join("chromium.log");
         let mut cmd = Command::new(chromium_binary()?);
-        cmd.args([
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--no-default-browser-check",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-features=Translate,MediaRouter,OptimizationHints",
-            "--remote-debugging-port=0",
-            "--window-size=1024,768",
-            // As the README's recipe: the debugging bar would resize a headful tab.
-            "--silent-debugger-extension-api",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(&opts.args);
+        cmd.arg("--headless=new")
+            .args(QUIET_ARGS)
+            .args([
+                "--remote-debugging-port=0",
+                "--window-size=1024,768",
+                // As the README's recipe: the debugging bar would resize a headful tab.
+                "--silent-debugger-extension-api",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(&opts.args);
         // `UNMODAL_TEST_CONSOLE=1`: the extension's console in the log (`INFO:CONSOLE`), for
         // tracing a failure. Off by default: it changes the browser's timing enough to hide
         // the start-up stall `stalled.js` exists for.
@@ -269,9 +300,7 @@ impl Browser {
     /// The last lines Chromium (and the host, whose stderr it inherits) logged, without the
     /// D-Bus noise; with `UNMODAL_TEST_CONSOLE=1` the extension's console is among them.
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty() && !l.contains("dbus")).collect();
-        lines[lines.len().saturating_sub(80)..].join("\n")
+        log_tail(&self.log, 80)
     }
 }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tempfile::TempDir;
 use unmodal_e2e::artifacts::Artifacts;
-use unmodal_e2e::browser::{Slot, chromium_binary, slot};
+use unmodal_e2e::browser::{QUIET_ARGS, Slot, chromium_binary, log_tail, registered_profile, slot};
 use unmodal_e2e::cdp::Cdp;
 use unmodal_e2e::page::Page;
 use unmodal_e2e::{Agent, Reply, WebServer, eventually};
@@ -272,35 +272,15 @@ struct Headful {
 impl Headful {
     fn launch(display: &Display, url: &str, args: &[&str]) -> Result<Self> {
         let art = Artifacts::find()?;
-        let profile = tempfile::Builder::new().prefix("unmodal-headful-").tempdir()?;
-        let runtime = profile.path().join("run");
-        std::fs::create_dir(&runtime)?;
-        let st = Command::new(&art.host)
-            .args(["install", "--user-data-dir"])
-            .arg(profile.path())
-            .stdout(Stdio::null())
-            .status()?;
-        ensure!(st.success(), "`unmodal install --user-data-dir` failed");
+        let (profile, runtime) = registered_profile(&art, "unmodal-headful-")?;
         // Pinned, as a person pins it from the puzzle menu: its button sits in the toolbar.
         std::fs::create_dir_all(profile.path().join("Default"))?;
         let prefs = json!({"extensions": {"pinned_extensions": [art.extension_id]}});
         std::fs::write(profile.path().join("Default/Preferences"), prefs.to_string())?;
         let log = profile.path().join("chromium.log");
         let child = Command::new(chromium_binary()?)
-            .args([
-                "--ozone-platform=x11",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--no-default-browser-check",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-features=Translate,MediaRouter,OptimizationHints",
-                "--password-store=basic",
-                "--window-position=0,0",
-                "--window-size=1024,768",
-            ])
+            .args(QUIET_ARGS)
+            .args(["--ozone-platform=x11", "--password-store=basic", "--window-position=0,0", "--window-size=1024,768"])
             .args(args)
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg(format!("--load-extension={}", art.extension.display()))
@@ -319,9 +299,7 @@ impl Headful {
     }
 
     fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty() && !l.contains("dbus")).collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
+        log_tail(&self.log, 40)
     }
 }
 

@@ -10,29 +10,16 @@
 //! later runs on a machine loaded differently, so a pass here is evidence, not proof.
 
 use serde_json::json;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use unmodal_e2e::slow_scripts::slow_scripts_copy;
-use unmodal_e2e::{Agent, Browser, Options, WebServer, eventually};
+use unmodal_e2e::{Agent, Browser, Options, WebServer};
 
 const LAUNCHES: usize = 10;
 
-/// How long after the agent connected the host listed a dialog with `message` in the tab
-/// showing `url`; `None` if it never did. A lost report never arrives, so the limit is
-/// generous: a loaded machine may take seconds to start a browser's host, and a document
-/// that ran without the content scripts is loaded again only after 3 s of silence.
-async fn dialog_reported(agent: &Agent, url: &str, message: &str) -> Option<Duration> {
-    let start = Instant::now();
-    let seen = eventually(Duration::from_secs(30), "the dialog reaching the host", || async {
-        let tabs = agent.ok("observe", json!({"what": "tabs"})).await?;
-        let Some(id) = tabs["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url).map(|t| t["id"].clone())
-        else {
-            return Ok(None);
-        };
-        let d = agent.ok("observe", json!({"what": "dialogs", "tab_id": id})).await?;
-        Ok(d["recent_dialogs"].as_array().into_iter().flatten().any(|r| r["message"] == message).then_some(()))
-    });
-    seen.await.ok().map(|()| start.elapsed())
-}
+/// A lost report never arrives, so the limit is generous: a loaded machine may take
+/// seconds to start a browser's host, and a document that ran without the content scripts
+/// is loaded again only after 3 s of silence.
+const REPORT_LIMIT: Duration = Duration::from_secs(30);
 
 /// Whether the first tab's page is held by a dialog (it runs no script), or what it is if
 /// it runs: with a dialog showing but unrecorded, the report went missing; with none, the
@@ -64,7 +51,7 @@ async fn the_first_dialog_after_the_browser_starts_is_never_lost() -> anyhow::Re
             Options { start_url: Some(url.clone()), extension_dir: Some(slow.path().into()), ..Options::default() };
         let browser = Browser::launch(opts).await?;
         let agent = Agent::start(&browser.art.host, &browser.runtime).await?;
-        match dialog_reported(&agent, &url, "Right at start?").await {
+        match agent.dialog_listed_within(&url, "Right at start?", REPORT_LIMIT).await {
             Some(t) => slowest = slowest.max(t),
             None => {
                 // What the host and the browser knew, for whoever looks into a loss.

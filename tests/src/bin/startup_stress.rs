@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use unmodal_e2e::artifacts::Artifacts;
-use unmodal_e2e::browser::{Browser, Options, chromium_binary};
+use unmodal_e2e::browser::{Browser, Options, QUIET_ARGS, chromium_binary, registered_profile};
 use unmodal_e2e::slow_scripts::slow_scripts_copy;
-use unmodal_e2e::{Agent, WebServer, eventually};
+use unmodal_e2e::{Agent, WebServer};
 
 /// A lost report never arrives: the limit only has to outlast a loaded machine's slowest
 /// start (6.2 s seen at 6 at once).
@@ -155,7 +155,7 @@ async fn one(url: &str, message: &str, how: &How, keep: Option<&Path>, n: usize)
     if how.bare {
         let b = BareBrowser::launch(url, extension)?;
         let agent = Agent::start(&b.art.host, &b.runtime).await?;
-        let seen = reported(&agent, url, message).await;
+        let seen = agent.dialog_listed_within(url, message, REPORT_LIMIT).await;
         agent.close().await.ok();
         return Ok(match seen {
             Some(t) => Outcome::Reported(t),
@@ -165,7 +165,7 @@ async fn one(url: &str, message: &str, how: &How, keep: Option<&Path>, n: usize)
     let browser =
         Browser::launch(Options { start_url: Some(url.to_owned()), args: extra_args(), ..Options::default() }).await?;
     let agent = Agent::start(&browser.art.host, &browser.runtime).await?;
-    let seen = reported(&agent, url, message).await;
+    let seen = agent.dialog_listed_within(url, message, REPORT_LIMIT).await;
     let out = match seen {
         Some(t) => Outcome::Reported(t),
         None => {
@@ -176,21 +176,6 @@ async fn one(url: &str, message: &str, how: &How, keep: Option<&Path>, n: usize)
     };
     agent.close().await.ok();
     Ok(out)
-}
-
-/// How long after the agent connected the host listed the dialog; `None`: never.
-async fn reported(agent: &Agent, url: &str, message: &str) -> Option<Duration> {
-    let start = Instant::now();
-    let seen = eventually(REPORT_LIMIT, "the dialog reaching the host", || async {
-        let tabs = agent.ok("observe", json!({"what": "tabs"})).await?;
-        let Some(id) = tabs["tabs"].as_array().into_iter().flatten().find(|t| t["url"] == url).map(|t| t["id"].clone())
-        else {
-            return Ok(None);
-        };
-        let d = agent.ok("observe", json!({"what": "dialogs", "tab_id": id})).await?;
-        Ok(d["recent_dialogs"].as_array().into_iter().flatten().any(|r| r["message"] == message).then_some(()))
-    });
-    seen.await.ok().map(|()| start.elapsed())
 }
 
 /// What the extension's worker can say of itself: a build made for tracing (a
@@ -233,30 +218,12 @@ struct BareBrowser {
 impl BareBrowser {
     fn launch(url: &str, extension: Option<PathBuf>) -> Result<Self> {
         let art = Artifacts::find()?;
-        let profile = tempfile::Builder::new().prefix("unmodal-stress-").tempdir()?;
-        let runtime = profile.path().join("run");
-        std::fs::create_dir(&runtime)?;
-        let st = Command::new(&art.host)
-            .args(["install", "--user-data-dir"])
-            .arg(profile.path())
-            .stdout(Stdio::null())
-            .status()?;
-        anyhow::ensure!(st.success(), "`unmodal install --user-data-dir` failed");
+        let (profile, runtime) = registered_profile(&art, "unmodal-stress-")?;
         let log = profile.path().join("chromium.log");
         let ext = extension.unwrap_or_else(|| art.extension.clone()).display().to_string();
         let child = Command::new(chromium_binary()?)
-            .args([
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--no-default-browser-check",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-features=Translate,MediaRouter,OptimizationHints",
-            ])
+            .arg("--headless=new")
+            .args(QUIET_ARGS)
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg(format!("--load-extension={ext}"))
             .arg(format!("--disable-extensions-except={ext}"))
