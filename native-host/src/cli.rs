@@ -1,7 +1,7 @@
 //! Command line: host mode when Chrome starts us, otherwise the user's subcommands.
 
 use crate::paths::Browser;
-use crate::{browser, doctor, host, install, mcp, pilot_cli};
+use crate::{browser, doctor, extension_zip, host, install, mcp, pilot_cli};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +38,23 @@ endpoint. Ctrl-C closes the browser.")]
 out of the agent's MCP tools. In a browser started with remote debugging (any browser a driver such as \
 Playwright MCP or chrome-devtools-mcp attaches to) it is the only way to switch the pilot on.")]
     Pilot(PilotArgs),
+    /// Write the extension for a browser you do not run here (a hosted or pooled one): a zip
+    /// to upload, or a directory to load, with manifest.json at the root and no `key`.
+    #[command(after_help = "Without `key` the browser gives the extension an ID of its own, which the native \
+host that `unmodal install` registers does not answer: for a browser on this machine use `unmodal browser` or \
+`unmodal install` instead. The same build writes the same bytes.")]
+    Extension(ExtensionArgs),
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = true)]
+struct ExtensionArgs {
+    /// Write the upload-ready zip here.
+    #[arg(long, value_name = "FILE")]
+    zip: Option<PathBuf>,
+    /// Write the files, unpacked, into this new or empty directory.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -162,7 +179,25 @@ browser you start yourself, load that directory (chrome://extensions, Developer 
         }
         Command::Doctor => doctor::run(),
         Command::Pilot(p) => report(pilot_cli::run(p.action, p.user_data_dir.as_deref())),
+        Command::Extension(e) => report(extension(&e)),
     }
+}
+
+fn extension(e: &ExtensionArgs) -> anyhow::Result<()> {
+    if let Some(file) = &e.zip {
+        let w = extension_zip::write_zip(file)?;
+        println!(
+            "wrote {} ({} files, {} bytes; manifest.json at the root, no `key`)",
+            file.display(),
+            w.files,
+            w.bytes
+        );
+    }
+    if let Some(dir) = &e.dir {
+        let w = extension_zip::write_dir(dir)?;
+        println!("wrote {} files into {} (no `key`)", w.files, dir.display());
+    }
+    Ok(())
 }
 
 fn report(r: anyhow::Result<()>) -> ExitCode {

@@ -21,6 +21,12 @@ pub fn carried() -> bool {
     !built::FILES.is_empty()
 }
 
+/// The carried extension's files, (path inside it, contents), sorted by path; empty when
+/// none is carried.
+pub fn files() -> &'static [(&'static str, &'static [u8])] {
+    built::FILES
+}
+
 /// Where the extension copies live: `<data dir>/extension/`.
 pub fn root(data_dir: &Path) -> PathBuf {
     data_dir.join("extension")

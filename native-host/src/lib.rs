@@ -7,6 +7,7 @@ pub mod cli;
 pub mod debuggable;
 pub mod doctor;
 pub mod extension;
+pub mod extension_zip;
 pub mod files;
 pub mod frame;
 pub mod host;

@@ -17,6 +17,7 @@ mod conformance_kinds;
 mod csp_frames;
 mod device_chooser;
 mod downloads;
+mod extension_zip;
 mod file_chooser;
 mod flood;
 mod host_process;
