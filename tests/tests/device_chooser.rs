@@ -130,12 +130,22 @@ async fn bluetooth_with_the_experimental_features_fails_at_once_without_an_adapt
             "SecurityError: Failed to execute 'requestDevice' on 'Bluetooth': Must be handling a user gesture to show a permission request."
         )
     );
-    s.page.click("#bluetooth").await?;
-    let settled = eventually(Duration::from_secs(10), "the Bluetooth chooser settling", || async {
-        let v = outcome(&s, "bluetooth").await?;
-        Ok((v != json!("pending")).then_some(v))
-    })
-    .await?;
+    // A click the browser no longer counts as a gesture when the page handles it (a loaded
+    // machine, seen in a CI run) is refused as the call above; click again, up to 8 times.
+    let gesture_lapsed = json!("SecurityError: Must be handling a user gesture to show a permission request.");
+    let mut settled = gesture_lapsed.clone();
+    for _ in 0..8 {
+        s.page.eval("delete out.bluetooth").await?;
+        s.page.click("#bluetooth").await?;
+        settled = eventually(Duration::from_secs(10), "the Bluetooth chooser settling", || async {
+            let v = outcome(&s, "bluetooth").await?;
+            Ok((!v.is_null() && v != json!("pending")).then_some(v))
+        })
+        .await?;
+        if settled != gesture_lapsed {
+            break;
+        }
+    }
     assert_eq!(settled, json!("NotFoundError: Bluetooth adapter not available."));
     Ok(())
 }
