@@ -174,26 +174,15 @@ impl Browser {
     pub async fn launch(opts: Options) -> Result<Self> {
         let slot = slot().await;
         let art = Artifacts::find()?;
-        let profile = tempfile::Builder::new().prefix("unmodal-profile-").tempdir()?;
-        let runtime = match opts.runtime {
-            Some(r) => r,
-            None => {
-                let r = profile.path().join("run");
-                std::fs::create_dir(&r)?;
-                r
-            }
+        let (profile, own_runtime) = if opts.extension {
+            registered_profile(&art, "unmodal-profile-")?
+        } else {
+            let profile = tempfile::Builder::new().prefix("unmodal-profile-").tempdir()?;
+            let run = profile.path().join("run");
+            std::fs::create_dir(&run)?;
+            (profile, run)
         };
-        if opts.extension {
-            // The real installer, as a user would run it, aimed at this profile only.
-            let st = Command::new(&art.host)
-                .args(["install", "--user-data-dir"])
-                .arg(profile.path())
-                .stdout(Stdio::null())
-                .status()?;
-            if !st.success() {
-                bail!("`unmodal install --user-data-dir` failed");
-            }
-        }
+        let runtime = opts.runtime.unwrap_or(own_runtime);
         if let Some(prefs) = &opts.preferences {
             std::fs::create_dir_all(profile.path().join("Default"))?;
             std::fs::write(profile.path().join("Default/Preferences"), prefs.to_string())?;

@@ -2,6 +2,7 @@
 //! worker acts on by itself (the `automatic-downloads` grant, set as the browser's setting
 //! for each site the tab goes to) must stop the moment `clear` says it is gone.
 
+use super::downloads::names;
 use serde_json::{Value, json};
 use unmodal_e2e::browser::Options;
 use unmodal_e2e::web::WebServer;
@@ -27,14 +28,6 @@ fn batch_page(web: &WebServer) -> String {
            const a = document.createElement('a'); a.href = '/' + n + '.csv'; a.download = ''; a.click(); } };</script>",
         &[],
     )
-}
-
-fn names(dir: &std::path::Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    v.sort();
-    v
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -51,7 +51,7 @@ async fn ended(s: &Session, n: usize) -> anyhow::Result<Value> {
     .await
 }
 
-fn names(dir: &std::path::Path) -> Vec<String> {
+pub(crate) fn names(dir: &std::path::Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
