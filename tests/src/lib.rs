@@ -8,6 +8,7 @@ pub mod cdp;
 pub mod framed;
 pub mod page;
 pub mod peer;
+pub mod remote;
 pub mod session;
 pub mod slow_scripts;
 pub mod wait;
