@@ -17,6 +17,7 @@ import { createPilot } from './pilot_tools.js';
 import { createTracker } from './tracking.js';
 import { createStalled } from './stalled.js';
 import { createSandbox } from './sandbox.js';
+import { createBridge } from './bridge.js';
 
 const HOST = 'dev.unmodal.host';
 const PILOT_SCRIPT = 'unmodal-pilot';
@@ -89,35 +90,42 @@ const recent = []; // last few dialogs, for the popup
 // Per frame, what waits for the frame's URL (a sandboxed frame's reports and asks): in order.
 const frameLines = new Map();
 
-// ---- Native host ----
+// ---- The host: native messaging, or the CDP bridge (bridge.js) where none can run ----
 let backoff = 250;
+let retryTimer = null;
+// A bridge connection (a new one, or one after a drop) takes over from whatever port there
+// was, as a new host would.
+const bridge = createBridge(() => {
+  if (port) {
+    const old = port;
+    port = null;
+    old.disconnect();
+    hostGone('a new bridge connection');
+  }
+  connect();
+});
+
 function connect() {
+  clearTimeout(retryTimer);
+  retryTimer = null;
+  if (port) return;
   try {
-    port = chrome.runtime.connectNative(HOST);
+    port = bridge.available() ? bridge.open() : chrome.runtime.connectNative(HOST);
   } catch (err) {
     hostState = { connected: false, error: String(err), since: Date.now() };
     return retry();
   }
+  const mine = port;
   port.onMessage.addListener(onHostMessage);
   port.onDisconnect.addListener(() => {
+    if (port !== mine) return;
     const err = chrome.runtime.lastError;
-    hostState = { connected: false, error: err ? err.message : 'host exited', since: Date.now() };
     port = null;
-    // The next host takes over this one's state (it saves it as it goes), so rules stay in
-    // force meanwhile. A tab whose policy needs the host (a dialog held for the agent)
-    // goes back to the default now: nobody could answer.
-    const needHost = [...hostConfigs].filter(([, c]) => c.debugger).map(([tabId]) => tabId);
-    for (const tabId of needHost) hostConfigs.delete(tabId);
-    holds.releaseAll(Promise.allSettled(needHost.map((tabId) => pushConfig(tabId))));
-    prompts.releaseAll();
-    for (const [id, waiting] of pilotAsks) {
-      pilotAsks.delete(id);
-      waiting({ on: pilot, refused: 'The Unmodal host stopped; try again.' });
-    }
-    started(); // no host to wait for: serve the pages with what is known
+    hostGone(err ? err.message : 'host exited');
     retry();
   });
-  hostState = { connected: true, error: null, since: Date.now() };
+  hostState = { connected: true, error: null, since: Date.now(), via: port.bridge ? 'cdp' : 'native' };
+  pilotCallsRun.clear(); // a new host numbers its calls from 1
   backoff = 250;
   toHost({ type: 'hello', version: chrome.runtime.getManifest().version, session, worker, held: holds.open() });
   // Off, the browser gives no file to a file chooser: the host refuses such rules and says why.
@@ -126,8 +134,26 @@ function connect() {
   // The reports the host may not have: sent again once it says how far it got (`resume`).
 }
 
+// The port to the host is gone (it exited, or a bridge connection replaced it).
+function hostGone(why) {
+  hostState = { connected: false, error: why, since: Date.now() };
+  // The next host takes over this one's state (it saves it as it goes), so rules stay in
+  // force meanwhile. A tab whose policy needs the host (a dialog held for the agent)
+  // goes back to the default now: nobody could answer.
+  const needHost = [...hostConfigs].filter(([, c]) => c.debugger).map(([tabId]) => tabId);
+  for (const tabId of needHost) hostConfigs.delete(tabId);
+  holds.releaseAll(Promise.allSettled(needHost.map((tabId) => pushConfig(tabId))));
+  prompts.releaseAll();
+  for (const [id, waiting] of pilotAsks) {
+    pilotAsks.delete(id);
+    waiting({ on: pilot, refused: 'The Unmodal host stopped; try again.' });
+  }
+  started(); // no host to wait for: serve the pages with what is known
+}
+
 function retry() {
-  setTimeout(connect, backoff);
+  clearTimeout(retryTimer);
+  retryTimer = setTimeout(connect, backoff);
   backoff = Math.min(backoff * 2, 30000);
 }
 
@@ -162,6 +188,8 @@ function toHost(msg) {
   }
 }
 
+const pilotCallsRun = new Set();
+
 // A browser prompt the host names (prompts.js looks it up by id and checks the kind).
 const isPrompt = (msg) => Number.isInteger(msg.tab_id) && Number.isInteger(msg.id) && typeof msg.kind === 'string';
 
@@ -191,6 +219,10 @@ function onHostMessage(msg) {
   } else if (msg.type === 'pilot' && typeof msg.on === 'boolean' && Number.isSafeInteger(msg.rev)) {
     onPilotWord(msg);
   } else if (msg.type === 'pilot_call' && Number.isSafeInteger(msg.id) && Number.isInteger(msg.tab_id) && msg.call && typeof msg.call === 'object') {
+    // A bridge may deliver a batch twice (the worker restarted as it arrived): a script runs once.
+    if (pilotCallsRun.has(msg.id)) return;
+    pilotCallsRun.add(msg.id);
+    if (pilotCallsRun.size > 256) pilotCallsRun.delete(pilotCallsRun.values().next().value);
     runPilotCall(msg);
   } else if (msg.type === 'sync' && Number.isSafeInteger(msg.id)) {
     // Answered after the debugger events that came before it (a held dialog above all),

@@ -61,8 +61,20 @@ struct ExtensionArgs {
 struct McpArgs {
     /// Start Unmodal's browser (as `unmodal browser`) when no browser is connected, and close
     /// it when the agent leaves; point the driver at its port (`--port`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cdp_endpoint")]
     browser: bool,
+    /// A browser you do not run here (a hosted or pooled one) that loaded Unmodal's
+    /// extension (`unmodal extension --zip`): its CDP URL, http(s)://host:port or the
+    /// ws(s)://… URL the provider gave. This process then keeps the state itself and reaches
+    /// the extension over that URL; no native host is needed.
+    #[arg(long, value_name = "URL")]
+    cdp_endpoint: Option<String>,
+    /// A header the endpoint wants, "Name: value" (repeatable), e.g. "Authorization: Bearer …".
+    #[arg(long = "cdp-header", value_name = "NAME: VALUE", requires = "cdp_endpoint")]
+    cdp_headers: Vec<String>,
+    /// PEM certificates to trust besides the system's (a self-hosted fleet's own CA).
+    #[arg(long, value_name = "FILE", requires = "cdp_endpoint")]
+    cdp_ca: Option<PathBuf>,
     #[command(flatten)]
     launch: BrowserArgs,
 }
@@ -148,7 +160,16 @@ pub fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     match cli.command {
-        Command::Mcp(m) => report(mcp::run(m.browser.then(|| m.launch.options()))),
+        Command::Mcp(m) => {
+            let remote = match &m.cdp_endpoint {
+                Some(url) => match crate::cdp::Endpoint::new(url, &m.cdp_headers, m.cdp_ca.as_deref()) {
+                    Ok(e) => Some(e),
+                    Err(e) => return report(Err(e)),
+                },
+                None => None,
+            };
+            report(mcp::run(m.browser.then(|| m.launch.options()), remote))
+        }
         Command::Browser(b) => report(browser::run(&b.options())),
         Command::Install(t) => {
             report(install::install_all(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|done| {

@@ -96,6 +96,46 @@ pub async fn call_within(tool: Tool, args: Value, limit: Duration) -> Result<Val
     call_in_within(&paths::runtime_dir(), tool, args, limit).await
 }
 
+/// The one host `unmodal mcp --cdp-endpoint` asks (its own, in this process), and why its
+/// browser is gone once it is. Unset: every host in the runtime directory.
+pub struct Scope {
+    pub socket: PathBuf,
+    pub link: crate::host::transport::bridge::LinkState,
+    /// The browser's endpoint, without its token, for errors.
+    pub endpoint: String,
+}
+
+/// How long a call waits for the extension to answer over a bridge that just connected.
+const REMOTE_READY: Duration = Duration::from_secs(5);
+
+static SCOPE: std::sync::OnceLock<Scope> = std::sync::OnceLock::new();
+
+/// Makes this process ask only `scope`'s host (once; later calls change nothing).
+pub fn only(scope: Scope) {
+    let _ = SCOPE.set(scope);
+}
+
+/// The hosts to ask, newest first; an error when this process's remote browser is gone.
+async fn hosts(dir: &Path) -> Result<Vec<PathBuf>, ToolError> {
+    let Some(scope) = SCOPE.get() else { return Ok(paths::host_sockets(dir)) };
+    if !scope.link.wait_ready(REMOTE_READY).await {
+        if let Some(why) = scope.link.gone() {
+            return Err(ToolError::browser_gone(&why));
+        }
+        return Err(ToolError::new(
+            ErrorCode::ExtensionNotConnected,
+            format!(
+                "The browser at {} is reachable, but Unmodal's extension did not answer over it ({:?}). Check that \
+the browser loaded the extension from `unmodal extension --zip` (your provider's extension upload, or \
+--load-extension), then retry.",
+                scope.endpoint,
+                scope.link.now()
+            ),
+        ));
+    }
+    Ok(vec![scope.socket.clone()])
+}
+
 fn request_line(tool: Tool, args: Value) -> Result<Vec<u8>, ToolError> {
     let mut line = serde_json::to_vec(&Request { tool, args })
         .map_err(|e| ToolError::new(ErrorCode::Internal, format!("cannot encode the request: {e}")))?;
@@ -135,7 +175,7 @@ pub async fn call_in(dir: &Path, tool: Tool, args: Value) -> Result<Value, ToolE
 async fn call_in_within(dir: &Path, tool: Tool, args: Value, limit: Duration) -> Result<Value, ToolError> {
     let line = request_line(tool, args)?;
     let mut last = None;
-    for socket in paths::host_sockets(dir) {
+    for socket in hosts(dir).await? {
         match ask(&socket, &line, limit).await {
             // Tabs and dialogs belong to one browser; another host may hold them.
             Some(Err(e))
@@ -158,7 +198,7 @@ pub async fn ask_each(
 ) -> Result<Vec<(PathBuf, Result<Value, ToolError>)>, ToolError> {
     let line = request_line(tool, args)?;
     let mut answers = Vec::new();
-    for socket in paths::host_sockets(dir) {
+    for socket in hosts(dir).await? {
         if let Some(reply) = ask(&socket, &line, CALL_TIMEOUT).await {
             answers.push((socket, reply));
         }

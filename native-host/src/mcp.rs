@@ -340,8 +340,11 @@ impl ServerHandler for Server {
 
 /// Serves the agent on stdio. With `browser`, first starts Unmodal's browser when no
 /// browser is connected (so the driver finds it on its first call), and closes it at the end.
-pub fn run(browser: Option<crate::browser::Options>) -> Result<()> {
+pub fn run(browser: Option<crate::browser::Options>, remote: Option<crate::cdp::Endpoint>) -> Result<()> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?.block_on(async {
+        if let Some(endpoint) = remote {
+            return serve_remote(endpoint).await;
+        }
         let mut started = None;
         if let Some(opts) = browser
             && ipc::call(Tool::Info, Value::Null).await.is_err()
@@ -362,6 +365,25 @@ pub fn run(browser: Option<crate::browser::Options>) -> Result<()> {
         }
         result
     })
+}
+
+/// `--cdp-endpoint`: the host lives in this process, its bridge reaches the remote browser's
+/// extension, and the tools ask that host alone.
+async fn serve_remote(endpoint: crate::cdp::Endpoint) -> Result<()> {
+    let shown = endpoint.redacted();
+    let host = crate::host::serve_remote(endpoint).await?;
+    ipc::only(ipc::Scope { socket: host.socket.clone(), link: host.link.clone(), endpoint: shown.clone() });
+    // What a person starting this by hand should know; the tools say it to the agent too.
+    let link = host.link.clone();
+    tokio::spawn(async move {
+        if !link.wait_ready(crate::host::transport::bridge::GONE_AFTER).await {
+            eprintln!("unmodal: the extension did not answer over {shown} yet: {:?}", link.now());
+        }
+    });
+    let service = Server::new().serve(rmcp::transport::stdio()).await?;
+    let result = service.waiting().await.map(|_| ());
+    host.save();
+    Ok(result?)
 }
 
 #[cfg(test)]

@@ -14,6 +14,9 @@ pub struct ParentBrowser {
     pub args: Option<Vec<String>>,
     /// `--user-data-dir`, else the browser's default profile directory when it can be told.
     pub profile: Option<PathBuf>,
+    /// The CDP endpoint (shown without its token) when the browser is remote and this host
+    /// lives in `unmodal mcp --cdp-endpoint`.
+    pub over_cdp: Option<String>,
 }
 
 /// Switches that open a browser to DevTools clients (or say a driver started it).
@@ -45,13 +48,21 @@ impl ParentBrowser {
         let profile = args
             .as_deref()
             .and_then(|a| switch_value(a, "user-data-dir").map(PathBuf::from).or_else(|| default_profile(a.first()?)));
-        Self { pid: Some(pid), args, profile }
+        Self { pid: Some(pid), args, profile, over_cdp: None }
+    }
+
+    /// A browser reached over a CDP URL: a program drives it by definition.
+    pub fn over_cdp(endpoint: String) -> Self {
+        Self { over_cdp: Some(endpoint), ..Self::default() }
     }
 
     /// Why a program may control this browser, or `None` when nothing says so. Unknown
     /// counts as controllable: the pilot then turns on only from a terminal. Asked anew
     /// each time (remote debugging can be switched on while the browser runs).
     pub fn remote_control(&self) -> Option<String> {
+        if let Some(url) = &self.over_cdp {
+            return Some(format!("the browser is reached over CDP at {url}: a program drives it by definition"));
+        }
         let Some(args) = &self.args else {
             return Some(
                 "this host cannot read its browser's command line, so it cannot rule out that a program \

@@ -16,6 +16,8 @@ pub enum ErrorCode {
     InvalidParams,
     /// No browser with the extension runs for this user.
     ExtensionNotConnected,
+    /// The remote browser (`--cdp-endpoint`) cannot be reached any more: its session ended.
+    BrowserGone,
     TabNotFound,
     NoTrackedTab,
     /// A host did not answer in time.
@@ -82,6 +84,19 @@ impl ToolError {
             "No browser with the Unmodal extension is connected. Start Chrome or Chromium with the Unmodal \
 extension loaded (for a checkout: `cargo xtask build`, then load target/extension), register the host once with \
 `unmodal install`, and make sure the browser runs as this user. `unmodal doctor` shows what is missing.",
+        )
+    }
+}
+
+impl ToolError {
+    /// `why` names the endpoint without its token and what failed.
+    pub fn browser_gone(why: &str) -> Self {
+        Self::new(
+            ErrorCode::BrowserGone,
+            format!(
+                "{why}. Nothing more can happen in that browser: start a new browser session and run \
+`unmodal mcp --cdp-endpoint` with its URL."
+            ),
         )
     }
 }

@@ -73,13 +73,19 @@ impl Peer {
 
     /// As `start`, with more command-line options for the driver.
     pub async fn start_with(driver: Driver, port: u16, extra: &[&str]) -> Result<Self> {
+        Self::start_at(driver, &format!("http://127.0.0.1:{port}"), extra).await
+    }
+
+    /// Starts `driver` attached to the browser at `endpoint` (any URL the driver takes: a
+    /// remote provider's `ws(s)://…`), with more command-line options.
+    pub async fn start_at(driver: Driver, endpoint: &str, extra: &[&str]) -> Result<Self> {
         let bin = peers_dir().join(driver.bin());
         if !bin.exists() {
             bail!("{} is not installed: run `cargo xtask test` (it runs `npm ci` in tests/peers/)", bin.display());
         }
         let scratch = tempfile::Builder::new().prefix("unmodal-peer-").tempdir()?;
         let mut cmd = tokio::process::Command::new(bin);
-        cmd.args(driver.args(&format!("http://127.0.0.1:{port}"), scratch.path()))
+        cmd.args(driver.args(endpoint, scratch.path()))
             .args(extra)
             .current_dir(scratch.path())
             .env("CI", "1")

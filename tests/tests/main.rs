@@ -43,6 +43,7 @@ mod pilot_state;
 mod popup_headful;
 mod print;
 mod redaction;
+mod remote;
 mod remote_standin;
 mod restarts;
 mod rules;

@@ -35,9 +35,10 @@ mod sign_in;
 mod socket;
 pub mod state;
 mod storage_access;
+pub mod transport;
 
+use crate::paths;
 use crate::redact::Redactor;
-use crate::{frame, paths};
 use anyhow::{Context, Result};
 use protocol::{FromBrowser, ToBrowser};
 use state::State;
@@ -212,19 +213,32 @@ pub fn run(origin: &str) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?
-        .block_on(serve(origin))
+        .block_on(serve_native(origin))
 }
 
-async fn serve(origin: &str) -> Result<()> {
+/// A host that runs, whatever its transport: the state, its private socket, the saver.
+struct Started {
+    shared: Arc<Shared>,
+    outbox: transport::Outbox,
+    socket: SocketFile,
+}
+
+impl Started {
+    fn inbox(&self) -> transport::Inbox {
+        transport::Inbox { shared: self.shared.clone(), rt: tokio::runtime::Handle::current() }
+    }
+}
+
+async fn start(browser: crate::parent_browser::ParentBrowser) -> Result<Started> {
     let dir = paths::runtime_dir();
     paths::ensure_private_dir(&dir).with_context(|| format!("preparing {}", dir.display()))?;
     let path = paths::socket_path(&dir, std::process::id());
     let listener = listen(&path)?;
-    let _socket = SocketFile(path.clone());
-    tracing::info!(%origin, socket = %path.display(), "host started");
+    let socket = SocketFile(path.clone());
+    tracing::info!(socket = %path.display(), "host started");
 
     let mut state = State::new();
-    state.browser = crate::parent_browser::ParentBrowser::of_this_process();
+    state.browser = browser;
     tracing::info!(browser = ?state.browser.pid, profile = ?state.browser.profile, remote = ?state.browser.remote_control(), "browser");
     match Redactor::load() {
         Ok(r) => state.redactor = r,
@@ -235,7 +249,7 @@ async fn serve(origin: &str) -> Result<()> {
         Err(e) => tracing::warn!(error = %e, "no data directory: passkeys last this session only"),
     }
     persist::remove_stale(&dir);
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, outbox) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
         to_browser: tx,
@@ -247,15 +261,23 @@ async fn serve(origin: &str) -> Result<()> {
         snapshots: 0.into(),
         written: Mutex::new(0),
     });
-    tokio::spawn(write_to_browser(rx));
     tokio::spawn(socket::accept(listener, shared.clone()));
     tokio::spawn(saver(shared.clone()));
+    Ok(Started { shared, outbox, socket })
+}
+
+/// Host mode: Chrome started us; native messaging on stdin and stdout.
+async fn serve_native(origin: &str) -> Result<()> {
+    tracing::info!(%origin, "native messaging");
+    let started = start(crate::parent_browser::ParentBrowser::of_this_process()).await?;
+    let inbox = started.inbox();
+    let Started { shared, outbox, socket: _socket } = started;
+    tokio::spawn(transport::native::write(outbox));
     let (done, reader_end) = tokio::sync::oneshot::channel();
-    let (s, rt) = (shared.clone(), tokio::runtime::Handle::current());
     std::thread::Builder::new()
         .name("from-browser".into())
         .spawn(move || {
-            let _ = done.send(read_from_browser(&s, &rt));
+            let _ = done.send(transport::native::read(&inbox));
         })
         .context("cannot start the browser reader")?;
     let end = tokio::select! {
@@ -267,6 +289,32 @@ async fn serve(origin: &str) -> Result<()> {
     end
 }
 
+/// A host inside `unmodal mcp --cdp-endpoint`: the state of record for a browser reached
+/// over CDP, served on a private socket as any host is (`unmodal pilot` finds it there).
+pub struct RemoteHost {
+    pub socket: PathBuf,
+    pub link: transport::bridge::LinkState,
+    shared: Arc<Shared>,
+    _socket: SocketFile,
+}
+
+impl RemoteHost {
+    /// Writes the state to disk (the agent is leaving).
+    pub fn save(&self) {
+        self.shared.save();
+    }
+}
+
+/// Starts the host for a remote browser and its bridge; returns once the socket listens.
+pub async fn serve_remote(endpoint: crate::cdp::Endpoint) -> Result<RemoteHost> {
+    let started = start(crate::parent_browser::ParentBrowser::over_cdp(endpoint.redacted())).await?;
+    let inbox = started.inbox();
+    let Started { shared, outbox, socket } = started;
+    let link = transport::bridge::LinkState::default();
+    tokio::spawn(transport::bridge::run(endpoint, inbox, outbox, link.clone()));
+    Ok(RemoteHost { socket: socket.0.clone(), link, shared, _socket: socket })
+}
+
 async fn terminated() {
     use tokio::signal::unix::{SignalKind, signal};
     match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
@@ -274,63 +322,6 @@ async fn terminated() {
             tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
         }
         _ => std::future::pending().await,
-    }
-}
-
-async fn write_to_browser(mut rx: mpsc::UnboundedReceiver<ToBrowser>) {
-    let mut out = tokio::io::stdout();
-    while let Some(msg) = rx.recv().await {
-        let bytes = match serde_json::to_vec(&msg) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::error!(error = %e, "message to the browser not encodable; dropped");
-                continue;
-            }
-        };
-        match frame::write(&mut out, &bytes).await {
-            Ok(()) => {}
-            Err(frame::FrameError::OutgoingTooLarge(n)) => {
-                tracing::error!(bytes = n, "message to the browser dropped")
-            }
-            Err(e) => {
-                tracing::info!(error = %e, "browser stopped reading");
-                return;
-            }
-        }
-    }
-}
-
-/// Until the browser closes the port. Bad frames are logged and skipped, never fatal. Runs
-/// on a thread of its own: a held dialog goes from the pipe into the state with no
-/// hand-over between threads (an agent beside a CDP driver asks for it as soon as the
-/// driver saw it).
-fn read_from_browser(shared: &Arc<Shared>, rt: &tokio::runtime::Handle) -> Result<()> {
-    let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
-    loop {
-        let bytes = match frame::read_blocking(&mut input) {
-            Ok(Some(b)) => b,
-            Ok(None) => {
-                tracing::info!("browser closed the port");
-                return Ok(());
-            }
-            Err(frame::FrameError::TooLarge(n)) => {
-                tracing::warn!(bytes = n, "oversize frame from the browser skipped");
-                continue;
-            }
-            Err(e) => return Err(e).context("reading from the browser"),
-        };
-        let msg = match FromBrowser::parse(&bytes) {
-            Ok(m) => m,
-            Err(e) => {
-                tracing::warn!(error = %e, "unreadable frame from the browser skipped");
-                continue;
-            }
-        };
-        if let FromBrowser::PilotResult(r) = msg {
-            shared.pilot.finish(r);
-            continue;
-        }
-        on_browser_message(shared, rt, msg);
     }
 }
 

@@ -1,0 +1,9 @@
+//! A small CDP client for `unmodal mcp --cdp-endpoint`: where the remote browser is
+//! (`endpoint`) and one WebSocket connection to it (`conn`). What goes over it is the
+//! bridge's business (`host/transport/bridge.rs`).
+
+pub mod conn;
+pub mod endpoint;
+
+pub use conn::{CdpError, Conn, Event};
+pub use endpoint::Endpoint;

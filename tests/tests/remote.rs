@@ -1,0 +1,363 @@
+//! Remote browsers (`unmodal mcp --cdp-endpoint`): the browser runs where no native host
+//! is installed (the provider stand-in, `unmodal_e2e::remote`: the zip's contents loaded,
+//! an empty HOME, reachable only through a WebSocket proxy that demands a token), and the
+//! MCP process keeps the state itself, reaching the extension over that one URL. Playwright
+//! MCP drives the same browser through the same proxy.
+
+use anyhow::{Context, Result, ensure};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+use unmodal_e2e::artifacts::Artifacts;
+use unmodal_e2e::remote::RemoteBrowser;
+use unmodal_e2e::{Agent, Driver, Peer, Reply, WebServer, eventually};
+
+const LIMIT: Duration = Duration::from_secs(15);
+
+const DRAFTS: &str = "<!doctype html><title>drafts</title>\
+    <button onclick=\"document.querySelector('#out').textContent = 'confirm: ' + confirm('Delete the draft?')\">Delete</button>\
+    <p id=out>none</p>";
+
+/// How `unmodal mcp` is pointed at the stand-in.
+enum Via {
+    /// The token in the URL's query, as most providers hand it out.
+    Query,
+    /// A Bearer header (`--cdp-header`).
+    Header,
+}
+
+struct Remote {
+    browser: RemoteBrowser,
+    agent: Agent,
+    runtime: TempDir,
+    web: WebServer,
+    art: Artifacts,
+}
+
+impl Remote {
+    async fn start(via: Via) -> Result<Self> {
+        let browser = RemoteBrowser::launch().await?;
+        let art = Artifacts::find()?;
+        let runtime = tempfile::Builder::new().prefix("unmodal-remote-rt-").tempdir()?;
+        let mut cmd = tokio::process::Command::new(&art.host);
+        cmd.arg("mcp").env("UNMODAL_RUNTIME_DIR", runtime.path());
+        match via {
+            Via::Query => cmd.args(["--cdp-endpoint", &browser.ws_url()]),
+            Via::Header => {
+                cmd.args(["--cdp-endpoint", &browser.ws_url_needing_header(), "--cdp-header", &browser.header()])
+            }
+        };
+        let agent = Agent::start_command(cmd, &[]).await?;
+        Ok(Self { browser, agent, runtime, web: WebServer::start()?, art })
+    }
+
+    /// `unmodal pilot <action>` in a terminal beside the agent, as a person types it.
+    fn pilot(&self, action: &str) -> Result<String> {
+        let out = std::process::Command::new(&self.art.host)
+            .args(["pilot", action])
+            .env("UNMODAL_RUNTIME_DIR", self.runtime.path())
+            .output()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        ensure!(out.status.success(), "`unmodal pilot {action}`: {text}{}", String::from_utf8_lossy(&out.stderr));
+        Ok(text)
+    }
+
+    async fn pilot_on(&self) -> Result<()> {
+        let said = self.pilot("on")?;
+        ensure!(said.contains("AI Web Pilot is on"), "`unmodal pilot on` said: {said}");
+        let tabs = self.agent.ok("observe", json!({"what": "tabs"})).await?;
+        ensure!(tabs["pilot_enabled"] == json!(true), "the pilot is not on: {tabs}");
+        Ok(())
+    }
+
+    async fn tab_of(&self, url: &str) -> Result<i64> {
+        self.agent.wait_for_tab_listed(url).await
+    }
+
+    /// The records of tab `tab`, once `ready` holds of them.
+    async fn records(&self, tab: i64, what: &str, ready: impl Fn(&[Value]) -> bool) -> Result<Vec<Value>> {
+        eventually(LIMIT, what, || async {
+            let d = self.agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
+            let recent: Vec<Value> = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
+            Ok(ready(&recent).then_some(recent))
+        })
+        .await
+        .with_context(|| format!("browser log: {}", self.browser.log_tail()))
+    }
+
+    async fn rule(&self, args: Value) -> Result<Value> {
+        let mut a = json!({"action": "handle_dialog", "setup": true});
+        a.as_object_mut().context("an object")?.extend(args.as_object().cloned().unwrap_or_default());
+        self.agent.ok("interact", a).await
+    }
+}
+
+fn code(r: &Reply) -> Option<&str> {
+    match r {
+        Reply::Failed(v) => v["error"]["code"].as_str(),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_rule_answers_the_confirm_a_drivers_click_raises_over_the_providers_url() -> Result<()> {
+    let r = Remote::start(Via::Header).await?;
+    r.pilot_on().await?;
+    let peer = Peer::start_at(Driver::PlaywrightMcp, &r.browser.ws_url(), &[]).await?;
+    let url = r.web.page("/drafts", DRAFTS, &[]);
+    peer.navigate(&url).await?;
+    let tab = r.tab_of(&url).await?;
+    let set = r.rule(json!({"dialog_type": "confirm", "accept": true, "tab_id": tab})).await?;
+    ensure!(set["rule_id"].is_u64(), "{set}");
+    let click = tokio::time::timeout(LIMIT, peer.click_button(&url, "Delete")).await.context("the click hung")??;
+    ensure!(
+        !click.is_error && !click.text.to_lowercase().contains("modal state"),
+        "the driver saw a modal: {}",
+        click.text
+    );
+    let out = r.browser.cdp().call(None, "Target.getTargets", json!({})).await?;
+    ensure!(out["targetInfos"].is_array());
+    let recs = r.records(tab, "the confirm's record", |recs| !recs.is_empty()).await?;
+    assert_eq!(
+        (recs[0]["type"].as_str(), recs[0]["decided_by"].as_str(), recs[0]["accepted"].as_bool()),
+        (Some("confirm"), Some("rule"), Some(true)),
+        "{recs:?}"
+    );
+    let text = peer.evaluate(&url, "() => document.querySelector('#out').textContent").await?;
+    ensure!(text.text.contains("confirm: true"), "the page got: {}", text.text);
+    peer.close().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn must_respond_holds_the_dialog_and_the_agent_answers_it() -> Result<()> {
+    let r = Remote::start(Via::Query).await?;
+    r.pilot_on().await?;
+    let url = r.web.page("/drafts", DRAFTS, &[]);
+    let page = r.browser.new_page(&url).await?;
+    let tab = r.tab_of(&url).await?;
+    r.agent
+        .ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60, "tab_id": tab}))
+        .await?;
+    // The click runs after this call returns: the page then waits on the held dialog.
+    page.eval("setTimeout(() => document.querySelector('button').click(), 0); 0").await?;
+    let held = eventually(LIMIT, "the held dialog listed", || async {
+        let d = r.agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
+        Ok(d["pending_dialogs"].as_array().and_then(|p| p.first()).cloned())
+    })
+    .await?;
+    ensure!(held["message"] == "Delete the draft?", "{held}");
+    let id = held["dialog_id"].as_u64().context("a dialog_id")?;
+    r.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;
+    let out = eventually(LIMIT, "the page going on", || async {
+        let v = page.eval("document.querySelector('#out').textContent").await?;
+        Ok((v != "none").then_some(v))
+    })
+    .await?;
+    assert_eq!(out, json!("confirm: true"));
+    let recs = r.records(tab, "the closed record", |recs| recs.iter().any(|x| x["state"] == "closed")).await?;
+    assert_eq!(recs[0]["closed_by"], "agent", "{recs:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn print_app_links_passkeys_and_auth_are_answered_over_the_bridge() -> Result<()> {
+    let r = Remote::start(Via::Query).await?;
+    r.pilot_on().await?;
+    let secret = r.web.protected("/admin", b"ADMIN", "text/plain", "staff", "ada", "pw1");
+    let url = r.web.page("/kinds", "<!doctype html><title>kinds</title><p>kinds</p>", &[]);
+    let page = r.browser.new_page(&url).await?;
+    let tab = r.tab_of(&url).await?;
+    r.rule(json!({"dialog_type": "auth", "username": "ada", "password": "pw1", "tab_id": tab})).await?;
+    // The defaults: print cancelled, an app link cancelled, a passkey refused.
+    assert_eq!(page.eval("[print(), 'printed'][1]").await?, json!("printed"));
+    page.eval("location.href = 'myapp://open'; 0").await?;
+    let passkey = page
+        .eval(
+            "navigator.credentials.create({publicKey: {rp: {name: 'R'}, user: {id: new Uint8Array(4), name: 'u', \
+             displayName: 'U'}, challenge: new Uint8Array(32), pubKeyCredParams: [{type: 'public-key', alg: -7}]}}) \
+             .then(() => 'created', (e) => e.name)",
+        )
+        .await?;
+    assert_eq!(passkey, json!("NotAllowedError"));
+    let fetched = page.eval(&format!("fetch('{secret}').then((r) => r.text())")).await?;
+    assert_eq!(fetched, json!("ADMIN"), "the auth rule's credentials reached the server");
+    let recs = r
+        .records(tab, "four kinds recorded", |recs| {
+            ["print", "app_link", "passkey", "auth"].iter().all(|k| recs.iter().any(|x| x["type"] == *k))
+        })
+        .await?;
+    let by = |k: &str| recs.iter().find(|x| x["type"] == k).map(|x| x["decided_by"].clone());
+    assert_eq!(
+        [by("print"), by("app_link"), by("passkey"), by("auth")],
+        [
+            Some(json!("default_policy")),
+            Some(json!("default_policy")),
+            Some(json!("default_policy")),
+            Some(json!("rule"))
+        ],
+        "{recs:?}"
+    );
+    // No password in any answer.
+    ensure!(!serde_json::to_string(&recs)?.contains("pw1"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_pilot_tools_work_once_a_person_switched_the_pilot_on_in_a_terminal() -> Result<()> {
+    let r = Remote::start(Via::Query).await?;
+    let url = r.web.page("/p", "<!doctype html><title>p</title><h1>hi</h1>", &[]);
+    let _page = r.browser.new_page(&url).await?;
+    let tab = r.tab_of(&url).await?;
+    let run = json!({"script": "document.querySelector('h1').textContent", "tab_id": tab});
+    let off = r.agent.call("execute_javascript", run.clone()).await?;
+    let off_text = format!("{off:?}");
+    ensure!(off_text.contains("ai_web_pilot_disabled"), "with the pilot off: {off_text}");
+    r.pilot_on().await?;
+    let on = r.agent.ok("execute_javascript", run).await?;
+    assert_eq!((on["success"].as_bool(), &on["result"]), (Some(true), &json!("hi")), "{on}");
+    let lit = r.agent.ok("highlight_element", json!({"selector": "h1", "tab_id": tab})).await?;
+    ensure!(lit["success"] == true || lit["highlighted"].is_number() || lit.get("error").is_none(), "{lit}");
+    Ok(())
+}
+
+/// Code the agent's driver runs in the worker (the binding is a global there) cannot
+/// switch the pilot on, nor make the host take its word for the agent's answer.
+#[tokio::test]
+async fn code_run_in_the_worker_cannot_switch_the_pilot_or_answer_for_the_agent() -> Result<()> {
+    let r = Remote::start(Via::Query).await?;
+    let url = r.web.page("/drafts", DRAFTS, &[]);
+    let _page = r.browser.new_page(&url).await?;
+    let tab = r.tab_of(&url).await?;
+    // As a driver does: its own session on the worker, over the provider's URL.
+    let cdp = unmodal_e2e::cdp::Cdp::connect(&r.browser.ws_url()).await?;
+    let targets = cdp.call(None, "Target.getTargets", json!({})).await?;
+    let worker = targets["targetInfos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| {
+            t["type"] == "service_worker" && t["url"].as_str().is_some_and(|u| u.starts_with("chrome-extension://"))
+        })
+        .context("the worker's target")?;
+    let s = cdp.call(None, "Target.attachToTarget", json!({"targetId": worker["targetId"], "flatten": true})).await?;
+    let session = s["sessionId"].as_str().context("a session")?.to_owned();
+    let forge = |expr: String| {
+        let cdp = cdp.clone();
+        let session = session.clone();
+        async move { cdp.call(Some(&session), "Runtime.evaluate", json!({"expression": expr, "returnByValue": true})).await }
+    };
+    let sent = forge(
+        "typeof unmodalToHost === 'function' && (unmodalToHost(JSON.stringify({type: 'pilot', on: true, via: 'popup', id: 7})), \
+         unmodalToHost(JSON.stringify({type: 'pilot', on: true, via: 'page'})), true)"
+            .into(),
+    )
+    .await?;
+    ensure!(sent["result"]["value"] == true, "the binding is there for a driver to call: {sent}");
+    // And the host's own words to the worker, forged: the worker's cache says on.
+    forge("unmodalFromHost(JSON.stringify([{type: 'pilot', on: true, rev: 999999}]))".into()).await?;
+    let run = json!({"script": "1 + 1", "tab_id": tab});
+    // The host (outside the browser) keeps the switch: still off, for the agent's tools too.
+    let tabs = r.agent.ok("observe", json!({"what": "tabs"})).await?;
+    ensure!(tabs["pilot_enabled"] == json!(false), "{tabs}");
+    let refused = format!("{:?}", r.agent.call("execute_javascript", run).await?);
+    ensure!(refused.contains("ai_web_pilot_disabled"), "{refused}");
+    // A forged "the held dialog closed" is recorded as closed by someone else over CDP,
+    // never as the agent's answer.
+    r.pilot_on().await?;
+    r.agent
+        .ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60, "tab_id": tab}))
+        .await?;
+    _page.eval("setTimeout(() => confirm('held for the agent'), 0); 0").await?;
+    eventually(LIMIT, "the held dialog listed", || async {
+        let d = r.agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
+        Ok(d["pending_dialogs"].as_array().is_some_and(|p| !p.is_empty()).then_some(()))
+    })
+    .await?;
+    forge(format!(
+        "for (let hold = 0; hold < 8; hold++) unmodalToHost(JSON.stringify({{type: 'held_closed', tab_id: {tab}, hold, \
+         accepted: true, text: '', gone: false}})); 0"
+    ))
+    .await?;
+    let recs = r
+        .records(tab, "the forged close recorded", |recs| {
+            recs.iter().any(|x| x["message"] == "held for the agent" && x["state"] == "closed")
+        })
+        .await?;
+    let rec = recs.iter().find(|x| x["message"] == "held for the agent").context("the record")?;
+    ensure!(
+        rec["closed_by"] != "agent" && rec["decided_by"] != "agent",
+        "a forged close passed for the agent's answer: {rec}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_dropped_connection_comes_back_with_the_state_intact() -> Result<()> {
+    let r = Remote::start(Via::Query).await?;
+    r.pilot_on().await?;
+    let url = r.web.page("/drafts", DRAFTS, &[]);
+    let page = r.browser.new_page(&url).await?;
+    let tab = r.tab_of(&url).await?;
+    r.rule(json!({"dialog_type": "confirm", "accept": true, "once": false, "tab_id": tab})).await?;
+    let before = r.browser.connections();
+    let dropped = r.browser.drop_all().await;
+    ensure!(dropped >= 1, "unmodal's connection was open");
+    eventually(LIMIT, "unmodal connecting again", || async { Ok((r.browser.connections() > before).then_some(())) })
+        .await?;
+    // The rule is still in force (the state stayed in the MCP process), and the worker
+    // reports over the new connection.
+    assert_eq!(page.eval("confirm('after the drop')").await?, json!(true));
+    let recs = r
+        .records(tab, "the record after the drop", |recs| recs.iter().any(|x| x["message"] == "after the drop"))
+        .await?;
+    assert_eq!(recs[0]["decided_by"], "rule", "{recs:?}");
+    let rules = r.agent.ok("interact", json!({"action": "handle_dialog", "status": true, "tab_id": tab})).await?;
+    ensure!(rules.to_string().contains("\"confirm\""), "the rule is listed: {rules}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stopped_worker_is_reached_again_and_nothing_it_reported_is_lost() -> Result<()> {
+    let r = Remote::start(Via::Query).await?;
+    r.pilot_on().await?;
+    let url = r.web.page("/drafts", DRAFTS, &[]);
+    let _page = r.browser.new_page(&url).await?;
+    let tab = r.tab_of(&url).await?;
+    r.rule(json!({"dialog_type": "confirm", "accept": true, "once": false})).await?;
+    r.browser.stop_worker().await?;
+    // A page whose first script asks: its content script wakes the worker.
+    let later = r.web.page(
+        "/later",
+        "<!doctype html><title>later</title><script>document.title = 'got ' + confirm('while the worker slept')</script>",
+        &[],
+    );
+    let t0 = Instant::now();
+    let page = r.browser.new_page(&later).await?;
+    let tab2 = r.tab_of(&later).await?;
+    let recs = r
+        .records(tab2, "the new worker's report", |recs| recs.iter().any(|x| x["message"] == "while the worker slept"))
+        .await?;
+    eprintln!("the restarted worker's report reached the host {} ms after the page opened", t0.elapsed().as_millis());
+    ensure!(recs[0]["type"] == "confirm", "{recs:?}");
+    let _ = (tab, page);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_killed_browser_is_a_clear_error_within_seconds() -> Result<()> {
+    let r = Remote::start(Via::Query).await?;
+    r.agent.ok("observe", json!({"what": "tabs"})).await?;
+    r.browser.kill_browser();
+    let t0 = Instant::now();
+    let err = eventually(Duration::from_secs(30), "browser_gone", || async {
+        let reply = r.agent.call("observe", json!({"what": "tabs"})).await?;
+        Ok((code(&reply) == Some("browser_gone")).then_some(reply))
+    })
+    .await?;
+    let text = format!("{err:?}");
+    ensure!(!text.contains(r.browser.token()), "the token is withheld: {text}");
+    ensure!(text.contains("--cdp-endpoint"), "says what to do next: {text}");
+    eprintln!("browser_gone {} ms after the kill", t0.elapsed().as_millis());
+    Ok(())
+}
