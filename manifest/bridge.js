@@ -19,6 +19,9 @@ export function createBridge(onNewConnection) {
   let generation = null; // the host's connection number, once it said it
 
   const available = () => typeof globalThis[BINDING] === 'function';
+  // Whether the host's binding was there before this worker's first line (a worker the
+  // host's auto-attach held at its start): said to the host, which logs it.
+  const atStart = available();
 
   function open() {
     const send = globalThis[BINDING]; // as it is now: a later replacement is not used
@@ -76,7 +79,7 @@ export function createBridge(onNewConnection) {
     const same = current !== null && (generation === null || generation === n);
     generation = n;
     if (!same) queueMicrotask(onNewConnection);
-    return { unmodal: 1, version: chrome.runtime.getManifest().version };
+    return { unmodal: 1, version: chrome.runtime.getManifest().version, binding_at_start: atStart };
   };
 
   return { available, open };

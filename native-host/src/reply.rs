@@ -89,15 +89,9 @@ extension loaded (for a checkout: `cargo xtask build`, then load target/extensio
 }
 
 impl ToolError {
-    /// `why` names the endpoint without its token and what failed.
-    pub fn browser_gone(why: &str) -> Self {
-        Self::new(
-            ErrorCode::BrowserGone,
-            format!(
-                "{why}. Nothing more can happen in that browser: start a new browser session and run \
-`unmodal mcp --cdp-endpoint` with its URL."
-            ),
-        )
+    /// `said` names the endpoint without its token, what failed and what to do next.
+    pub fn browser_gone(said: &str) -> Self {
+        Self::new(ErrorCode::BrowserGone, said)
     }
 }
 

@@ -340,6 +340,22 @@ async fn a_stopped_worker_is_reached_again_and_nothing_it_reported_is_lost() -> 
         .await?;
     eprintln!("the restarted worker's report reached the host {} ms after the page opened", t0.elapsed().as_millis());
     ensure!(recs[0]["type"] == "confirm", "{recs:?}");
+    // The restarted worker had the binding before its first line: the bridge's
+    // auto-attach held it at its start (or the session kept it, with Runtime.enable).
+    let worker = r.browser.worker().await?.context("the worker runs again")?;
+    let s = r
+        .browser
+        .cdp()
+        .call(None, "Target.attachToTarget", json!({"targetId": worker["targetId"], "flatten": true}))
+        .await?;
+    let session = s["sessionId"].as_str().context("a session")?;
+    // Connection 1 is the one the host has: the same number changes nothing.
+    let said = r
+        .browser
+        .cdp()
+        .call(Some(session), "Runtime.evaluate", json!({"expression": "unmodalBridgeUp(1)", "returnByValue": true}))
+        .await?;
+    assert_eq!(said["result"]["value"]["binding_at_start"], json!(true), "{said}");
     let _ = (tab, page);
     Ok(())
 }
@@ -359,5 +375,35 @@ async fn a_killed_browser_is_a_clear_error_within_seconds() -> Result<()> {
     ensure!(!text.contains(r.browser.token()), "the token is withheld: {text}");
     ensure!(text.contains("--cdp-endpoint"), "says what to do next: {text}");
     eprintln!("browser_gone {} ms after the kill", t0.elapsed().as_millis());
+    Ok(())
+}
+
+/// An endpoint that is not a browser's (here the proxy's HTTP side, which has no
+/// `/json/version`) is said plainly, with what to pass instead; an `http://` endpoint
+/// that is a browser's (Chromium's own port) works.
+#[tokio::test]
+async fn endpoints_are_taken_in_both_forms_and_a_wrong_one_is_said_plainly() -> Result<()> {
+    let browser = RemoteBrowser::launch().await?;
+    let art = Artifacts::find()?;
+    let runtime = tempfile::Builder::new().prefix("unmodal-remote-rt-").tempdir()?;
+    let start = |endpoint: String| {
+        let mut cmd = tokio::process::Command::new(&art.host);
+        cmd.args(["mcp", "--cdp-endpoint", &endpoint]).env("UNMODAL_RUNTIME_DIR", runtime.path());
+        Agent::start_command(cmd, &[])
+    };
+    let port = browser.direct_url().split(':').nth(2).and_then(|p| p.split('/').next()).context("the direct port")?;
+    let direct = start(format!("http://127.0.0.1:{port}")).await?;
+    let tabs = direct.ok("observe", json!({"what": "tabs"})).await?;
+    ensure!(tabs["browsers"][0]["browser"]["extension_version"].is_string(), "{tabs}");
+    direct.close().await?;
+    let wrong = start(browser.http_url()).await?;
+    let err = eventually(Duration::from_secs(30), "the wrong endpoint said", || async {
+        let reply = wrong.call("observe", json!({"what": "tabs"})).await?;
+        Ok((code(&reply) == Some("browser_gone")).then_some(reply))
+    })
+    .await?;
+    let text = format!("{err:?}");
+    ensure!(text.contains("could not connect") && text.contains("404") && text.contains("ws(s)://"), "{text}");
+    ensure!(!text.contains(browser.token()), "{text}");
     Ok(())
 }

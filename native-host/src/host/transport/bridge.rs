@@ -53,7 +53,7 @@ pub enum Link {
         since: Instant,
         why: String,
     },
-    /// Given up: why.
+    /// Given up: what to tell the agent (why, and what to do next).
     Gone(String),
 }
 
@@ -117,11 +117,21 @@ pub async fn run(endpoint: Endpoint, inbox: Inbox, mut outbox: Outbox, link: Lin
             }
         };
         if lost_since.elapsed() >= GONE_AFTER {
-            let msg = format!(
-                "the browser at {} cannot be reached (for {} s: {why}); its session may have ended",
-                endpoint.redacted(),
-                GONE_AFTER.as_secs()
-            );
+            let msg = if generation == 0 {
+                format!(
+                    "Unmodal could not connect to the browser at {} (for {} s: {why}). Check the URL given to \
+--cdp-endpoint, and --cdp-header or --cdp-ca if the endpoint wants them, then start `unmodal mcp` again.",
+                    endpoint.redacted(),
+                    GONE_AFTER.as_secs()
+                )
+            } else {
+                format!(
+                    "The browser at {} cannot be reached any more (for {} s: {why}); its session has ended. Nothing \
+more can happen in it: start a new browser session and run `unmodal mcp --cdp-endpoint` with its URL.",
+                    endpoint.redacted(),
+                    GONE_AFTER.as_secs()
+                )
+            };
             tracing::error!("{msg}");
             link.set(Link::Gone(msg));
             // The outbox still drains, so the state never blocks on a browser that is gone.
@@ -385,5 +395,11 @@ async fn ask_identity(conn: &Conn, session: &str, generation: u64) -> Option<boo
     if v.is_null() {
         return None;
     }
-    Some(v["unmodal"].as_u64() == Some(BRIDGE_VERSION))
+    let ours = v["unmodal"].as_u64() == Some(BRIDGE_VERSION);
+    if ours {
+        // Whether auto-attach put the binding in before the worker's first line (it does
+        // for a worker that starts after the bridge connected).
+        tracing::info!(binding_at_start = v["binding_at_start"].as_bool(), version = ?v["version"].as_str(), "worker answered");
+    }
+    Some(ours)
 }
