@@ -4,6 +4,8 @@
 
 pub mod conn;
 pub mod endpoint;
+#[cfg(test)]
+mod tls_tests;
 
 pub use conn::{CdpError, Conn, Event};
 pub use endpoint::Endpoint;
