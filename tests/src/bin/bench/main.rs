@@ -14,6 +14,7 @@ mod launch;
 mod passkey;
 mod peers;
 mod pilot;
+mod remote;
 mod startup;
 
 const RUNS: usize = 15;
@@ -147,7 +148,7 @@ async fn held_dialogs(s: &Session) -> Result<()> {
 #[tokio::main]
 async fn main() -> Result<()> {
     // `cargo xtask bench -- --soak-seconds N` (default 120; 0 skips the soak), `--only-soak`,
-    // `--only-peers`, `--only-launch`, `--only-file-chooser`.
+    // `--only-peers`, `--only-launch`, `--only-file-chooser`, `--only-remote`.
     let args: Vec<String> = std::env::args().collect();
     let soak_secs = args
         .iter()
@@ -176,6 +177,9 @@ async fn main() -> Result<()> {
     }
     if args.iter().any(|a| a == "--only-peers") {
         return peers::run().await;
+    }
+    if args.iter().any(|a| a == "--only-remote") {
+        return remote::rows().await;
     }
     if args.iter().any(|a| a == "--only-decision") {
         let variants: Vec<std::path::PathBuf> =
@@ -327,6 +331,7 @@ async fn main() -> Result<()> {
     passkey::rows().await?;
     file_chooser::rows().await?;
     peers::run().await?;
+    remote::rows().await?;
     launch::rows().await?;
 
     startup::share(&s.browser.art.extension, &s.web, &[], false).await?;
