@@ -39,6 +39,12 @@ pub const GONE_AFTER: Duration = Duration::from_secs(10);
 /// Messages from a worker not yet recognised, kept until it is (a worker says `hello` the
 /// moment it starts; the check follows).
 const MAX_UNRECOGNISED: usize = 256;
+/// Messages kept for a worker that is not there (the extension not loaded, or restarting);
+/// past this the oldest go (a `hello` gets the state anew anyway).
+const MAX_QUEUED: usize = 4096;
+/// One batch carries at most this many messages, or this many bytes.
+const BATCH_MESSAGES: usize = 512;
+const BATCH_BYTES: usize = 1 << 20;
 
 /// How the bridge stands, for `unmodal mcp`'s answers.
 #[derive(Clone, Debug, PartialEq)]
@@ -219,7 +225,13 @@ impl Connection {
                 msg = outbox.recv() => match msg {
                     Some(m) => {
                         match serde_json::to_string(&m) {
-                            Ok(text) => self.queue.push_back(text),
+                            Ok(text) => {
+                                if self.queue.len() >= MAX_QUEUED && self.in_flight.is_none() {
+                                    tracing::warn!("no worker takes the host's messages; the oldest dropped");
+                                    self.queue.pop_front();
+                                }
+                                self.queue.push_back(text);
+                            }
                             Err(e) => tracing::error!(error = %e, "message to the browser not encodable; dropped"),
                         }
                         self.flush();
@@ -357,7 +369,17 @@ impl Connection {
         if self.in_flight.is_some() || self.queue.is_empty() {
             return;
         }
-        let items: Vec<&str> = self.queue.iter().map(String::as_str).collect();
+        let mut bytes = 0;
+        let items: Vec<&str> = self
+            .queue
+            .iter()
+            .take(BATCH_MESSAGES)
+            .take_while(|m| {
+                bytes += m.len() + 1;
+                bytes <= BATCH_BYTES || bytes == m.len() + 1
+            })
+            .map(String::as_str)
+            .collect();
         let text = format!("[{}]", items.join(","));
         self.batches += 1;
         let batch = self.batches;
