@@ -70,6 +70,17 @@ impl Remote {
         Ok(())
     }
 
+    /// A session with the pilot on and a tab (opened over the test's own connection)
+    /// showing `html` at `path`: the URL, the page and its tab id.
+    async fn with_page(via: Via, path: &str, html: &str) -> Result<(Self, String, unmodal_e2e::page::Page, i64)> {
+        let r = Self::start(via).await?;
+        r.pilot_on().await?;
+        let url = r.web.page(path, html, &[]);
+        let page = r.browser.new_page(&url).await?;
+        let tab = r.tab_of(&url).await?;
+        Ok((r, url, page, tab))
+    }
+
     async fn tab_of(&self, url: &str) -> Result<i64> {
         self.agent.wait_for_tab_listed(url).await
     }
@@ -131,11 +142,7 @@ async fn a_rule_answers_the_confirm_a_drivers_click_raises_over_the_providers_ur
 
 #[tokio::test]
 async fn must_respond_holds_the_dialog_and_the_agent_answers_it() -> Result<()> {
-    let r = Remote::start(Via::Query).await?;
-    r.pilot_on().await?;
-    let url = r.web.page("/drafts", DRAFTS, &[]);
-    let page = r.browser.new_page(&url).await?;
-    let tab = r.tab_of(&url).await?;
+    let (r, _url, page, tab) = Remote::with_page(Via::Query, "/drafts", DRAFTS).await?;
     r.agent
         .ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60, "tab_id": tab}))
         .await?;
@@ -294,11 +301,7 @@ async fn code_run_in_the_worker_cannot_switch_the_pilot_or_answer_for_the_agent(
 
 #[tokio::test]
 async fn a_dropped_connection_comes_back_with_the_state_intact() -> Result<()> {
-    let r = Remote::start(Via::Query).await?;
-    r.pilot_on().await?;
-    let url = r.web.page("/drafts", DRAFTS, &[]);
-    let page = r.browser.new_page(&url).await?;
-    let tab = r.tab_of(&url).await?;
+    let (r, _url, page, tab) = Remote::with_page(Via::Query, "/drafts", DRAFTS).await?;
     r.rule(json!({"dialog_type": "confirm", "accept": true, "once": false, "tab_id": tab})).await?;
     let before = r.browser.connections();
     let dropped = r.browser.drop_all().await;
@@ -319,11 +322,7 @@ async fn a_dropped_connection_comes_back_with_the_state_intact() -> Result<()> {
 
 #[tokio::test]
 async fn a_stopped_worker_is_reached_again_and_nothing_it_reported_is_lost() -> Result<()> {
-    let r = Remote::start(Via::Query).await?;
-    r.pilot_on().await?;
-    let url = r.web.page("/drafts", DRAFTS, &[]);
-    let _page = r.browser.new_page(&url).await?;
-    let tab = r.tab_of(&url).await?;
+    let (r, _url, _page, tab) = Remote::with_page(Via::Query, "/drafts", DRAFTS).await?;
     r.rule(json!({"dialog_type": "confirm", "accept": true, "once": false})).await?;
     r.browser.stop_worker().await?;
     // A page whose first script asks: its content script wakes the worker.
