@@ -71,15 +71,18 @@ export function createBridge(onNewConnection) {
     return batch.length;
   };
 
-  // The host's check that this is Unmodal's worker, and its connection number: a number
-  // not seen before is a new connection (the old one dropped), which the worker answers as
+  // The host's check that this is Unmodal's worker, and its connection number (unique
+  // across processes: each starts from its own clock): a number not seen before is a new connection (the old one dropped), which the worker answers as
   // a new host: released what it held for the old one, `hello` again.
   globalThis.unmodalBridgeUp = (n) => {
-    if (!available() || !Number.isSafeInteger(n)) return null;
+    if (!available()) return null;
+    const me = { unmodal: 1, version: chrome.runtime.getManifest().version, binding_at_start: atStart };
+    if (n === undefined) return me; // who this is, changing nothing
+    if (!Number.isSafeInteger(n)) return null;
     const same = current !== null && (generation === null || generation === n);
     generation = n;
     if (!same) queueMicrotask(onNewConnection);
-    return { unmodal: 1, version: chrome.runtime.getManifest().version, binding_at_start: atStart };
+    return me;
   };
 
   return { available, open };

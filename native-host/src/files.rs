@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 /// Where printed pages go when the agent names no file (inside the data directory).
 pub const PRINTS: &str = "prints";
+/// Where files a remote browser downloaded are copied to on this machine (no `save_dir`).
+pub const DOWNLOADS: &str = "downloads";
 
 #[derive(Debug, Default)]
 pub struct Allowed {

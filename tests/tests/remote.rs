@@ -30,6 +30,8 @@ struct Remote {
     browser: RemoteBrowser,
     agent: Agent,
     runtime: TempDir,
+    /// `UNMODAL_DATA_DIR` of `unmodal mcp` (downloads are copied into `downloads/` here).
+    data: TempDir,
     web: WebServer,
     art: Artifacts,
 }
@@ -39,8 +41,9 @@ impl Remote {
         let browser = RemoteBrowser::launch().await?;
         let art = Artifacts::find()?;
         let runtime = tempfile::Builder::new().prefix("unmodal-remote-rt-").tempdir()?;
+        let data = tempfile::Builder::new().prefix("unmodal-remote-data-").tempdir()?;
         let mut cmd = tokio::process::Command::new(&art.host);
-        cmd.arg("mcp").env("UNMODAL_RUNTIME_DIR", runtime.path());
+        cmd.arg("mcp").env("UNMODAL_RUNTIME_DIR", runtime.path()).env("UNMODAL_DATA_DIR", data.path());
         match via {
             Via::Query => cmd.args(["--cdp-endpoint", &browser.ws_url()]),
             Via::Header => {
@@ -48,7 +51,7 @@ impl Remote {
             }
         };
         let agent = Agent::start_command(cmd, &[]).await?;
-        Ok(Self { browser, agent, runtime, web: WebServer::start()?, art })
+        Ok(Self { browser, agent, runtime, data, web: WebServer::start()?, art })
     }
 
     /// `unmodal pilot <action>` in a terminal beside the agent, as a person types it.
@@ -348,11 +351,11 @@ async fn a_stopped_worker_is_reached_again_and_nothing_it_reported_is_lost() -> 
         .call(None, "Target.attachToTarget", json!({"targetId": worker["targetId"], "flatten": true}))
         .await?;
     let session = s["sessionId"].as_str().context("a session")?;
-    // Connection 1 is the one the host has: the same number changes nothing.
+    // Asked with no connection number, the worker says who it is and changes nothing.
     let said = r
         .browser
         .cdp()
-        .call(Some(session), "Runtime.evaluate", json!({"expression": "unmodalBridgeUp(1)", "returnByValue": true}))
+        .call(Some(session), "Runtime.evaluate", json!({"expression": "unmodalBridgeUp()", "returnByValue": true}))
         .await?;
     assert_eq!(said["result"]["value"]["binding_at_start"], json!(true), "{said}");
     let _ = (tab, page);
@@ -404,5 +407,50 @@ async fn endpoints_are_taken_in_both_forms_and_a_wrong_one_is_said_plainly() -> 
     let text = format!("{err:?}");
     ensure!(text.contains("could not connect") && text.contains("404") && text.contains("ws(s)://"), "{text}");
     ensure!(!text.contains(browser.token()), "{text}");
+    Ok(())
+}
+
+/// A download lands on the browser's machine; Unmodal copies it here over the same CDP
+/// URL (a file input given the browser's path, its blob read in chunks) and the record
+/// names both paths.
+#[tokio::test]
+async fn a_remote_download_is_copied_to_this_machine() -> Result<()> {
+    let (r, _url, page, tab) =
+        Remote::with_page(Via::Query, "/export", "<!doctype html><title>export</title><a href=/report.csv>report</a>")
+            .await?;
+    // Over three of the copy's 1 MB chunks, and not the same byte throughout.
+    let body: String = (0..3_300_000u32).map(|i| char::from(b'a' + u8::try_from(i % 26).unwrap_or(0))).collect();
+    r.web.page(
+        "/report.csv",
+        &body,
+        &[("Content-Type", "text/csv"), ("Content-Disposition", "attachment; filename=report.csv")],
+    );
+    page.eval("document.querySelector('a').click(); 0").await?;
+    let recs = r
+        .records(tab, "the download copied here", |recs| {
+            recs.iter().any(|x| x["type"] == "download" && x["path"].is_string())
+        })
+        .await?;
+    let rec = recs.iter().find(|x| x["type"] == "download").context("the record")?;
+    let local = std::path::PathBuf::from(rec["path"].as_str().context("path")?);
+    let remote = rec["remote_path"].as_str().context("remote_path")?;
+    ensure!(local.starts_with(r.data.path().join("downloads")), "copied into the data dir: {rec}");
+    ensure!(std::path::Path::new(remote).starts_with(r.browser.home()), "the browser's own copy in its HOME: {rec}");
+    ensure!(std::fs::read(&local)? == body.as_bytes(), "the copy has the server's bytes");
+    assert_eq!(rec["size"], json!(body.len()), "{rec}");
+    Ok(())
+}
+
+/// A second `unmodal mcp --cdp-endpoint` on the same browser (the first one gone) is a new
+/// connection to the worker, which says `hello` to it: the tabs are there.
+#[tokio::test]
+async fn a_second_process_on_the_same_browser_is_heard() -> Result<()> {
+    let (r, url, _page, _tab) = Remote::with_page(Via::Query, "/p", "<!doctype html><title>p</title>").await?;
+    r.agent.ok("observe", json!({"what": "tabs"})).await?;
+    let runtime = tempfile::Builder::new().prefix("unmodal-remote-rt-").tempdir()?;
+    let mut cmd = tokio::process::Command::new(&r.art.host);
+    cmd.args(["mcp", "--cdp-endpoint", &r.browser.ws_url()]).env("UNMODAL_RUNTIME_DIR", runtime.path());
+    let second = Agent::start_command(cmd, &[]).await?;
+    second.wait_for_tab_listed(&url).await?;
     Ok(())
 }

@@ -13,7 +13,7 @@
 
 use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
 use super::protocol::ToBrowser;
-use super::protocol::{DownloadAsk, PromptDecision};
+use super::protocol::{DownloadAsk, FetchJob, PromptDecision};
 use super::record::{self, DecidedBy, Details, DownloadDetails, FileJob};
 use super::state::{State, is_downloads_rule};
 use crate::api::RuleSpec;
@@ -50,6 +50,7 @@ impl PromptKind for DownloadAsk {
                 size: u64::try_from(self.size).ok(),
                 download_state: "in_progress".into(),
                 path: None,
+                remote_path: None,
             })),
         }
     }
@@ -152,7 +153,20 @@ impl State {
         if let Ok(n) = u64::try_from(size) {
             d.size = Some(n);
         }
-        if let (Some(dir), Some(from), "complete") = (job.to, path.clone(), state) {
+        let remote = self.browser.over_cdp.is_some();
+        if let (true, Some(from), "complete") = (remote, path.clone(), state) {
+            // On the browser's machine: copied here over CDP (the bridge), then named.
+            let to = job.to.or_else(|| crate::paths::data_dir().ok().map(|d| d.join(crate::files::DOWNLOADS)));
+            d.remote_path = Some(from.clone());
+            match to {
+                Some(dir) => {
+                    self.fetches.push(FetchJob { record: job.record, remote: from, dir });
+                    note = Some("being copied to this machine".into());
+                }
+                None => note = Some("not copied here: no data directory".into()),
+            }
+            path = None;
+        } else if let (Some(dir), Some(from), "complete") = (job.to, path.clone(), state) {
             match move_into(Path::new(&from), &dir) {
                 Ok(to) => path = Some(to.display().to_string()),
                 Err(e) => note = Some(format!("not moved into {}: {e}", dir.display())),
@@ -160,13 +174,14 @@ impl State {
         }
         d.path = path.clone();
         let save_as = rec.accepted == Some(true) && self.browser.asks_where_to_save() == Some(true);
-        let said = match (d.download_state.as_str(), &path) {
-            ("complete", Some(p)) => format!("Saved as {p}"),
-            ("cancelled", _) if save_as => "The browser cancelled it itself: \"Ask where to save each file before \
+        let said = match (d.download_state.as_str(), &path, &d.remote_path) {
+            ("complete", Some(p), _) => format!("Saved as {p}"),
+            ("complete", None, Some(p)) => format!("Saved on the browser's machine as {p}"),
+            ("cancelled", _, _) if save_as => "The browser cancelled it itself: \"Ask where to save each file before \
 downloading\" is on in this profile and nobody can answer its Save dialog (chrome://settings/downloads; `unmodal \
 doctor` checks it)"
                 .to_string(),
-            ("cancelled", _) => "Cancelled, nothing written".to_string(),
+            ("cancelled", _, _) => "Cancelled, nothing written".to_string(),
             _ => format!("Failed ({})", error.unwrap_or("no reason given")),
         };
         rec.explanation = match note {
@@ -180,6 +195,37 @@ doctor` checks it)"
     }
 }
 
+impl State {
+    /// A remote download's copy is here (or could not be made): its record says where.
+    pub fn file_fetched(&mut self, record: u64, result: Result<(PathBuf, u64), String>) {
+        let Some(rec) =
+            self.held.iter_mut().map(|h| &mut h.record).chain(self.history.iter_mut()).find(|r| r.id == record)
+        else {
+            return;
+        };
+        let Some(Details::Download(d)) = &mut rec.details else { return };
+        let said = match result {
+            Ok((file, bytes)) => {
+                d.path = Some(file.display().to_string());
+                d.size = Some(bytes);
+                format!("Copied to this machine as {} ({bytes} bytes).", file.display())
+            }
+            Err(e) => format!("Not copied to this machine: {e}."),
+        };
+        rec.explanation = format!("{} {said}", rec.explanation.replace("; being copied to this machine.", "."));
+    }
+}
+
+/// A free name for `name` in `dir` (a name taken gets " (1)", " (2)", … before its extension).
+pub fn free_name(dir: &Path, name: &std::ffi::OsStr) -> Option<PathBuf> {
+    let p = Path::new(name);
+    let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let ext = p.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    (0..1000)
+        .map(|n| if n == 0 { dir.join(name) } else { dir.join(format!("{stem} ({n}){ext}")) })
+        .find(|to| std::fs::symlink_metadata(to).is_err())
+}
+
 /// Moves a finished download into `dir` (a name taken there gets " (1)", " (2)", … before
 /// its extension); only a regular file is moved.
 fn move_into(from: &Path, dir: &Path) -> Result<PathBuf, String> {
@@ -188,29 +234,16 @@ fn move_into(from: &Path, dir: &Path) -> Result<PathBuf, String> {
         return Err("the download is not a regular file".into());
     }
     let name = from.file_name().ok_or("the download has no file name")?;
-    let (stem, ext) = {
-        let p = Path::new(name);
-        (
-            p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
-            p.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default(),
-        )
-    };
-    for n in 0..1000 {
-        let to = if n == 0 { dir.join(name) } else { dir.join(format!("{stem} ({n}){ext}")) };
-        if std::fs::symlink_metadata(&to).is_ok() {
-            continue;
+    let to = free_name(dir, name).ok_or("no free name")?;
+    match std::fs::rename(from, &to) {
+        Ok(()) => Ok(to),
+        // Another file system: copied, then the browser's copy removed.
+        Err(_) => {
+            std::fs::copy(from, &to).map_err(|e| e.to_string())?;
+            let _ = std::fs::remove_file(from);
+            Ok(to)
         }
-        return match std::fs::rename(from, &to) {
-            Ok(()) => Ok(to),
-            // Another file system: copied, then the browser's copy removed.
-            Err(_) => {
-                std::fs::copy(from, &to).map_err(|e| e.to_string())?;
-                let _ = std::fs::remove_file(from);
-                Ok(to)
-            }
-        };
     }
-    Err("no free name".into())
 }
 
 #[cfg(test)]
@@ -264,6 +297,44 @@ mod tests {
         let Some(Details::Download(d)) = &rec.details else { panic!() };
         assert_eq!(d.download_state, "cancelled");
         assert!(rec.explanation.ends_with("Cancelled, nothing written."), "{}", rec.explanation);
+    }
+
+    #[test]
+    fn a_remote_browsers_download_is_asked_to_be_copied_here_and_the_record_says_where() {
+        let keep = tempfile::tempdir().unwrap();
+        let mut s = state_with(Policy::Auto);
+        s.browser = crate::parent_browser::ParentBrowser::over_cdp("wss://fleet/…".into());
+        let rule =
+            RuleSpec::Download { accept: true, save_dir: Some(keep.path().into()), matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
+        feed(&mut s, ask(1)).unwrap();
+        // The path is the browser machine's: nothing is moved here, a copy is asked for.
+        feed(&mut s, done(1, "complete", "/remote/Downloads/report.csv", None)).unwrap();
+        let jobs = std::mem::take(&mut s.fetches);
+        let rec = s.history.iter().last().unwrap().id;
+        assert_eq!(
+            jobs,
+            [FetchJob { record: rec, remote: "/remote/Downloads/report.csv".into(), dir: keep.path().into() }]
+        );
+        let Some(Details::Download(d)) = &s.history.iter().last().unwrap().details else { panic!() };
+        assert_eq!((d.path.as_deref(), d.remote_path.as_deref()), (None, Some("/remote/Downloads/report.csv")));
+        let copy = keep.path().join("report.csv");
+        s.file_fetched(rec, Ok((copy.clone(), 5)));
+        let r = s.history.iter().last().unwrap();
+        let Some(Details::Download(d)) = &r.details else { panic!() };
+        assert_eq!(d.path.as_deref(), copy.to_str());
+        assert!(
+            r.explanation.ends_with(&format!("Copied to this machine as {} (5 bytes).", copy.display())),
+            "{}",
+            r.explanation
+        );
+        // A copy that failed is said, and the path stays unknown.
+        feed(&mut s, ask(2)).unwrap();
+        feed(&mut s, done(2, "complete", "/remote/Downloads/b.csv", None)).unwrap();
+        let rec = s.history.iter().last().unwrap().id;
+        s.file_fetched(rec, Err("the CDP connection closed".into()));
+        let r = s.history.iter().last().unwrap();
+        assert!(r.explanation.ends_with("Not copied to this machine: the CDP connection closed."), "{}", r.explanation);
     }
 
     #[test]

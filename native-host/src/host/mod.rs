@@ -63,6 +63,8 @@ pub struct Shared {
     changed: Notify,
     /// AI Web Pilot calls waiting for the browser's result.
     pilot: pilot::PilotCalls,
+    /// Where files a remote browser wrote go to be copied here (the bridge's, when there is one).
+    fetch: Mutex<Option<mpsc::UnboundedSender<protocol::FetchJob>>>,
     /// How many snapshots were taken, and the newest one on disk.
     snapshots: std::sync::atomic::AtomicU64,
     written: Mutex<u64>,
@@ -258,6 +260,7 @@ async fn start(browser: crate::parent_browser::ParentBrowser) -> Result<Started>
         session: Mutex::new(None),
         changed: Notify::new(),
         pilot: pilot::PilotCalls::default(),
+        fetch: Mutex::new(None),
         snapshots: 0.into(),
         written: Mutex::new(0),
     });
@@ -311,7 +314,9 @@ pub async fn serve_remote(endpoint: crate::cdp::Endpoint) -> Result<RemoteHost> 
     let inbox = started.inbox();
     let Started { shared, outbox, socket } = started;
     let link = transport::bridge::LinkState::default();
-    tokio::spawn(transport::bridge::run(endpoint, inbox, outbox, link.clone()));
+    let (fetch_tx, fetches) = mpsc::unbounded_channel();
+    *shared.fetch.lock().unwrap_or_else(|e| e.into_inner()) = Some(fetch_tx);
+    tokio::spawn(transport::bridge::run(endpoint, inbox, outbox, fetches, link.clone()));
     Ok(RemoteHost { socket: socket.0.clone(), link, shared, _socket: socket })
 }
 
@@ -342,6 +347,12 @@ fn on_browser_message(shared: &Arc<Shared>, rt: &tokio::runtime::Handle, msg: Fr
             Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
         }
         let snapshot = if urgent { shared.snapshot_locked(&state) } else { None };
+        let fetches = std::mem::take(&mut state.fetches);
+        if let Some(tx) = shared.fetch.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            for job in fetches {
+                let _ = tx.send(job);
+            }
+        }
         (std::mem::take(&mut state.armed), snapshot)
     };
     shared.browser_spoke.notify_waiters();

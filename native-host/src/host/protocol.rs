@@ -907,3 +907,13 @@ mod tests {
         assert_eq!(answer.config_rev(), None);
     }
 }
+
+/// A file a remote browser downloaded, to copy into `dir` on this machine: what the state
+/// asks of the CDP bridge (`transport/remote_files.rs`), which has the only way to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchJob {
+    pub record: u64,
+    /// Its path on the browser's machine.
+    pub remote: String,
+    pub dir: std::path::PathBuf,
+}

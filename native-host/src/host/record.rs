@@ -224,9 +224,13 @@ pub struct DownloadDetails {
     pub size: Option<u64>,
     /// `in_progress`, `complete`, `cancelled` or `failed`.
     pub download_state: String,
-    /// Where the file is once complete (moved into `save_dir` when one was given).
+    /// Where the file is once complete (moved into `save_dir` when one was given); for a
+    /// remote browser, the copy on this machine once fetched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// A remote browser's own path of the file, on its machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_path: Option<String>,
 }
 
 /// A link to a scheme the OS handles.

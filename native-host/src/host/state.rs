@@ -161,6 +161,8 @@ pub struct State {
     pub held: Vec<HeldDialog>,
     /// Watchdogs to start (record id, delay); the host's loop takes them.
     pub armed: Vec<(u64, Duration)>,
+    /// Files a remote browser wrote that are to be copied here; the bridge takes them.
+    pub fetches: Vec<super::protocol::FetchJob>,
     /// Per tab: dialog reports a flooding page folded into a count.
     pub folded: HashMap<i64, u64>,
     pub logs: Logs,
@@ -211,6 +213,7 @@ impl State {
             policies: HashMap::new(),
             held: Vec::new(),
             armed: Vec::new(),
+            fetches: Vec::new(),
             folded: HashMap::new(),
             logs: Logs::default(),
             redactor: Redactor::default(),

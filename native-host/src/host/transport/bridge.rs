@@ -20,7 +20,8 @@
 //! - **The browser is gone** (no connection for `GONE_AFTER`): `LinkState` says so, and
 //!   `unmodal mcp` answers every call with `browser_gone`.
 
-use super::{Inbox, Outbox};
+use super::super::protocol::FetchJob;
+use super::{Inbox, Outbox, remote_files};
 use crate::cdp::{Conn, Endpoint, Event};
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
@@ -98,8 +99,19 @@ impl LinkState {
 }
 
 /// Runs the bridge for as long as the process lives or the browser is there.
-pub async fn run(endpoint: Endpoint, inbox: Inbox, mut outbox: Outbox, link: LinkState) {
-    let mut generation = 0u64;
+pub async fn run(
+    endpoint: Endpoint,
+    inbox: Inbox,
+    mut outbox: Outbox,
+    mut fetches: mpsc::UnboundedReceiver<FetchJob>,
+    link: LinkState,
+) {
+    // Connection numbers differ between processes too: a second `unmodal mcp` on the
+    // same browser must not pass for the connection the worker already has. Milliseconds
+    // since 1970 times 1024 stay a safe integer in JavaScript until the year 2248.
+    let first = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let first = u64::try_from(first).unwrap_or(0) << 10;
+    let mut generation = first;
     let mut backoff = Duration::from_millis(100);
     let mut lost_since = Instant::now();
     loop {
@@ -109,8 +121,9 @@ pub async fn run(endpoint: Endpoint, inbox: Inbox, mut outbox: Outbox, link: Lin
                 backoff = Duration::from_millis(100);
                 link.set(Link::Up);
                 tracing::info!(endpoint = %endpoint.redacted(), generation, "bridge connected");
-                let why =
-                    Connection::new(conn, inbox.clone(), generation, link.clone()).serve(events, &mut outbox).await;
+                let why = Connection::new(conn, inbox.clone(), generation, link.clone())
+                    .serve(events, &mut outbox, &mut fetches)
+                    .await;
                 tracing::warn!(reason = %why, "bridge lost; reconnecting");
                 lost_since = Instant::now();
                 link.set(Link::Down { since: lost_since, why: why.clone() });
@@ -123,7 +136,7 @@ pub async fn run(endpoint: Endpoint, inbox: Inbox, mut outbox: Outbox, link: Lin
             }
         };
         if lost_since.elapsed() >= GONE_AFTER {
-            let msg = if generation == 0 {
+            let msg = if generation == first {
                 format!(
                     "Unmodal could not connect to the browser at {} (for {} s: {why}). Check the URL given to \
 --cdp-endpoint, and --cdp-header or --cdp-ca if the endpoint wants them, then start `unmodal mcp` again.",
@@ -170,6 +183,15 @@ async fn connect(endpoint: &Endpoint) -> anyhow::Result<(Arc<Conn>, mpsc::Unboun
     Ok((conn, events))
 }
 
+/// Ends a task with the connection that started it.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// What a task spawned by the connection reports back to its loop.
 enum Done {
     /// A worker answered `unmodalBridgeUp` as Unmodal's (or did not).
@@ -213,11 +235,33 @@ impl Connection {
     }
 
     /// Until the connection ends; why it did.
-    async fn serve(mut self, mut events: mpsc::UnboundedReceiver<Event>, outbox: &mut Outbox) -> String {
+    async fn serve(
+        mut self,
+        mut events: mpsc::UnboundedReceiver<Event>,
+        outbox: &mut Outbox,
+        fetches: &mut mpsc::UnboundedReceiver<FetchJob>,
+    ) -> String {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel();
         self.done_tx = done_tx;
+        // Remote downloads are copied one at a time, on this connection.
+        let (copy_tx, mut copy_rx) = mpsc::unbounded_channel::<FetchJob>();
+        let (conn, inbox) = (self.conn.clone(), self.inbox.clone());
+        let copier = tokio::spawn(async move {
+            let mut helper = remote_files::Helper::default();
+            while let Some(job) = copy_rx.recv().await {
+                let result = remote_files::fetch(&conn, &mut helper, &job).await;
+                if let Err(e) = &result {
+                    tracing::warn!(error = %e, "a remote download was not copied here");
+                }
+                inbox.fetched(job.record, result);
+            }
+        });
+        let _copier = AbortOnDrop(copier);
         loop {
             tokio::select! {
+                Some(job) = fetches.recv() => {
+                    let _ = copy_tx.send(job);
+                }
                 ev = events.recv() => match ev {
                     Some(ev) => self.on_event(ev),
                     None => return "the WebSocket closed".into(),
@@ -284,8 +328,12 @@ impl Connection {
         let Some(session) = params["sessionId"].as_str().map(str::to_owned) else { return };
         let info = &params["targetInfo"];
         let waiting = params["waitingForDebugger"].as_bool().unwrap_or(false);
-        let extension = info["type"] == "service_worker"
-            && info["url"].as_str().is_some_and(|u| u.starts_with("chrome-extension://"));
+        // Only auto-attach's service workers: a page this connection attached to itself
+        // (`remote_files`' helper) is left as it is.
+        if info["type"] != "service_worker" {
+            return;
+        }
+        let extension = info["url"].as_str().is_some_and(|u| u.starts_with("chrome-extension://"));
         let conn = self.conn.clone();
         if !extension {
             tokio::spawn(async move {

@@ -6,6 +6,7 @@
 
 pub mod bridge;
 pub mod native;
+mod remote_files;
 
 use super::Shared;
 use super::protocol::{FromBrowser, ToBrowser};
@@ -34,5 +35,11 @@ impl Inbox {
             return self.shared.pilot.finish(r);
         }
         super::on_browser_message(&self.shared, &self.rt, msg);
+    }
+
+    /// A remote download's copy on this machine is made (or failed): its record says so.
+    pub fn fetched(&self, record: u64, result: Result<(std::path::PathBuf, u64), String>) {
+        self.shared.state().file_fetched(record, result);
+        self.shared.changed.notify_one();
     }
 }
