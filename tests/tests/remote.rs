@@ -454,3 +454,31 @@ async fn a_second_process_on_the_same_browser_is_heard() -> Result<()> {
     second.wait_for_tab_listed(&url).await?;
     Ok(())
 }
+
+/// Permission prompts cross the bridge too: the page hook holds the call, the host in the
+/// MCP process decides it (here the default: deny), the worker sets the browser's own
+/// setting, and the page gets the browser's refusal.
+#[tokio::test]
+async fn permission_prompts_are_decided_over_the_bridge() -> Result<()> {
+    let (r, _url, page, tab) = Remote::with_page(Via::Query, "/perm", "<!doctype html><title>perm</title>").await?;
+    let notifications = page.eval("Notification.requestPermission().then((r) => [r, Notification.permission])").await?;
+    assert_eq!(notifications, json!(["denied", "denied"]));
+    let geolocation = page
+        .eval(
+            "new Promise((done) => navigator.geolocation.getCurrentPosition(() => done('position'), \
+             (e) => done(e.code), {timeout: 3000}))",
+        )
+        .await?;
+    assert_eq!(geolocation, json!(1), "PERMISSION_DENIED");
+    let recs = r
+        .records(tab, "both prompts recorded", |recs| recs.iter().filter(|x| x["type"] == "permission").count() >= 2)
+        .await?;
+    for rec in recs.iter().filter(|x| x["type"] == "permission") {
+        assert_eq!(
+            (rec["decided_by"].as_str(), rec["accepted"].as_bool()),
+            (Some("default_policy"), Some(false)),
+            "{rec}"
+        );
+    }
+    Ok(())
+}
