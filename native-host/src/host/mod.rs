@@ -227,7 +227,31 @@ struct Started {
 
 impl Started {
     fn inbox(&self) -> transport::Inbox {
-        transport::Inbox { shared: self.shared.clone(), rt: tokio::runtime::Handle::current() }
+        transport::Inbox(Arc::new(HostSink { shared: self.shared.clone(), rt: tokio::runtime::Handle::current() }))
+    }
+}
+
+/// The host's side of a transport's `Inbox`.
+struct HostSink {
+    shared: Arc<Shared>,
+    rt: tokio::runtime::Handle,
+}
+
+impl transport::Sink for HostSink {
+    fn frame(&self, bytes: &[u8]) {
+        let msg = match FromBrowser::parse(bytes) {
+            Ok(m) => m,
+            Err(e) => return tracing::warn!(error = %e, "unreadable frame from the browser skipped"),
+        };
+        if let FromBrowser::PilotResult(r) = msg {
+            return self.shared.pilot.finish(r);
+        }
+        on_browser_message(&self.shared, &self.rt, msg);
+    }
+
+    fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>) {
+        self.shared.state().file_fetched(record, result);
+        self.shared.changed.notify_one();
     }
 }
 

@@ -8,38 +8,34 @@ pub mod bridge;
 pub mod native;
 mod remote_files;
 
-use super::Shared;
-use super::protocol::{FromBrowser, ToBrowser};
+use super::protocol::ToBrowser;
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// What the state sends to the browser, in the order it made it.
 pub type Outbox = mpsc::UnboundedReceiver<ToBrowser>;
 
-/// Where a transport puts what the browser sent. Cheap to clone; callable from any thread.
-#[derive(Clone)]
-pub struct Inbox {
-    pub(super) shared: Arc<Shared>,
-    pub(super) rt: tokio::runtime::Handle,
+/// What the host does with what a transport brings in (`host/mod.rs` implements it): the
+/// transports know nothing of the state above them.
+pub trait Sink: Send + Sync {
+    /// One message from the extension, as its bytes came: parsed once, then applied. A
+    /// frame that is not a message is logged and skipped, never fatal.
+    fn frame(&self, bytes: &[u8]);
+    /// A remote download's copy on this machine is made (or failed).
+    fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>);
 }
 
+/// Where a transport puts what the browser sent. Cheap to clone; callable from any thread.
+#[derive(Clone)]
+pub struct Inbox(pub Arc<dyn Sink>);
+
 impl Inbox {
-    /// One message from the extension, as its bytes came: parsed once, then applied. A frame
-    /// that is not a message is logged and skipped, never fatal.
     pub fn frame(&self, bytes: &[u8]) {
-        let msg = match FromBrowser::parse(bytes) {
-            Ok(m) => m,
-            Err(e) => return tracing::warn!(error = %e, "unreadable frame from the browser skipped"),
-        };
-        if let FromBrowser::PilotResult(r) = msg {
-            return self.shared.pilot.finish(r);
-        }
-        super::on_browser_message(&self.shared, &self.rt, msg);
+        self.0.frame(bytes);
     }
 
-    /// A remote download's copy on this machine is made (or failed): its record says so.
-    pub fn fetched(&self, record: u64, result: Result<(std::path::PathBuf, u64), String>) {
-        self.shared.state().file_fetched(record, result);
-        self.shared.changed.notify_one();
+    pub fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>) {
+        self.0.fetched(record, result);
     }
 }
