@@ -371,10 +371,13 @@ fn on_browser_message(shared: &Arc<Shared>, rt: &tokio::runtime::Handle, msg: Fr
             Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
         }
         let snapshot = if urgent { shared.snapshot_locked(&state) } else { None };
-        let fetches = std::mem::take(&mut state.fetches);
-        if let Some(tx) = shared.fetch.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            for job in fetches {
-                let _ = tx.send(job);
+        // Only a remote download's end asks for a copy: reports pay nothing for it.
+        if !state.fetches.is_empty() {
+            let fetches = std::mem::take(&mut state.fetches);
+            if let Some(tx) = shared.fetch.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                for job in fetches {
+                    let _ = tx.send(job);
+                }
             }
         }
         (std::mem::take(&mut state.armed), snapshot)
