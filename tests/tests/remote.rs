@@ -12,32 +12,32 @@ use unmodal_e2e::artifacts::Artifacts;
 use unmodal_e2e::remote::RemoteBrowser;
 use unmodal_e2e::{Agent, Driver, Peer, Reply, WebServer, eventually};
 
-const LIMIT: Duration = Duration::from_secs(15);
+pub(crate) const LIMIT: Duration = Duration::from_secs(15);
 
 const DRAFTS: &str = "<!doctype html><title>drafts</title>\
     <button onclick=\"document.querySelector('#out').textContent = 'confirm: ' + confirm('Delete the draft?')\">Delete</button>\
     <p id=out>none</p>";
 
 /// How `unmodal mcp` is pointed at the stand-in.
-enum Via {
+pub(crate) enum Via {
     /// The token in the URL's query, as most providers hand it out.
     Query,
     /// A Bearer header (`--cdp-header`).
     Header,
 }
 
-struct Remote {
-    browser: RemoteBrowser,
-    agent: Agent,
-    runtime: TempDir,
+pub(crate) struct Remote {
+    pub(crate) browser: RemoteBrowser,
+    pub(crate) agent: Agent,
+    pub(crate) runtime: TempDir,
     /// `UNMODAL_DATA_DIR` of `unmodal mcp` (downloads are copied into `downloads/` here).
-    data: TempDir,
-    web: WebServer,
-    art: Artifacts,
+    pub(crate) data: TempDir,
+    pub(crate) web: WebServer,
+    pub(crate) art: Artifacts,
 }
 
 impl Remote {
-    async fn start(via: Via) -> Result<Self> {
+    pub(crate) async fn start(via: Via) -> Result<Self> {
         let browser = RemoteBrowser::launch().await?;
         let art = Artifacts::find()?;
         let runtime = tempfile::Builder::new().prefix("unmodal-remote-rt-").tempdir()?;
@@ -55,7 +55,7 @@ impl Remote {
     }
 
     /// `unmodal pilot <action>` in a terminal beside the agent, as a person types it.
-    fn pilot(&self, action: &str) -> Result<String> {
+    pub(crate) fn pilot(&self, action: &str) -> Result<String> {
         let out = std::process::Command::new(&self.art.host)
             .args(["pilot", action])
             .env("UNMODAL_RUNTIME_DIR", self.runtime.path())
@@ -65,7 +65,7 @@ impl Remote {
         Ok(text)
     }
 
-    async fn pilot_on(&self) -> Result<()> {
+    pub(crate) async fn pilot_on(&self) -> Result<()> {
         let said = self.pilot("on")?;
         ensure!(said.contains("AI Web Pilot is on"), "`unmodal pilot on` said: {said}");
         let tabs = self.agent.ok("observe", json!({"what": "tabs"})).await?;
@@ -75,7 +75,7 @@ impl Remote {
 
     /// A session with the pilot on and a tab (opened over the test's own connection)
     /// showing `html` at `path`: the URL, the page and its tab id.
-    async fn with_page(via: Via, path: &str, html: &str) -> Result<(Self, String, unmodal_e2e::page::Page, i64)> {
+    pub(crate) async fn with_page(via: Via, path: &str, html: &str) -> Result<(Self, String, unmodal_e2e::page::Page, i64)> {
         let r = Self::start(via).await?;
         r.pilot_on().await?;
         let url = r.web.page(path, html, &[]);
@@ -84,12 +84,12 @@ impl Remote {
         Ok((r, url, page, tab))
     }
 
-    async fn tab_of(&self, url: &str) -> Result<i64> {
+    pub(crate) async fn tab_of(&self, url: &str) -> Result<i64> {
         self.agent.wait_for_tab_listed(url).await
     }
 
     /// The records of tab `tab`, once `ready` holds of them.
-    async fn records(&self, tab: i64, what: &str, ready: impl Fn(&[Value]) -> bool) -> Result<Vec<Value>> {
+    pub(crate) async fn records(&self, tab: i64, what: &str, ready: impl Fn(&[Value]) -> bool) -> Result<Vec<Value>> {
         eventually(LIMIT, what, || async {
             let d = self.agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
             let recent: Vec<Value> = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
@@ -99,14 +99,14 @@ impl Remote {
         .with_context(|| format!("browser log: {}", self.browser.log_tail()))
     }
 
-    async fn rule(&self, args: Value) -> Result<Value> {
+    pub(crate) async fn rule(&self, args: Value) -> Result<Value> {
         let mut a = json!({"action": "handle_dialog", "setup": true});
         a.as_object_mut().context("an object")?.extend(args.as_object().cloned().unwrap_or_default());
         self.agent.ok("interact", a).await
     }
 }
 
-fn code(r: &Reply) -> Option<&str> {
+pub(crate) fn code(r: &Reply) -> Option<&str> {
     match r {
         Reply::Failed(v) => v["error"]["code"].as_str(),
         _ => None,
