@@ -39,9 +39,10 @@ impl Artifacts {
             }
         }
         // xtask rewrites only the extension's files that changed; its stamp marks each build.
-        let checks = [(vec![target.join("extension.stamp")], EXTENSION_SOURCES), (vec![host.clone()], HOST_SOURCES)];
+        let extension_sources = EXTENSION_SOURCES.iter().map(|s| repo_root().join(s)).collect();
+        let checks =
+            [(vec![target.join("extension.stamp")], extension_sources), (vec![host.clone()], host_sources(&host))];
         for (built, sources) in checks {
-            let sources: Vec<PathBuf> = sources.iter().map(|s| repo_root().join(s)).collect();
             if let Some((artifact, source)) = stale(&built, &sources)? {
                 bail!(
                     "{} is older than {}: the tests would run yesterday's build. Run `cargo xtask build` (or `cargo \
@@ -56,6 +57,21 @@ xtask test`, which builds first).",
         let key = manifest["key"].as_str().context("manifest.json has no key")?;
         Ok(Self { extension_id: extension_id(key)?, extension, host })
     }
+}
+
+/// What the host binary was built from: the files cargo's dep-info lists beside it (only
+/// those compiled for this OS: another OS's platform file does not make it stale), else
+/// the host's source folders.
+fn host_sources(host: &Path) -> Vec<PathBuf> {
+    let listed = std::fs::read_to_string(host.with_extension("d")).ok().and_then(|d| {
+        let (_, deps) = d.lines().next()?.split_once(": ")?;
+        // Make escapes spaces in paths with a backslash.
+        let deps = deps.replace("\\ ", "\u{0}");
+        Some(deps.split_whitespace().map(|p| PathBuf::from(p.replace('\u{0}', " "))).collect::<Vec<_>>())
+    });
+    listed
+        .filter(|l| !l.is_empty() && l.iter().all(|p| p.exists()))
+        .unwrap_or_else(|| HOST_SOURCES.iter().map(|s| repo_root().join(s)).collect())
 }
 
 /// The oldest build artifact and the newest source, when the source is the newer one.

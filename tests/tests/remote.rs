@@ -38,6 +38,11 @@ pub(crate) struct Remote {
 
 impl Remote {
     pub(crate) async fn start(via: Via) -> Result<Self> {
+        Self::start_with_roots(via, &[]).await
+    }
+
+    /// A session whose MCP client offers `roots` (the only directories files may come from).
+    pub(crate) async fn start_with_roots(via: Via, roots: &[std::path::PathBuf]) -> Result<Self> {
         let browser = RemoteBrowser::launch().await?;
         let art = Artifacts::find()?;
         let runtime = tempfile::Builder::new().prefix("unmodal-remote-rt-").tempdir()?;
@@ -50,7 +55,7 @@ impl Remote {
                 cmd.args(["--cdp-endpoint", &browser.ws_url_needing_header(), "--cdp-header", &browser.header()])
             }
         };
-        let agent = Agent::start_command(cmd, &[]).await?;
+        let agent = Agent::start_command(cmd, roots).await?;
         Ok(Self { browser, agent, runtime, data, web: WebServer::start()?, art })
     }
 
@@ -75,7 +80,11 @@ impl Remote {
 
     /// A session with the pilot on and a tab (opened over the test's own connection)
     /// showing `html` at `path`: the URL, the page and its tab id.
-    pub(crate) async fn with_page(via: Via, path: &str, html: &str) -> Result<(Self, String, unmodal_e2e::page::Page, i64)> {
+    pub(crate) async fn with_page(
+        via: Via,
+        path: &str,
+        html: &str,
+    ) -> Result<(Self, String, unmodal_e2e::page::Page, i64)> {
         let r = Self::start(via).await?;
         r.pilot_on().await?;
         let url = r.web.page(path, html, &[]);
@@ -480,5 +489,103 @@ async fn permission_prompts_are_decided_over_the_bridge() -> Result<()> {
             "{rec}"
         );
     }
+    Ok(())
+}
+
+const FILES: &str = "<!doctype html><title>files</title>
+<input type=file id=f><input type=file id=m multiple><input type=file id=d webkitdirectory>
+<script>
+  window.got = [];
+  for (const id of ['f', 'm', 'd']) for (const t of ['change', 'cancel']) {
+    document.getElementById(id).addEventListener(t, async (e) => {
+      const files = [...e.target.files];
+      const texts = await Promise.all(files.map((f) => f.text()));
+      got.push([id, t, e.isTrusted, files.map((f, i) => [f.name, f.webkitRelativePath, f.size, texts[i]])]);
+    });
+  }
+</script>";
+
+/// The page's file input events from the `from`-th on, once there are `n` more.
+async fn file_events(page: &unmodal_e2e::page::Page, from: usize, n: usize) -> Result<Vec<Value>> {
+    eventually(Duration::from_secs(30), &format!("{n} file input event(s)"), || async {
+        let got = page.eval("got").await?;
+        let got = got.as_array().cloned().unwrap_or_default();
+        Ok((got.len() >= from + n).then(|| got[from..].to_vec()))
+    })
+    .await
+}
+
+/// A remote page's file chooser gets the agent's files, although `DOM.setFileInputFiles`
+/// takes a path on the browser's machine: the bridge copies them there first (a download
+/// in a browser context of its own). The page gets a person's pick (trusted `change`, the
+/// real bytes), from a rule, for a `multiple` input and a folder input, and from the agent's
+/// answer to a held chooser. (A copy that fails is a unit test: `host/file_chooser.rs`.)
+#[tokio::test]
+async fn a_remote_file_chooser_gets_the_agents_files() -> Result<()> {
+    let work = tempfile::tempdir()?;
+    let cv = work.path().join("cv.txt");
+    std::fs::write(&cv, "hello from unmodal")?;
+    // Over three of the copy's 768 KiB chunks, not the same byte throughout.
+    let big: String = (0..2_500_000u32).map(|i| char::from(b'a' + u8::try_from(i % 26).unwrap_or(0))).collect();
+    std::fs::write(work.path().join("big.txt"), &big)?;
+    std::fs::create_dir_all(work.path().join("folder/sub"))?;
+    std::fs::write(work.path().join("folder/one.txt"), "1")?;
+    std::fs::write(work.path().join("folder/sub/two.txt"), "22")?;
+    let r = Remote::start_with_roots(Via::Query, &[work.path().to_owned()]).await?;
+    r.pilot_on().await?;
+    let url = r.web.page("/files", FILES, &[]);
+    let page = r.browser.new_page(&url).await?;
+    let tab = r.tab_of(&url).await?;
+    let files = |names: &[&str]| names.iter().map(|n| work.path().join(n).display().to_string()).collect::<Vec<_>>();
+    let v =
+        r.rule(json!({"dialog_type": "file_chooser", "once": false, "files": files(&["cv.txt", "big.txt"])})).await?;
+    ensure!(v["rules_in_force"] == json!(true), "{v}");
+
+    page.click("#m").await?;
+    let got = file_events(&page, 0, 1).await?;
+    ensure!(got[0][0] == "m" && got[0][1] == "change" && got[0][2] == true, "a person's pick: {got:?}");
+    ensure!(got[0][3][0] == json!(["cv.txt", "", 18, "hello from unmodal"]), "{got:?}");
+    ensure!(got[0][3][1][0] == "big.txt" && got[0][3][1][3] == json!(big), "the big file's bytes, unchanged");
+    let recs = r.records(tab, "the rule's record", |recs| recs.iter().any(|x| x["type"] == "file_chooser")).await?;
+    let rec = &recs[0];
+    assert_eq!((rec["decided_by"].as_str(), rec["accepted"].as_bool()), (Some("rule"), Some(true)), "{rec}");
+
+    // A folder input: each file in its place.
+    r.rule(json!({"dialog_type": "file_chooser", "once": false, "files": files(&["folder"])})).await?;
+    page.click("#d").await?;
+    let got = file_events(&page, 1, 1).await?;
+    let mut picked = got[0][3].as_array().cloned().unwrap_or_default();
+    picked.sort_by_key(|v| v[1].as_str().unwrap_or_default().to_owned());
+    assert_eq!(
+        picked,
+        [json!(["one.txt", "folder/one.txt", 1, "1"]), json!(["two.txt", "folder/sub/two.txt", 2, "22"])]
+    );
+
+    // Held for the agent: its answer's files arrive the same way.
+    r.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "clear": true, "dialog_type": "file_chooser"}))
+        .await?;
+    r.agent
+        .ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60, "tab_id": tab}))
+        .await?;
+    page.click("#f").await?;
+    let held = eventually(LIMIT, "the held chooser", || async {
+        let d = r.agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
+        Ok(d["pending_dialogs"].as_array().and_then(|p| p.first()).cloned())
+    })
+    .await?;
+    let id = held["dialog_id"].as_u64().context("a dialog_id")?;
+    let fresh = work.path().join("fresh.txt");
+    std::fs::write(&fresh, "answered by the agent")?;
+    let answer = json!({"action": "handle_dialog", "dialog_id": id, "files": [fresh.display().to_string()]});
+    // The copy may outlast the call's wait: then the call says the answer is on its way.
+    match r.agent.call("interact", answer).await? {
+        Reply::Ok(_) => {}
+        other => ensure!(code(&other) == Some("answer_pending"), "{other:?}"),
+    }
+    let got = file_events(&page, 2, 1).await?;
+    assert_eq!(got[0], json!(["f", "change", true, [["fresh.txt", "", 21, "answered by the agent"]]]));
+    let recs = r.records(tab, "the agent's record", |recs| recs.iter().any(|x| x["closed_by"] == "agent")).await?;
+    ensure!(recs[0]["accepted"] == json!(true), "{recs:?}");
     Ok(())
 }

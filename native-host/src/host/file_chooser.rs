@@ -13,11 +13,14 @@
 //! choosers are the browser's, so another driver's upload tool keeps working.
 
 use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
-use super::protocol::{FileChooserAsk, PromptDecision};
+use super::protocol::{FileChooserAsk, PromptDecision, ToBrowser};
 use super::record::{self, DecidedBy, Details, FileChooserDetails, GivenFile};
 use crate::api::RuleSpec;
+use crate::kind::Kind;
 use crate::redact::Redactor;
+use ringbuf::traits::Consumer as _;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 use unmodal_engine::Policy;
 
 const MAX_LABEL_CHARS: usize = 200;
@@ -193,6 +196,40 @@ impl FileChooserAsk {
     }
 }
 
+impl super::state::State {
+    /// A remote browser's chooser could not be given its files: the bridge could not copy
+    /// them onto the browser's machine (`transport/remote_uploads.rs`). An agent's answer
+    /// fails as one the browser refused, and the chooser stays held for another; a rule's
+    /// accept becomes a person's cancel, and its record says so. What goes to the worker.
+    pub fn upload_failed(&mut self, tab_id: i64, id: u64, record: u64, why: &str) -> Vec<ToBrowser> {
+        let why = format!("the files could not be copied to the remote browser's machine ({why})");
+        if let Some(pos) = self.prompt_pos(Kind::FileChooser, tab_id, id) {
+            let h = &mut self.held[pos];
+            h.answer_error = Some(why);
+            h.closing = None;
+            // The worker waited for the copy; it holds the chooser for the watchdog again.
+            let left = h.deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(Instant::now()));
+            let wait_ms = u64::try_from((left + super::prompt::HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX);
+            return vec![ToBrowser::PromptHold { kind: Kind::FileChooser, tab_id, id, wait_ms }];
+        }
+        if let Some(rec) = self.history.iter_mut().find(|r| r.id == record) {
+            rec.accepted = Some(false);
+            rec.explanation = format!("{}; but {why}, so the page got a person's cancel", rec.explanation);
+            tracing::warn!(record, error = %why, "a remote file chooser was cancelled");
+        }
+        vec![ToBrowser::PromptAnswer {
+            kind: Kind::FileChooser,
+            tab_id,
+            id,
+            decision: PromptDecision::Refuse,
+            credentials: None,
+            passkeys: None,
+            files: None,
+            record,
+        }]
+    }
+}
+
 fn named(files: &[PathBuf]) -> String {
     GivenFile::of(files).iter().map(|g| format!("{} ({} bytes)", g.path, g.size)).collect::<Vec<_>>().join(", ")
 }
@@ -279,6 +316,34 @@ mod tests {
         assert_eq!((msg[0]["decision"].as_str(), msg[0]["files"][0].as_str()), (Some("accept"), f.to_str()));
         let Some(Details::FileChooser(d)) = &s.held[0].record.details else { panic!() };
         assert_eq!(d.files[0].size, 5);
+    }
+
+    #[test]
+    fn a_copy_to_a_remote_browser_that_failed_cancels_a_rules_pick_and_fails_an_agents_answer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let f = tmp.path().join("up.txt");
+        std::fs::write(&f, b"hello").unwrap();
+        let mut s = state_with(Policy::Auto);
+        let rule = RuleSpec::FileChooser { files: vec![f.clone()], matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
+        assert_eq!(to_json(&feed(&mut s, ask(1, "single", "")).unwrap())[1]["decision"], "accept");
+        let rec = s.history.iter().last().unwrap().id;
+        let out = to_json(&s.upload_failed(3, 1, rec, "no space left"));
+        assert_eq!((out[0]["decision"].as_str(), out[0]["id"].as_u64()), (Some("refuse"), Some(1)));
+        let r = s.record(rec).unwrap();
+        assert_eq!(r.accepted, Some(false));
+        assert!(r.explanation.contains("no space left") && r.explanation.contains("cancel"), "{}", r.explanation);
+        // Held: the agent's answer fails, and the chooser waits for another one.
+        let mut s = state_with(Policy::MustRespond);
+        feed(&mut s, ask(2, "single", "")).unwrap();
+        let id = s.held[0].record.id;
+        s.interact(DialogCall::Upload { tab: None, dialog_id: Some(id), files: vec![f] }).unwrap();
+        let out = to_json(&s.upload_failed(3, 2, id, "no space left"));
+        assert_eq!(out[0]["type"], "prompt_hold");
+        assert!(out[0]["wait_ms"].as_u64().unwrap() > 5000);
+        let e = s.answered(id).unwrap_err();
+        assert!(e.message.contains("could not be copied") && e.message.contains("no space left"), "{}", e.message);
+        assert!(s.interact(DialogCall::Respond { tab: None, accept: false, text: None, dialog_id: Some(id) }).is_ok());
     }
 
     #[test]

@@ -253,6 +253,17 @@ impl transport::Sink for HostSink {
         self.shared.state().file_fetched(record, result);
         self.shared.changed.notify_one();
     }
+
+    fn upload_failed(&self, tab_id: i64, id: u64, record: u64, why: &str) {
+        {
+            let mut state = self.shared.state();
+            let msgs = state.upload_failed(tab_id, id, record, why);
+            self.shared.send(&state, msgs);
+        }
+        // An agent waiting for its answer's outcome learns it now.
+        self.shared.browser_spoke.notify_waiters();
+        self.shared.changed.notify_one();
+    }
 }
 
 async fn start(browser: crate::parent_browser::ParentBrowser) -> Result<Started> {

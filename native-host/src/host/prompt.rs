@@ -20,7 +20,7 @@ use unmodal_engine::Policy;
 const MAX_HELD: usize = 64;
 /// The extension waits this much longer than the watchdog before it refuses a held prompt
 /// on its own (so the watchdog's answer, recorded, comes first).
-const HOLD_MARGIN: Duration = Duration::from_secs(5);
+pub(super) const HOLD_MARGIN: Duration = Duration::from_secs(5);
 
 /// What an accept carries to the worker besides the decision.
 pub(super) enum With {
@@ -303,7 +303,7 @@ impl State {
             With::SaveDir(to) => self.track_download(tab_id, id, record, to.filter(|_| accept)),
             _ => {}
         }
-        ToBrowser::PromptAnswer { kind, tab_id, id, decision, credentials, passkeys, files }
+        ToBrowser::PromptAnswer { kind, tab_id, id, decision, credentials, passkeys, files, record }
     }
 
     /// The worker applied an answer to a held prompt, gave up on it, or the browser's own

@@ -639,6 +639,10 @@ pub enum ToBrowser {
         /// An accepted file chooser: the files (checked, canonical paths) the page gets.
         #[serde(skip_serializing_if = "Option::is_none")]
         files: Option<Vec<String>>,
+        /// The record it answers; not sent (the CDP bridge names it when the files could not
+        /// be copied to a remote browser).
+        #[serde(skip)]
+        record: u64,
     },
     /// The prompt waits for the agent: the worker holds it this long before it refuses on
     /// its own (the watchdog comes first).
@@ -820,6 +824,7 @@ mod tests {
                 credentials: None,
                 passkeys: None,
                 files: None,
+                record: 0,
             },
             ToBrowser::PromptHold { kind: crate::kind::Kind::Auth, tab_id: 1, id: 1, wait_ms: 1 },
             ToBrowser::PilotCall {

@@ -20,8 +20,8 @@
 //! - **The browser is gone** (no connection for `GONE_AFTER`): `LinkState` says so, and
 //!   `unmodal mcp` answers every call with `browser_gone`.
 
-use super::super::protocol::FetchJob;
-use super::{Inbox, Outbox, remote_files};
+use super::super::protocol::{FetchJob, ToBrowser};
+use super::{Inbox, Outbox, remote_files, remote_uploads};
 use crate::cdp::{Conn, Endpoint, Event};
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
@@ -215,6 +215,8 @@ struct Connection {
     batches: u64,
     done_tx: mpsc::UnboundedSender<Done>,
     link: LinkState,
+    /// Where the uploads' download events go (`remote_uploads`).
+    downloads: Option<mpsc::UnboundedSender<Event>>,
 }
 
 impl Connection {
@@ -231,6 +233,7 @@ impl Connection {
             batches: 0,
             done_tx,
             link,
+            downloads: None,
         }
     }
 
@@ -257,6 +260,35 @@ impl Connection {
             }
         });
         let _copier = AbortOnDrop(copier);
+        // Files a chooser's answer gives go to the browser's machine first, one answer at
+        // a time; the answer follows with their paths there. The worker holds the chooser
+        // meanwhile.
+        let (upload_tx, mut upload_rx) = mpsc::unbounded_channel::<ToBrowser>();
+        let (ready_tx, mut ready_rx) = mpsc::unbounded_channel::<ToBrowser>();
+        let (downloads_tx, mut downloads_rx) = mpsc::unbounded_channel::<Event>();
+        self.downloads = Some(downloads_tx);
+        let (conn, inbox) = (self.conn.clone(), self.inbox.clone());
+        let uploader = tokio::spawn(async move {
+            let mut uploader = remote_uploads::Uploader::new();
+            while let Some(mut m) = upload_rx.recv().await {
+                let ToBrowser::PromptAnswer { kind, tab_id, id, record, files: Some(files), .. } = &mut m else {
+                    continue;
+                };
+                let wait_ms = u64::try_from(remote_uploads::wait_for(files).as_millis()).unwrap_or(u64::MAX);
+                let _ = ready_tx.send(ToBrowser::PromptHold { kind: *kind, tab_id: *tab_id, id: *id, wait_ms });
+                match uploader.copy_all(&conn, &mut downloads_rx, files).await {
+                    Ok(there) => {
+                        *files = there;
+                        let _ = ready_tx.send(m);
+                    }
+                    Err(why) => {
+                        tracing::warn!(error = %why, "files not copied to the remote browser");
+                        inbox.upload_failed(*tab_id, *id, *record, &why);
+                    }
+                }
+            }
+        });
+        let _uploader = AbortOnDrop(uploader);
         loop {
             tokio::select! {
                 Some(job) = fetches.recv() => {
@@ -267,27 +299,34 @@ impl Connection {
                     None => return "the WebSocket closed".into(),
                 },
                 msg = outbox.recv() => match msg {
-                    Some(m) => {
-                        match serde_json::to_string(&m) {
-                            Ok(text) => {
-                                if self.queue.len() >= MAX_QUEUED && self.in_flight.is_none() {
-                                    tracing::warn!("no worker takes the host's messages; the oldest dropped");
-                                    self.queue.pop_front();
-                                }
-                                self.queue.push_back(text);
-                            }
-                            Err(e) => tracing::error!(error = %e, "message to the browser not encodable; dropped"),
-                        }
-                        self.flush();
+                    Some(m) if remote_uploads::wanted(&m) => {
+                        let _ = upload_tx.send(m);
                     }
+                    Some(m) => self.enqueue(&m),
                     None => {
                         self.conn.close();
                         return "the host ended".into();
                     }
                 },
+                Some(m) = ready_rx.recv() => self.enqueue(&m),
                 Some(done) = done_rx.recv() => self.on_done(done),
             }
         }
+    }
+
+    /// Queues `m` for the worker, and sends what is queued if nothing is on its way.
+    fn enqueue(&mut self, m: &ToBrowser) {
+        match serde_json::to_string(m) {
+            Ok(text) => {
+                if self.queue.len() >= MAX_QUEUED && self.in_flight.is_none() {
+                    tracing::warn!("no worker takes the host's messages; the oldest dropped");
+                    self.queue.pop_front();
+                }
+                self.queue.push_back(text);
+            }
+            Err(e) => tracing::error!(error = %e, "message to the browser not encodable; dropped"),
+        }
+        self.flush();
     }
 
     fn on_event(&mut self, ev: Event) {
@@ -312,6 +351,12 @@ impl Connection {
                     if kept.len() == 1 {
                         self.recognise(session);
                     }
+                }
+            }
+            "Browser.downloadWillBegin" | "Browser.downloadProgress" if ev.session.is_none() => {
+                // Only the uploads' browser context reports downloads to this connection.
+                if let Some(tx) = &self.downloads {
+                    let _ = tx.send(ev);
                 }
             }
             "Runtime.executionContextCreated" if ev.session.is_some() && ev.session == self.worker => {

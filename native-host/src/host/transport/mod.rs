@@ -7,6 +7,7 @@
 pub mod bridge;
 pub mod native;
 mod remote_files;
+mod remote_uploads;
 
 use super::protocol::ToBrowser;
 use std::path::PathBuf;
@@ -24,6 +25,9 @@ pub trait Sink: Send + Sync {
     fn frame(&self, bytes: &[u8]);
     /// A remote download's copy on this machine is made (or failed).
     fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>);
+    /// The files an answer gives a remote browser's chooser could not be copied there: the
+    /// answer to prompt `id` of tab `tab_id` (record `record`) did not go.
+    fn upload_failed(&self, tab_id: i64, id: u64, record: u64, why: &str);
 }
 
 /// Where a transport puts what the browser sent. Cheap to clone; callable from any thread.
@@ -37,5 +41,9 @@ impl Inbox {
 
     pub fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>) {
         self.0.fetched(record, result);
+    }
+
+    pub fn upload_failed(&self, tab_id: i64, id: u64, record: u64, why: &str) {
+        self.0.upload_failed(tab_id, id, record, why);
     }
 }

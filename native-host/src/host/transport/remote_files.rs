@@ -18,16 +18,25 @@ const CHUNK: u64 = 1 << 20;
 /// A download larger than this is not copied.
 const MAX_FILE: u64 = 4 << 30;
 
-/// The blank page that holds the file inputs, once made.
+/// A blank page in a browser context of the bridge's own (disposed with its connection),
+/// once made: the page's session and the context.
 #[derive(Default)]
 pub struct Helper {
-    session: Option<String>,
+    page: Option<(String, String)>,
 }
 
 impl Helper {
-    async fn session(&mut self, conn: &Conn) -> Result<String, String> {
-        if let Some(s) = &self.session {
-            return Ok(s.clone());
+    pub async fn session(&mut self, conn: &Conn) -> Result<String, String> {
+        Ok(self.page(conn).await?.0)
+    }
+
+    pub async fn context(&mut self, conn: &Conn) -> Result<String, String> {
+        Ok(self.page(conn).await?.1)
+    }
+
+    async fn page(&mut self, conn: &Conn) -> Result<(String, String), String> {
+        if let Some(p) = &self.page {
+            return Ok(p.clone());
         }
         let ctx = call(conn, "Target.createBrowserContext", json!({"disposeOnDetach": true}), None).await?;
         let ctx = ctx["browserContextId"].as_str().ok_or("no browser context")?.to_owned();
@@ -37,18 +46,19 @@ impl Helper {
         let session = s["sessionId"].as_str().ok_or("no session on the helper page")?.to_owned();
         // A page made while a client's auto-attach waits for debuggers starts paused.
         call(conn, "Runtime.runIfWaitingForDebugger", json!({}), Some(&session)).await?;
-        self.session = Some(session.clone());
-        Ok(session)
+        let page = (session, ctx);
+        self.page = Some(page.clone());
+        Ok(page)
     }
 }
 
-async fn call(conn: &Conn, method: &str, params: Value, session: Option<&str>) -> Result<Value, String> {
+pub async fn call(conn: &Conn, method: &str, params: Value, session: Option<&str>) -> Result<Value, String> {
     tracing::debug!(method, "remote file step");
     conn.call(method, params, session).await.map_err(|e| e.to_string())
 }
 
 /// The file's last name on the browser's machine, whichever separator it uses.
-fn last_name(remote: &str) -> Option<&str> {
+pub fn last_name(remote: &str) -> Option<&str> {
     let name = remote.rsplit(['/', '\\']).next()?;
     (!name.is_empty() && name != "." && name != "..").then_some(name)
 }
