@@ -15,16 +15,25 @@
 // dropped before any extension event. So an `automatic-downloads` permission rule is set
 // ahead, as the browser's own setting for the tab's site (and each site the tab goes to
 // while the rule lasts); without one, a block the browser stored is reported with the
-// download that came before it. Message shapes: native-host/src/host/protocol.rs.
+// download that came before it. The rule lasts no longer than the host's config says it
+// does: a config without it, its tab closing, a new worker (whose host's configs set the
+// rules again) each give the browser its own settings back. Message shapes:
+// native-host/src/host/protocol.rs.
 
 const MAX_NAME = 256;
 
 // `pilotOn()`: the human's switch; `toHost`: the native port.
 export function createDownloads(prompts, pilotOn, toHost) {
   const asked = new Map(); // download id -> { tabId, request }
-  const sites = new Map(); // tabId -> 'allow' | 'block': what the tab's rule sets for its site
+  // tabId -> { setting: 'allow' | 'block', patterns }: what the tab's rule sets, and for
+  // which sites (the tab's, and each it went to while the rule lasted).
+  const sites = new Map();
   const reported = new Map(); // tabId -> the page whose block was reported
-  let setAny = false;
+  const automatic = chrome.contentSettings.automaticDownloads;
+  // Changes to the browser's settings, one after another. The settings this extension
+  // made stay in the profile past this worker and its host; each worker starts from none.
+  let changes = automatic.clear({}).catch(() => {});
+  const change = (op) => (changes = changes.then(op).catch(() => {}));
 
   const siteOf = (url) => {
     try {
@@ -34,14 +43,30 @@ export function createDownloads(prompts, pilotOn, toHost) {
       return null;
     }
   };
-  const setFor = async (tabId, url) => {
+  const setFor = (tabId, url) => {
     const primaryPattern = siteOf(url);
-    if (!primaryPattern || !sites.has(tabId)) return;
-    setAny = true;
-    await chrome.contentSettings.automaticDownloads.set({ primaryPattern, setting: sites.get(tabId) });
+    const rule = sites.get(tabId);
+    if (!primaryPattern || !rule) return changes;
+    rule.patterns.add(primaryPattern);
+    return change(() => automatic.set({ primaryPattern, setting: rule.setting }));
+  };
+  // The tab's rule is gone: the browser's own settings come back, except where another
+  // tab's rule sets them (there is no removing one pattern: all go, the others' come back).
+  const drop = (tabId) => {
+    if (!sites.delete(tabId)) return changes;
+    const kept = [...sites.values()].flatMap((r) => [...r.patterns].map((primaryPattern) => ({ primaryPattern, setting: r.setting })));
+    return change(async () => {
+      await automatic.clear({});
+      for (const s of kept) await automatic.set(s);
+    });
   };
   chrome.webNavigation.onCommitted.addListener((d) => {
-    if (d.frameId === 0 && sites.has(d.tabId)) setFor(d.tabId, d.url).catch(() => {});
+    if (d.frameId === 0 && sites.has(d.tabId)) setFor(d.tabId, d.url);
+  });
+  // A closed tab's rule goes with it (the host forgets the tab's rules as well).
+  chrome.tabs.onRemoved.addListener((tabId) => {
+    reported.delete(tabId);
+    drop(tabId);
   });
   // The site's automatic downloads are blocked, and no rule of the tab did it: the browser
   // denied its "Download multiple files" prompt (reported once per page).
@@ -49,7 +74,7 @@ export function createDownloads(prompts, pilotOn, toHost) {
     if (sites.has(tabId)) return false;
     const tab = await chrome.tabs.get(tabId).catch(() => null);
     if (!tab?.url || reported.get(tabId) === tab.url) return false;
-    const { setting } = await chrome.contentSettings.automaticDownloads.get({ primaryUrl: tab.url }).catch(() => ({}));
+    const { setting } = await automatic.get({ primaryUrl: tab.url }).catch(() => ({}));
     if (setting !== 'block') return false;
     reported.set(tabId, tab.url);
     return true;
@@ -123,18 +148,15 @@ export function createDownloads(prompts, pilotOn, toHost) {
     // The tab's config says what its site's automatic downloads are (true: allow, false:
     // block, undefined: the browser's own); applied before the config is acknowledged.
     async applyTab(tabId, downloads) {
-      if (typeof downloads !== 'boolean') {
-        sites.delete(tabId);
-        // With no rule left anywhere, the browser's own settings hold again.
-        if (sites.size === 0 && setAny) {
-          setAny = false;
-          await chrome.contentSettings.automaticDownloads.clear({}).catch(() => {});
-        }
-        return;
+      if (typeof downloads !== 'boolean') return drop(tabId);
+      const wanted = downloads ? 'allow' : 'block';
+      // Another rule: the sites the old one set are the browser's again.
+      if (sites.get(tabId)?.setting !== wanted) {
+        drop(tabId);
+        sites.set(tabId, { setting: wanted, patterns: new Set() });
       }
-      sites.set(tabId, downloads ? 'allow' : 'block');
       const tab = await chrome.tabs.get(tabId).catch(() => null);
-      if (tab?.url) await setFor(tabId, tab.url).catch(() => {});
+      if (tab?.url) await setFor(tabId, tab.url);
     },
   };
 }

@@ -141,3 +141,73 @@ async fn two_agents_share_one_state_and_a_restarted_one_finds_it() -> anyhow::Re
     assert_eq!(v["dialog_policy"]["policy"], "must_respond");
     again.close().await
 }
+
+/// How the host goes away under a tab with an `automatic-downloads` grant.
+#[derive(Clone, Copy, Debug)]
+enum HostGoes {
+    /// Killed: the service worker stays and starts a new host.
+    Killed,
+    /// Its service worker stopped (which ends the host): a new worker and a new host.
+    WorkerStopped,
+}
+
+/// Permission rules live in the host's memory only, so a new host has no grant. The
+/// browser's setting the old one had the worker make must not outlive it: the new host's
+/// config is the truth, and a batch of three downloads goes the browser's own way.
+async fn a_grant_the_new_host_forgot_is_not_in_force(how: HostGoes) -> anyhow::Result<()> {
+    use super::config_clear::{batch_page, downloads_setting, only_the_first_is_saved};
+    let dir = tempfile::tempdir()?;
+    let prefs = json!({"download": {"default_directory": dir.path(), "prompt_for_download": false}});
+    let s =
+        Session::start_with(unmodal_e2e::browser::Options { preferences: Some(prefs), ..Default::default() }).await?;
+    let url = batch_page(&s.web);
+    s.page.goto(&url).await?;
+    s.agent.wait_for_tab(&url).await?;
+    s.enable_pilot().await?;
+    let grant = json!({"action": "handle_dialog", "setup": true, "dialog_type": "permission",
+                       "permission": "automatic-downloads", "once": false});
+    assert_eq!(s.agent.ok("interact", grant).await?["rules_in_force"], true);
+    assert_eq!(downloads_setting(&s, &url).await?, "allow", "the grant is the site's setting");
+    let old = host_pid(&s.agent.ok("observe", json!({"what": "tabs"})).await?);
+    match how {
+        HostGoes::Killed => {
+            let st = std::process::Command::new("kill").args(["-9", &old.to_string()]).status()?;
+            anyhow::ensure!(st.success(), "could not kill host {old}");
+        }
+        HostGoes::WorkerStopped => {
+            s.stop_worker().await?;
+            // A dialog report wakes it (nothing else in the page would).
+            s.page_value("confirm('wakes it?')").await?;
+        }
+    }
+    eventually(Duration::from_secs(15), "a new host without the grant", || async {
+        let tabs = s.agent.ok("observe", json!({"what": "tabs"})).await?;
+        if host_pid(&tabs) == old || host_pid(&tabs).is_null() || tabs["pilot_enabled"] != true {
+            return Ok(None);
+        }
+        let rules = s.agent.ok("interact", json!({"action": "handle_dialog", "status": true})).await?;
+        Ok((rules["auto_responses"] == json!([])).then_some(()))
+    })
+    .await?;
+    // Nothing here may change the tab's config (any new config would drop the grant): the
+    // new host's word alone has to.
+    let setting = eventually(Duration::from_secs(15), "the site's setting back to the browser's", || async {
+        let v = downloads_setting(&s, &url).await?;
+        Ok((v != "allow").then_some(v))
+    })
+    .await;
+    if let Err(e) = setting {
+        eprintln!("{e}: clicking anyway, to show what the page gets");
+    }
+    only_the_first_is_saved(&s, &s.page, dir.path(), &format!("its host ({how:?})")).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_download_grant_goes_with_a_killed_host() -> anyhow::Result<()> {
+    a_grant_the_new_host_forgot_is_not_in_force(HostGoes::Killed).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_download_grant_goes_with_a_stopped_service_worker() -> anyhow::Result<()> {
+    a_grant_the_new_host_forgot_is_not_in_force(HostGoes::WorkerStopped).await
+}

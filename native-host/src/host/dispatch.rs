@@ -17,7 +17,13 @@ impl State {
                 out.extend(self.keep_held(&held));
                 let upto = self.reports_seen.upto_for(worker.as_deref());
                 self.worker = worker;
-                let tabs: Vec<i64> = self.configured_tabs().collect();
+                // Every tab this host knows gets its config, the plain default too: the
+                // worker may still act on what an earlier host said and this one does not
+                // know (rules kept in memory only, such as an `automatic-downloads` grant,
+                // the browser's setting the worker made). From here this host's word holds.
+                let mut tabs: Vec<i64> = self.configured_tabs().chain(self.tabs.iter().map(|t| t.id)).collect();
+                tabs.sort_unstable();
+                tabs.dedup();
                 out.extend(tabs.into_iter().map(|tab| self.config_message(tab)));
                 out.push(ToBrowser::Resume { upto });
                 Ok(out)

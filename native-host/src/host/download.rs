@@ -348,4 +348,48 @@ mod tests {
         assert_eq!(to_json(&done_call.msgs)[0]["decision"], "accept");
         assert_eq!(s.download_jobs[&(3, 1)].to.as_deref(), Some(tmp.path()));
     }
+
+    fn grant() -> RuleSpec {
+        use crate::api::PermissionName;
+        RuleSpec::Permission {
+            accept: true,
+            permission: Some(PermissionName::AutomaticDownloads),
+            matcher: MatchArg::default(),
+        }
+    }
+
+    /// The config messages among `out`, as (tab, downloads).
+    fn configs(out: &[ToBrowser]) -> Vec<(i64, Option<bool>)> {
+        out.iter()
+            .filter_map(|m| match m {
+                ToBrowser::Config { tab_id, downloads, .. } => Some((*tab_id, *downloads)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_closed_tabs_grant_goes_and_no_hello_brings_it_back() {
+        let mut s = state_with(Policy::Auto);
+        s.add_rule(4, false, grant()).unwrap();
+        feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
+        assert!(s.rules_of(4).is_empty(), "the closed tab's grant went");
+        let out = feed(&mut s, json!({"type":"hello","version":"1"})).unwrap();
+        assert_eq!(configs(&out), [(3, None)], "nothing for the closed tab");
+    }
+
+    #[test]
+    fn a_new_host_sends_every_known_tab_its_config_so_a_forgotten_grant_ends() {
+        // The old host had a grant in tab 4; only page dialogs' rules are saved, so its
+        // successor knows the tabs but not the grant, and the worker must hear that.
+        let mut old = state_with(Policy::Auto);
+        old.add_rule(4, false, grant()).unwrap();
+        assert_eq!(configs(&[old.config_message(4)]), [(4, Some(true))]);
+        let mut new = State::new();
+        new.restore(serde_json::from_slice(&serde_json::to_vec(&old.snapshot()).unwrap()).unwrap());
+        assert!(new.rules_of(4).is_empty());
+        let out = feed(&mut new, json!({"type":"hello","version":"1"})).unwrap();
+        assert_eq!(configs(&out), [(3, None), (4, None)], "tab 3 has its policy, tab 4 the default");
+        assert_eq!(out.last(), Some(&ToBrowser::Resume { upto: 0 }), "the configs come before resume");
+    }
 }
