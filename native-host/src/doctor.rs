@@ -15,9 +15,15 @@ struct Check {
 }
 
 fn registration(browser: Browser, config_dir: &Path, exe: &Path) -> Check {
-    let file = browser.manifest_dir(config_dir).join(install::manifest_file_name());
-    let what = format!("{} host registration ({})", browser.name(), file.display());
     let flag = browser.name().to_lowercase();
+    let Some(file) = crate::platform::registered_manifest(browser, config_dir) else {
+        return Check {
+            ok: false,
+            what: format!("{} host registration (none)", browser.name()),
+            fix: Some(format!("run `unmodal install --browser {flag}`")),
+        };
+    };
+    let what = format!("{} host registration ({})", browser.name(), file.display());
     let Ok(text) = std::fs::read_to_string(&file) else {
         return Check { ok: false, what, fix: Some(format!("run `unmodal install --browser {flag}`")) };
     };

@@ -1,9 +1,11 @@
 //! Registers the host with browsers: writes the native-messaging manifest that names this
-//! binary and allows only the Unmodal extension to start it; unpacks the extension this
-//! binary carries into the data directory (extension.rs).
+//! binary and allows only the Unmodal extension to start it (on Windows also the registry
+//! key that names the manifest: `platform`); unpacks the extension this binary carries into
+//! the data directory (extension.rs).
 
 use crate::extension;
 use crate::paths::{self, Browser};
+use crate::platform;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use std::fs;
@@ -27,13 +29,18 @@ pub fn host_manifest(exe: &Path) -> Value {
     })
 }
 
-/// The manifest directories for `browsers`, or the one inside `user_data_dir`.
+/// The manifest directories for `browsers`, or the one inside `user_data_dir` (for no
+/// browser in particular), each with its label.
 pub fn targets(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<(String, PathBuf)>> {
+    Ok(targets_for(browsers, user_data_dir)?.into_iter().map(|(label, _, dir)| (label, dir)).collect())
+}
+
+fn targets_for(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<(String, Option<Browser>, PathBuf)>> {
     if let Some(dir) = user_data_dir {
-        return Ok(vec![(format!("user data dir {}", dir.display()), dir.join("NativeMessagingHosts"))]);
+        return Ok(vec![(format!("user data dir {}", dir.display()), None, dir.join("NativeMessagingHosts"))]);
     }
     let config = paths::config_dir()?;
-    Ok(browsers.iter().map(|b| (b.name().to_string(), b.manifest_dir(&config))).collect())
+    Ok(browsers.iter().map(|b| (b.name().to_string(), Some(*b), b.manifest_dir(&config))).collect())
 }
 
 /// What `install` did: the host manifests written, and the extension's unpacked copy (or
@@ -68,10 +75,12 @@ pub fn install(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec
     let exe = std::env::current_exe().and_then(fs::canonicalize).context("cannot tell where the unmodal binary is")?;
     let body = serde_json::to_string_pretty(&host_manifest(&exe))?;
     let mut written = Vec::new();
-    for (label, dir) in targets(browsers, user_data_dir)? {
+    for (label, browser, dir) in targets_for(browsers, user_data_dir)? {
         fs::create_dir_all(&dir).with_context(|| format!("creating {} for {label}", dir.display()))?;
         let file = dir.join(manifest_file_name());
         fs::write(&file, &body).with_context(|| format!("writing {}", file.display()))?;
+        platform::register_host(browser, &file)
+            .with_context(|| format!("registering {} for {label}", file.display()))?;
         written.push(file);
     }
     Ok(written)
@@ -79,8 +88,10 @@ pub fn install(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec
 
 pub fn uninstall(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
-    for (_, dir) in targets(browsers, user_data_dir)? {
+    for (label, browser, dir) in targets_for(browsers, user_data_dir)? {
         let file = dir.join(manifest_file_name());
+        platform::unregister_host(browser, &file)
+            .with_context(|| format!("unregistering {} for {label}", file.display()))?;
         match fs::remove_file(&file) {
             Ok(()) => removed.push(file),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

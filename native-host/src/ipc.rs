@@ -1,15 +1,15 @@
 //! The private socket between `unmodal mcp` and a host: one JSON request per line, one
-//! JSON answer per line. Several browsers mean several hosts, one socket each.
+//! JSON answer per line. Several browsers mean several hosts, one socket each (on Windows a
+//! named pipe, found by a file of the same name: `platform`).
 
-use crate::paths;
 use crate::reply::{ErrorCode, ToolError};
+use crate::{paths, platform};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
 
 /// Longest request or answer line; anything longer is refused, not buffered.
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
@@ -73,8 +73,8 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>) ->
 }
 
 async fn call_one(socket: &Path, line: &[u8]) -> io::Result<Result<Value, ToolError>> {
-    let stream = UnixStream::connect(socket).await?;
-    let (r, mut w) = stream.into_split();
+    let stream = platform::connect(socket).await?;
+    let (r, mut w) = tokio::io::split(stream);
     w.write_all(line).await?;
     let mut r = BufReader::new(r);
     let mut buf = Vec::new();

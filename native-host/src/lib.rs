@@ -20,5 +20,6 @@ pub mod parent_browser;
 pub mod paths;
 pub mod pilot_api;
 pub mod pilot_cli;
+pub mod platform;
 pub mod redact;
 pub mod reply;

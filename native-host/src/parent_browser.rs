@@ -34,14 +34,12 @@ impl ParentBrowser {
 
     /// The parent of this process, read from the OS.
     pub fn of_this_process() -> Self {
-        // SAFETY: getppid has no preconditions and cannot fail.
-        let ppid = unsafe { libc::getppid() };
-        let Ok(pid) = u32::try_from(ppid) else { return Self::default() };
+        let Some(pid) = crate::platform::launcher_pid() else { return Self::default() };
         if pid <= 1 {
             // Orphaned: the browser is gone (or never was); nothing to learn.
             return Self::default();
         }
-        Self::from_args(pid, command_line(pid))
+        Self::from_args(pid, crate::platform::command_line(pid))
     }
 
     pub fn from_args(pid: u32, args: Option<Vec<String>>) -> Self {
@@ -124,34 +122,7 @@ fn default_profile(exe: &str) -> Option<PathBuf> {
         return None;
     };
     let config = crate::paths::config_dir().ok()?;
-    browser.manifest_dir(&config).parent().map(Path::to_path_buf)
-}
-
-#[cfg(target_os = "linux")]
-fn command_line(pid: u32) -> Option<Vec<String>> {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let args: Vec<String> =
-        raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-    (!args.is_empty()).then_some(args)
-}
-
-/// macOS has no /proc: `ps` prints the command line as one string, split here before each
-/// ` -` (a profile path with " -" in it would be cut; the remote switches are still seen).
-#[cfg(not(target_os = "linux"))]
-fn command_line(pid: u32) -> Option<Vec<String>> {
-    let out = std::process::Command::new("ps").args(["-ww", "-o", "command=", "-p", &pid.to_string()]).output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    if !out.status.success() || text.is_empty() {
-        return None;
-    }
-    let mut args = Vec::new();
-    let mut rest = text.as_str();
-    while let Some(at) = rest.find(" -") {
-        args.push(rest[..at].to_owned());
-        rest = &rest[at + 1..];
-    }
-    args.push(rest.to_owned());
-    Some(args)
+    Some(browser.user_data_dir(&config))
 }
 
 #[cfg(test)]

@@ -1,47 +1,26 @@
 //! Where things live: the private runtime directory with the host sockets, the user's home
 //! and configuration directories, and each browser's native-messaging manifest directory.
+//! What differs per OS comes from `platform`.
 
+use crate::platform;
 use std::fs;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-pub fn uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 /// `UNMODAL_RUNTIME_DIR`, else the user's runtime directory (`$XDG_RUNTIME_DIR` on Linux)
-/// joined with `unmodal`, else `unmodal-<uid>` in the temporary directory.
+/// joined with `unmodal`, else `unmodal-<uid>` in the temporary directory (Windows:
+/// `%LOCALAPPDATA%\unmodal\run`).
 pub fn runtime_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("UNMODAL_RUNTIME_DIR") {
         return dir.into();
     }
-    if let Some(dir) = dirs::runtime_dir() {
-        return dir.join("unmodal");
-    }
-    std::env::temp_dir().join(format!("unmodal-{}", uid()))
+    platform::default_runtime_dir()
 }
 
 /// Creates `dir` (mode 0700) or checks that the existing one is ours and private; another
 /// user must never be able to reach the host sockets.
 pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    match fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    let meta = fs::metadata(dir)?;
-    if meta.uid() != uid() {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("{} belongs to another user; set UNMODAL_RUNTIME_DIR to a directory of your own", dir.display()),
-        ));
-    }
-    if meta.mode() & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
+    platform::ensure_private_dir(dir)
 }
 
 pub fn socket_path(dir: &Path, pid: u32) -> PathBuf {
@@ -59,15 +38,8 @@ pub fn socket_owner_gone(socket: &Path) -> bool {
         .file_name()
         .and_then(|n| n.to_str())
         .and_then(|n| n.strip_prefix("host-")?.strip_suffix(".sock"))
-        .and_then(|p| p.parse::<i32>().ok());
-    match pid {
-        Some(pid) if pid > 0 => {
-            // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
-            let refused = unsafe { libc::kill(pid, 0) } != 0;
-            refused && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-        }
-        _ => false,
-    }
+        .and_then(|p| p.parse::<u32>().ok());
+    pid.is_some_and(|pid| platform::process_exists(pid) == Some(false))
 }
 
 /// Host sockets in `dir`, newest first.
@@ -108,25 +80,17 @@ impl Browser {
         }
     }
 
-    /// The user-level directory the browser reads native-messaging manifests from, inside
-    /// `config_dir` (see [`config_dir`]), where the browser keeps its profile.
+    /// The browser's default user data directory (its profiles) inside `config_dir` (see
+    /// [`config_dir`]).
+    pub fn user_data_dir(self, config_dir: &Path) -> PathBuf {
+        platform::user_data_dir(self, config_dir)
+    }
+
+    /// The directory `unmodal install` writes the browser's native-messaging manifest
+    /// into, inside `config_dir` (Linux and macOS: the user-level one the browser reads,
+    /// in its user data directory; Windows: Unmodal's, named in the registry).
     pub fn manifest_dir(self, config_dir: &Path) -> PathBuf {
-        let rel = if cfg!(target_os = "macos") {
-            match self {
-                Self::Chrome => "Google/Chrome",
-                Self::Chromium => "Chromium",
-                Self::Brave => "BraveSoftware/Brave-Browser",
-                Self::Edge => "Microsoft Edge",
-            }
-        } else {
-            match self {
-                Self::Chrome => "google-chrome",
-                Self::Chromium => "chromium",
-                Self::Brave => "BraveSoftware/Brave-Browser",
-                Self::Edge => "microsoft-edge",
-            }
-        };
-        config_dir.join(rel).join("NativeMessagingHosts")
+        platform::manifest_dir(self, config_dir)
     }
 }
 
@@ -135,18 +99,13 @@ impl Browser {
 /// replaced, never written through.
 pub fn write_private(file: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let mut tmp_name = file.file_name().unwrap_or_default().to_owned();
     tmp_name.push(format!(".{}.tmp", std::process::id()));
     let tmp = file.with_file_name(tmp_name);
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes));
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    let written =
+        platform::no_follow(platform::private_file(&mut opts)).open(&tmp).and_then(|mut f| f.write_all(bytes));
     match written.and_then(|()| std::fs::rename(&tmp, file)) {
         Ok(()) => Ok(()),
         Err(e) => {
@@ -184,10 +143,10 @@ pub fn data_dir() -> io::Result<PathBuf> {
     })
 }
 
-/// The user's configuration directory, where browsers keep their profiles: on Linux
-/// `$XDG_CONFIG_HOME`, else `~/.config`; on macOS `~/Library/Application Support`.
+/// The directory browsers keep their profiles in: on Linux `$XDG_CONFIG_HOME`, else
+/// `~/.config`; on macOS `~/Library/Application Support`; on Windows `%LOCALAPPDATA%`.
 pub fn config_dir() -> io::Result<PathBuf> {
-    dirs::config_dir().ok_or_else(|| {
+    platform::browsers_dir().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::NotFound,
             "cannot tell the configuration directory (no home directory is known); set HOME or XDG_CONFIG_HOME",
@@ -198,6 +157,7 @@ pub fn config_dir() -> io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     #[test]
     fn private_dir_is_created_0700_and_loosened_modes_are_fixed() {

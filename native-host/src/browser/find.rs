@@ -5,17 +5,6 @@
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
-/// Looked up on PATH, in this order.
-const ON_PATH: &[&str] = &["chromium", "chromium-browser", "chrome", "google-chrome-for-testing"];
-/// Where macOS keeps them.
-const MAC_APPS: &[&str] = &[
-    "/Applications/Chromium.app/Contents/MacOS/Chromium",
-    "/Applications/Google Chrome for Testing.app/Contents/MacOS/Google Chrome for Testing",
-];
-/// Branded Chrome, taken only when nothing else is there.
-const BRANDED: &[&str] =
-    &["google-chrome", "google-chrome-stable", "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome"];
-
 pub const HOW_TO_GET_ONE: &str = "install Chromium (Debian/Ubuntu: `apt-get install chromium`; macOS: `brew install \
 --cask chromium`) or Chrome for Testing (`npx @puppeteer/browsers install chrome@stable`), or name one with \
 --browser-path";
@@ -38,17 +27,13 @@ pub fn browser(named: Option<&Path>) -> Result<Found> {
     if let Some(p) = std::env::var_os("UNMODAL_CHROMIUM").map(PathBuf::from).filter(|p| is_executable(p)) {
         return Ok(Found { branded: is_branded(&p), path: p });
     }
-    let found = ON_PATH
-        .iter()
-        .find_map(|n| on_path(n))
-        .or_else(|| MAC_APPS.iter().map(PathBuf::from).find(|p| is_executable(p)));
-    if let Some(path) = found {
+    // The OS's places, in order: browsers that take --load-extension, then branded Chrome,
+    // taken only when nothing else is there.
+    let (unbranded, branded) = crate::platform::browser_candidates();
+    if let Some(path) = unbranded.iter().find_map(|p| located(p)) {
         return Ok(Found { path, branded: false });
     }
-    let branded = BRANDED.iter().find_map(|n| {
-        if n.starts_with('/') { Some(PathBuf::from(n)).filter(|p| is_executable(p)) } else { on_path(n) }
-    });
-    match branded {
+    match branded.iter().find_map(|p| located(p)) {
         Some(path) => Ok(Found { path, branded: true }),
         None => bail!("no Chromium browser found: {HOW_TO_GET_ONE}"),
     }
@@ -66,14 +51,18 @@ fn is_branded(p: &Path) -> bool {
     })
 }
 
-fn on_path(name: &str) -> Option<PathBuf> {
+/// An absolute path if it is there, a bare name on PATH.
+fn located(p: &Path) -> Option<PathBuf> {
+    if p.is_absolute() { Some(p.to_path_buf()).filter(|p| is_executable(p)) } else { on_path(p) }
+}
+
+fn on_path(name: &Path) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|d| d.join(name)).find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    crate::platform::is_executable(p)
 }
 
 #[cfg(test)]

@@ -6,9 +6,8 @@ mod pipe;
 pub(crate) mod profile;
 mod say;
 
-use crate::{debuggable, extension, install, paths};
+use crate::{debuggable, extension, install, paths, platform};
 use anyhow::{Context, Result, bail, ensure};
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -43,12 +42,14 @@ pub struct Running {
 }
 
 impl Running {
-    /// Closes a browser this process started: asked politely (SIGTERM), then killed.
+    /// Closes a browser this process started: asked politely (SIGTERM), then killed; killed
+    /// at once where the OS has no polite way.
     pub async fn close(&mut self) {
         let Some(child) = self.child.as_mut() else { return };
-        if let Some(pid) = child.id() {
-            // SAFETY: kill(2) with a pid we started and have not reaped.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        let asked = child.id().is_some_and(|pid| platform::ask_to_exit(pid).is_ok());
+        if !asked && child.id().is_some() {
+            let _ = child.kill().await;
+            return;
         }
         if tokio::time::timeout(Duration::from_secs(10), child.wait()).await.is_err() {
             let _ = child.kill().await;
@@ -93,16 +94,13 @@ pick another profile with --profile DIR",
     }
     let ext = extension::unpack(&data)?;
     // A profile holds cookies and logins: the user's alone.
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&profile)
+    platform::create_private_dir_all(&profile)
         .with_context(|| format!("cannot create the profile directory {}", profile.display()))?;
     install::install(&[], Some(&profile))?;
     let log = profile.join("unmodal-browser.log");
     let mut cmd = Command::new(&exe);
     cmd.arg(format!("--user-data-dir={}", profile.display())).arg(format!("--remote-debugging-port={}", opts.port));
-    let (pipe, browser_ends) = pipe::attach(&mut cmd, via_pipe)?;
+    let (pipe, browser_ends) = pipe::attach(&mut cmd, via_pipe)?.unzip();
     if !via_pipe {
         cmd.arg(format!("--load-extension={}", ext.display()));
     }
@@ -114,7 +112,7 @@ pick another profile with --profile DIR",
     if opts.headless {
         cmd.arg("--headless=new");
     }
-    if paths::uid() == 0 {
+    if platform::runs_as_root() {
         // Chromium refuses to run as root with its sandbox (containers, CI).
         cmd.arg("--no-sandbox");
     }
@@ -122,21 +120,25 @@ pick another profile with --profile DIR",
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).with_context(|| format!("cannot write {}", log.display()))?);
-    let mut child = cmd.spawn().with_context(|| format!("cannot start {}", exe.display()))?;
+    let mut child = {
+        // The browser's ends close here, once it has them.
+        let _browser_ends = browser_ends;
+        cmd.spawn().with_context(|| format!("cannot start {}", exe.display()))?
+    };
     let pid = child.id().unwrap_or(0);
-    drop(browser_ends);
     // Whatever fails from here, the browser just started goes too.
     let ready = async {
-        let pipe = if via_pipe {
-            let (pipe, id) = pipe.load_unpacked(&ext, START_LIMIT).await?;
-            ensure!(
-                id == install::EXTENSION_ID,
-                "the browser loaded the extension as {id}, not {}: is the unpacked copy damaged? Run `unmodal install`",
-                install::EXTENSION_ID
-            );
-            pipe
-        } else {
-            pipe
+        let pipe = match pipe {
+            Some(pipe) if via_pipe => {
+                let (pipe, id) = pipe.load_unpacked(&ext, START_LIMIT).await?;
+                ensure!(
+                    id == install::EXTENSION_ID,
+                    "the browser loaded the extension as {id}, not {}: is the unpacked copy damaged? Run `unmodal install`",
+                    install::EXTENSION_ID
+                );
+                Some(pipe)
+            }
+            pipe => pipe,
         };
         anyhow::Ok((pipe, profile::devtools_port(&log, &mut child, START_LIMIT).await?))
     };
@@ -149,7 +151,7 @@ pick another profile with --profile DIR",
     };
     // Also for `mcp --browser`: the agent's first call then finds the extension connected.
     let host = profile::host_status(&profile, HOST_LIMIT).await;
-    Ok(Running { child: Some(child), pid, endpoint: say::endpoint(port), profile, host, _pipe: Some(pipe) })
+    Ok(Running { child: Some(child), pid, endpoint: say::endpoint(port), profile, host, _pipe: pipe })
 }
 
 /// `unmodal browser`: starts it, says how to use it, and runs until it closes or Ctrl-C.
@@ -161,7 +163,6 @@ pub fn run(opts: &Options) -> Result<()> {
         if running.child.is_none() {
             return Ok(());
         }
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let child = running.child.as_mut().expect("started above");
         tokio::select! {
             status = child.wait() => {
@@ -169,8 +170,7 @@ pub fn run(opts: &Options) -> Result<()> {
                 say::print(&[format!("the browser closed ({status})")]);
                 return Ok(());
             }
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+            _ = platform::terminated() => {}
         }
         running.close().await;
         say::print(&["the browser is closed".to_owned()]);

@@ -7,7 +7,6 @@
 
 use anyhow::{Context, Result, bail};
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 use tokio::process::Command;
@@ -21,44 +20,23 @@ pub struct Pipe {
     from_browser: std::fs::File,
 }
 
-fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two fds on success; each is owned once, below.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("making the DevTools pipe");
-    }
-    // SAFETY: both fds are fresh and ours alone.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
+pub use crate::platform::BrowserEnds;
 
-/// The browser's ends, to drop once it is spawned (else a browser that dies leaves our
-/// read open).
-pub struct BrowserEnds(#[allow(dead_code)] OwnedFd, #[allow(dead_code)] OwnedFd);
-
-/// Gives the browser fd 3 (it reads) and fd 4 (it writes), as `--remote-debugging-pipe`
-/// expects; returns our ends and the browser's.
-pub fn attach(cmd: &mut Command, load_extensions: bool) -> Result<(Pipe, BrowserEnds)> {
-    let (browser_reads, we_write) = pipe()?;
-    let (we_read, browser_writes) = pipe()?;
-    let (r, w) = (browser_reads.as_raw_fd(), browser_writes.as_raw_fd());
+/// Gives the browser its DevTools pipe where `--remote-debugging-pipe` expects it (Unix:
+/// fd 3, it reads, and fd 4, it writes); returns our ends and the browser's. `None` where
+/// the OS has no such pipe yet and the extension is not to be loaded through it: the
+/// browser then runs unbound to this process.
+pub fn attach(cmd: &mut Command, load_extensions: bool) -> Result<Option<(Pipe, BrowserEnds)>> {
+    let (to_browser, from_browser, ends) = match crate::platform::devtools_pipe(cmd) {
+        Ok(p) => p,
+        Err(e) if e.kind() == std::io::ErrorKind::Unsupported && !load_extensions => return Ok(None),
+        Err(e) => return Err(e).context("making the DevTools pipe"),
+    };
     cmd.arg("--remote-debugging-pipe");
     if load_extensions {
         cmd.arg("--enable-unsafe-extension-debugging");
     }
-    // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            // Moved above 10 first: either end may itself be fd 3 or 4.
-            let (r2, w2) = (libc::fcntl(r, libc::F_DUPFD, 10), libc::fcntl(w, libc::F_DUPFD, 10));
-            if r2 < 0 || w2 < 0 || libc::dup2(r2, 3) < 0 || libc::dup2(w2, 4) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::close(r2);
-            libc::close(w2);
-            Ok(())
-        });
-    }
-    Ok((Pipe { to_browser: we_write.into(), from_browser: we_read.into() }, BrowserEnds(browser_reads, browser_writes)))
+    Ok(Some((Pipe { to_browser, from_browser }, ends)))
 }
 
 impl Pipe {

@@ -16,11 +16,7 @@ const POLL: Duration = Duration::from_millis(100);
 pub fn locked_by(profile: &Path) -> Option<u32> {
     let target = std::fs::read_link(profile.join("SingletonLock")).ok()?;
     let pid: u32 = target.to_str()?.rsplit('-').next()?.parse().ok()?;
-    let raw = libc::pid_t::try_from(pid).ok().filter(|p| *p > 0)?;
-    // SAFETY: kill(2) with signal 0 only checks that the process exists.
-    let alive =
-        unsafe { libc::kill(raw, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    alive.then_some(pid)
+    (crate::platform::process_exists(pid) == Some(true)).then_some(pid)
 }
 
 /// A port the browser could open: Chromium carries on without DevTools when it cannot.

@@ -37,15 +37,13 @@ pub mod state;
 mod storage_access;
 pub mod transport;
 
-use crate::paths;
 use crate::redact::Redactor;
+use crate::{paths, platform};
 use anyhow::{Context, Result};
 use protocol::{FromBrowser, ToBrowser};
 use state::State;
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::net::UnixListener;
 use tokio::sync::{Notify, mpsc};
 
 /// What the stdin loop, the socket clients and the stdout writer share.
@@ -196,17 +194,8 @@ impl Drop for SocketFile {
 
 /// The socket appears under its name only once it listens and is private: a client that
 /// connected between `bind` and `listen` would be refused and take it for a dead host's.
-fn listen(path: &std::path::Path) -> Result<UnixListener> {
-    let hidden = paths::socket_being_bound(path);
-    let _ = std::fs::remove_file(&hidden);
-    let listener = UnixListener::bind(&hidden).with_context(|| format!("binding {}", hidden.display()))?;
-    let placed = std::fs::set_permissions(&hidden, std::fs::Permissions::from_mode(0o600))
-        .and_then(|()| std::fs::rename(&hidden, path));
-    if let Err(e) = placed {
-        let _ = std::fs::remove_file(&hidden);
-        return Err(e).with_context(|| format!("placing the socket at {}", path.display()));
-    }
-    Ok(listener)
+fn listen(path: &std::path::Path) -> Result<platform::Listener> {
+    platform::listen(path)
 }
 
 pub fn run(origin: &str) -> Result<()> {
@@ -356,13 +345,7 @@ pub async fn serve_remote(endpoint: crate::cdp::Endpoint) -> Result<RemoteHost> 
 }
 
 async fn terminated() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut t), Ok(mut i)) => {
-            tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
-        }
-        _ => std::future::pending().await,
-    }
+    platform::terminated().await
 }
 
 fn on_browser_message(shared: &Arc<Shared>, rt: &tokio::runtime::Handle, msg: FromBrowser) {
@@ -424,7 +407,7 @@ mod tests {
     async fn the_socket_is_under_its_name_only_once_it_listens_and_is_private() {
         let dir = tempfile::tempdir().unwrap();
         let path = paths::socket_path(dir.path(), 7);
-        let listener = listen(&path).unwrap();
+        let mut listener = listen(&path).unwrap();
         let meta = std::fs::metadata(&path).unwrap();
         assert!(meta.file_type().is_socket());
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);

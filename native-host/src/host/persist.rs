@@ -12,7 +12,6 @@ use crate::api::{MatchArg, RuleSpec};
 use ringbuf::traits::{Consumer, RingBuffer};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use unmodal_engine::RuleTarget;
@@ -235,20 +234,13 @@ pub fn load(dir: &Path, session: &str) -> Option<Snapshot> {
 /// before it to finish its last save and exit; the lock goes with the process, however it
 /// ends.
 pub fn lock(dir: &Path, session: &str, wait: Duration) -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(dir.join(format!("state-{session}.lock")))?;
+    use crate::platform;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(false);
+    let file = platform::private_file(&mut opts).open(dir.join(format!("state-{session}.lock")))?;
     let start = std::time::Instant::now();
     loop {
-        // SAFETY: a valid open descriptor; flock has no other preconditions.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(file);
-        }
-        let err = std::io::Error::last_os_error();
+        let Err(err) = platform::try_lock_exclusive(&file) else { return Ok(file) };
         if err.kind() != std::io::ErrorKind::WouldBlock || start.elapsed() > wait {
             return Err(err);
         }

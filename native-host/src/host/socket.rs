@@ -5,14 +5,13 @@ use super::Shared;
 use super::protocol::ToBrowser;
 use crate::api::{self, ConfigureArgs, InteractArgs, ObserveArgs};
 use crate::ipc::{self, Request, Tool};
-use crate::paths;
 use crate::pilot_api::{ExecuteArgs, HighlightArgs, ManageStateArgs};
+use crate::platform::{self, Listener, ServerStream};
 use crate::reply::{ErrorCode, ToolError};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::{UnixListener, UnixStream};
 use unmodal_engine::Policy;
 
 /// How long a setup waits for the extension to confirm the tab holds the new rules.
@@ -20,30 +19,26 @@ const RULES_WAIT: Duration = Duration::from_secs(3);
 /// How long an answer to a held dialog waits for the browser to report it closed.
 const ANSWER_WAIT: Duration = Duration::from_secs(3);
 
-pub(super) async fn accept(listener: UnixListener, shared: Arc<Shared>) {
+pub(super) async fn accept(mut listener: Listener, shared: Arc<Shared>) {
     loop {
         let stream = match listener.accept().await {
-            Ok((s, _)) => s,
+            Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
-        // The directory is private already; the uid check also covers a socket handed on.
-        match stream.peer_cred() {
-            Ok(cred) if cred.uid() == paths::uid() => {}
-            other => {
-                tracing::warn!(peer = ?other, "connection from another user refused");
-                continue;
-            }
+        if let Err(why) = platform::check_peer(&stream) {
+            tracing::warn!(peer = %why, "connection from another user refused");
+            continue;
         }
         tokio::spawn(connection(stream, shared.clone()));
     }
 }
 
-async fn connection(stream: UnixStream, shared: Arc<Shared>) {
-    let (r, mut w) = stream.into_split();
+async fn connection(stream: ServerStream, shared: Arc<Shared>) {
+    let (r, mut w) = tokio::io::split(stream);
     let mut r = BufReader::new(r);
     let mut line = Vec::new();
     loop {

@@ -1,0 +1,182 @@
+//! What differs from one operating system to another, behind one interface: the rest of
+//! the crate calls only the functions and types here, never `std::os::*`, `libc` or the
+//! Windows API. One module per OS implements them: `unix.rs` (Linux and macOS, with
+//! `linux.rs` and `macos.rs` for the little that differs between those two) and
+//! `windows.rs`. A function an OS cannot do yet returns an `Unsupported` error that says
+//! so; none panics.
+
+use crate::paths::Browser;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(unix)]
+mod unix;
+#[cfg(windows)]
+mod windows;
+
+#[cfg(unix)]
+use unix as os;
+#[cfg(windows)]
+use windows as os;
+
+// ---- The private channel between `unmodal mcp` and a host ----------------------------
+//
+// A host is found by a file `host-<pid>.sock` in the runtime directory (newest first). On
+// Unix that file is the socket; on Windows it marks a named pipe whose name is made from
+// the file's path, and that only this user can open.
+
+/// A connection as `unmodal mcp` sees it.
+pub use os::ClientStream;
+/// A host's listening end; [`Listener::accept`] gives the next connection.
+pub use os::Listener;
+/// A connection as the host sees it.
+pub use os::ServerStream;
+
+/// Starts listening at `path`. The name appears only once the host listens and nobody
+/// else can connect: a client that found it earlier would take it for a dead host's.
+pub fn listen(path: &Path) -> anyhow::Result<Listener> {
+    os::listen(path)
+}
+
+/// `Ok` when the peer runs as this user; else why not, for the log.
+pub fn check_peer(stream: &ServerStream) -> Result<(), String> {
+    os::check_peer(stream)
+}
+
+/// Connects to the host at `path`. Nobody listening there is `ConnectionRefused`.
+pub async fn connect(path: &Path) -> io::Result<ClientStream> {
+    os::connect(path).await
+}
+
+// ---- Processes -------------------------------------------------------------------------
+
+/// Whether process `pid` exists: `Some(false)` only when the OS says there is no such
+/// process, `None` when it cannot tell.
+pub fn process_exists(pid: u32) -> Option<bool> {
+    os::process_exists(pid)
+}
+
+/// The process that started this host: its parent (on Windows, the parent of the
+/// `cmd.exe` browsers start native hosts through).
+pub fn launcher_pid() -> Option<u32> {
+    os::launcher_pid()
+}
+
+/// Process `pid`'s command line, `None` when it cannot be read.
+pub fn command_line(pid: u32) -> Option<Vec<String>> {
+    os::command_line(pid)
+}
+
+/// Resolves when this process is asked to end (Unix: SIGTERM or SIGINT; Windows: Ctrl-C,
+/// its console closing, log-off or shut-down). Never resolves if that cannot be watched.
+pub async fn terminated() {
+    os::terminated().await
+}
+
+/// Asks process `pid` (a child of ours) to exit (Unix: SIGTERM). An error means it was not
+/// asked: the caller kills it instead of waiting.
+pub fn ask_to_exit(pid: u32) -> io::Result<()> {
+    os::ask_to_exit(pid)
+}
+
+/// Whether this process runs with the superuser's user id (Chromium's sandbox refuses it).
+pub fn runs_as_root() -> bool {
+    os::runs_as_root()
+}
+
+// ---- Files -----------------------------------------------------------------------------
+
+/// The runtime directory when `UNMODAL_RUNTIME_DIR` does not name one.
+pub fn default_runtime_dir() -> PathBuf {
+    os::default_runtime_dir()
+}
+
+/// Creates `dir` private to the user, or checks that the existing one is ours and makes it
+/// private again.
+pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    os::ensure_private_dir(dir)
+}
+
+/// Creates `dir` and its parents, the last one private to the user (an existing one is
+/// left as it is).
+pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    os::create_private_dir_all(dir)
+}
+
+/// Makes a file `opts` creates private to the user (Unix: mode 0600).
+pub fn private_file(opts: &mut OpenOptions) -> &mut OpenOptions {
+    os::private_file(opts)
+}
+
+/// Makes `opts` refuse to open through a symbolic link at the path itself.
+pub fn no_follow(opts: &mut OpenOptions) -> &mut OpenOptions {
+    os::no_follow(opts)
+}
+
+/// Takes an exclusive lock on `file` without waiting; `WouldBlock` when another process
+/// holds it. The lock goes with the file (and the process, however it ends).
+pub fn try_lock_exclusive(file: &File) -> io::Result<()> {
+    os::try_lock_exclusive(file)
+}
+
+/// Whether `path` is a file this user may run.
+pub fn is_executable(path: &Path) -> bool {
+    os::is_executable(path)
+}
+
+// ---- Browsers --------------------------------------------------------------------------
+
+/// The browser's ends of a DevTools pipe, to drop once it is spawned (else a browser that
+/// dies leaves our read open).
+pub use os::BrowserEnds;
+
+/// Gives the child `cmd` will start a DevTools pipe where `--remote-debugging-pipe` looks
+/// for it; returns our ends (to the browser, from the browser) and the browser's.
+pub fn devtools_pipe(cmd: &mut tokio::process::Command) -> io::Result<(File, File, BrowserEnds)> {
+    os::devtools_pipe(cmd)
+}
+
+/// Where `unmodal browser` looks for a browser, in order: first those that load
+/// `--load-extension`, then branded Google Chrome. A bare name is looked up on `PATH`, an
+/// absolute path taken as it is.
+pub fn browser_candidates() -> (Vec<PathBuf>, Vec<PathBuf>) {
+    os::browser_candidates()
+}
+
+/// The directory browsers keep their user data directories in (Linux: the XDG config
+/// directory; macOS: `~/Library/Application Support`; Windows: `%LOCALAPPDATA%`).
+pub fn browsers_dir() -> Option<PathBuf> {
+    os::browsers_dir()
+}
+
+/// `browser`'s default user data directory, inside `browsers_dir`.
+pub fn user_data_dir(browser: Browser, browsers_dir: &Path) -> PathBuf {
+    os::user_data_dir(browser, browsers_dir)
+}
+
+/// The directory `unmodal install` writes `browser`'s host manifest into.
+pub fn manifest_dir(browser: Browser, browsers_dir: &Path) -> PathBuf {
+    os::manifest_dir(browser, browsers_dir)
+}
+
+/// Tells `browser` (or, for a manifest in a user data directory, whichever browser runs
+/// it) where the host manifest `manifest` is. Unix: the file in the browser's directory is
+/// the registration, nothing more to do; Windows: a key under `HKCU`.
+pub fn register_host(browser: Option<Browser>, manifest: &Path) -> io::Result<()> {
+    os::register_host(browser, manifest)
+}
+
+/// Takes back what `register_host` did for `manifest`.
+pub fn unregister_host(browser: Option<Browser>, manifest: &Path) -> io::Result<()> {
+    os::unregister_host(browser, manifest)
+}
+
+/// The host manifest `browser` would read, if it is registered at all.
+pub fn registered_manifest(browser: Browser, browsers_dir: &Path) -> Option<PathBuf> {
+    os::registered_manifest(browser, browsers_dir)
+}

@@ -1,0 +1,201 @@
+//! Linux and macOS: a Unix socket in a 0700 directory, file modes, signals, `kill(2)`.
+
+#[cfg(target_os = "linux")]
+use super::linux as this;
+#[cfg(target_os = "macos")]
+use super::macos as this;
+use crate::paths::Browser;
+use anyhow::Context;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use tokio::net::{UnixListener, UnixStream};
+
+pub use this::{browser_candidates, command_line};
+
+fn uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+pub struct Listener(UnixListener);
+pub type ServerStream = UnixStream;
+pub type ClientStream = UnixStream;
+
+impl Listener {
+    pub async fn accept(&mut self) -> io::Result<ServerStream> {
+        self.0.accept().await.map(|(s, _)| s)
+    }
+}
+
+/// Bound under another name, made private, then renamed into place.
+pub fn listen(path: &Path) -> anyhow::Result<Listener> {
+    let hidden = crate::paths::socket_being_bound(path);
+    let _ = fs::remove_file(&hidden);
+    let listener = UnixListener::bind(&hidden).with_context(|| format!("binding {}", hidden.display()))?;
+    let placed =
+        fs::set_permissions(&hidden, fs::Permissions::from_mode(0o600)).and_then(|()| fs::rename(&hidden, path));
+    if let Err(e) = placed {
+        let _ = fs::remove_file(&hidden);
+        return Err(e).with_context(|| format!("placing the socket at {}", path.display()));
+    }
+    Ok(Listener(listener))
+}
+
+/// The directory is private already; the uid check also covers a socket handed on.
+pub fn check_peer(stream: &ServerStream) -> Result<(), String> {
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == uid() => Ok(()),
+        other => Err(format!("{other:?}")),
+    }
+}
+
+pub async fn connect(path: &Path) -> io::Result<ClientStream> {
+    UnixStream::connect(path).await
+}
+
+pub fn process_exists(pid: u32) -> Option<bool> {
+    let pid = libc::pid_t::try_from(pid).ok().filter(|p| *p > 0)?;
+    // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+    if unsafe { libc::kill(pid, 0) } == 0 {
+        return Some(true);
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        Some(libc::EPERM) => Some(true),
+        Some(libc::ESRCH) => Some(false),
+        _ => None,
+    }
+}
+
+pub fn launcher_pid() -> Option<u32> {
+    // SAFETY: getppid has no preconditions and cannot fail.
+    u32::try_from(unsafe { libc::getppid() }).ok()
+}
+
+pub async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut t), Ok(mut i)) => {
+            tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+pub fn ask_to_exit(pid: u32) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: kill(2) with a pid the caller started and has not reaped.
+    if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+pub fn runs_as_root() -> bool {
+    uid() == 0
+}
+
+/// The user's runtime directory (`$XDG_RUNTIME_DIR` on Linux) joined with `unmodal`, else
+/// `unmodal-<uid>` in the temporary directory.
+pub fn default_runtime_dir() -> PathBuf {
+    if let Some(dir) = dirs::runtime_dir() {
+        return dir.join("unmodal");
+    }
+    std::env::temp_dir().join(format!("unmodal-{}", uid()))
+}
+
+/// Mode 0700, owned by this user; another user must never be able to reach the sockets.
+pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    match fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = fs::metadata(dir)?;
+    if meta.uid() != uid() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} belongs to another user; set UNMODAL_RUNTIME_DIR to a directory of your own", dir.display()),
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+pub fn private_file(opts: &mut OpenOptions) -> &mut OpenOptions {
+    opts.mode(0o600)
+}
+
+pub fn no_follow(opts: &mut OpenOptions) -> &mut OpenOptions {
+    opts.custom_flags(libc::O_NOFOLLOW)
+}
+
+pub fn try_lock_exclusive(file: &File) -> io::Result<()> {
+    // SAFETY: a valid open descriptor; flock has no other preconditions.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(());
+    }
+    Err(io::Error::last_os_error())
+}
+
+pub fn is_executable(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+pub struct BrowserEnds(#[allow(dead_code)] OwnedFd, #[allow(dead_code)] OwnedFd);
+
+/// The browser reads fd 3 and writes fd 4.
+pub fn devtools_pipe(cmd: &mut tokio::process::Command) -> io::Result<(File, File, BrowserEnds)> {
+    let (browser_reads, we_write) = this::pipe_cloexec()?;
+    let (we_read, browser_writes) = this::pipe_cloexec()?;
+    let (r, w) = (browser_reads.as_raw_fd(), browser_writes.as_raw_fd());
+    // SAFETY: only async-signal-safe calls (fcntl, dup2, close) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Moved above 10 first: either end may itself be fd 3 or 4.
+            let (r2, w2) = (libc::fcntl(r, libc::F_DUPFD, 10), libc::fcntl(w, libc::F_DUPFD, 10));
+            if r2 < 0 || w2 < 0 || libc::dup2(r2, 3) < 0 || libc::dup2(w2, 4) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            libc::close(r2);
+            libc::close(w2);
+            Ok(())
+        });
+    }
+    Ok((we_write.into(), we_read.into(), BrowserEnds(browser_reads, browser_writes)))
+}
+
+/// Linux: the XDG config directory; macOS: `~/Library/Application Support`.
+pub fn browsers_dir() -> Option<PathBuf> {
+    dirs::config_dir()
+}
+
+pub fn user_data_dir(browser: Browser, browsers_dir: &Path) -> PathBuf {
+    browsers_dir.join(this::user_data_dir_name(browser))
+}
+
+/// The user-level directory the browser reads native-messaging manifests from.
+pub fn manifest_dir(browser: Browser, browsers_dir: &Path) -> PathBuf {
+    user_data_dir(browser, browsers_dir).join("NativeMessagingHosts")
+}
+
+/// The file in the browser's manifest directory is the registration.
+pub fn register_host(_browser: Option<Browser>, _manifest: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+pub fn unregister_host(_browser: Option<Browser>, _manifest: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+pub fn registered_manifest(browser: Browser, browsers_dir: &Path) -> Option<PathBuf> {
+    Some(manifest_dir(browser, browsers_dir).join(crate::install::manifest_file_name()))
+}

@@ -1,0 +1,441 @@
+//! Windows: a named pipe only this user can open, host registration in the registry,
+//! processes through the Windows API and `sysinfo`. Typechecked here; run only under Wine.
+
+use crate::paths::Browser;
+use std::ffi::c_void;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::windows::fs::OpenOptionsExt;
+use std::os::windows::io::{AsRawHandle, RawHandle};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::net::windows::named_pipe::{ClientOptions, NamedPipeClient, NamedPipeServer, ServerOptions};
+use windows_sys::Win32::Foundation::{
+    CloseHandle, ERROR_ACCESS_DENIED, ERROR_FILE_NOT_FOUND, ERROR_INVALID_PARAMETER, ERROR_LOCK_VIOLATION,
+    ERROR_PIPE_BUSY, HANDLE, LocalFree, STILL_ACTIVE,
+};
+use windows_sys::Win32::Security::Authorization::{
+    ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
+};
+use windows_sys::Win32::Security::{
+    EqualSid, GetTokenInformation, PSECURITY_DESCRIPTOR, SECURITY_ATTRIBUTES, TOKEN_QUERY, TOKEN_USER, TokenUser,
+};
+use windows_sys::Win32::Storage::FileSystem::{
+    FILE_FLAG_OPEN_REPARSE_POINT, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx,
+};
+use windows_sys::Win32::System::IO::OVERLAPPED;
+use windows_sys::Win32::System::Pipes::{GetNamedPipeClientProcessId, GetNamedPipeServerProcessId};
+use windows_sys::Win32::System::Threading::{
+    GetCurrentProcess, GetExitCodeProcess, OpenProcess, OpenProcessToken, PROCESS_QUERY_LIMITED_INFORMATION,
+};
+
+fn unsupported(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, format!("{what} is not supported on Windows yet"))
+}
+
+// ---- Handles and users -----------------------------------------------------------------
+
+/// A handle closed on drop.
+struct Owned(HANDLE);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        // SAFETY: a handle we opened and close once.
+        unsafe { CloseHandle(self.0) };
+    }
+}
+
+fn open_process(pid: u32) -> io::Result<Owned> {
+    // SAFETY: no pointers; a null handle is the failure.
+    let h = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if h.is_null() { Err(io::Error::last_os_error()) } else { Ok(Owned(h)) }
+}
+
+/// The `TOKEN_USER` of a process's token, in a buffer aligned for it.
+struct UserOf(Vec<u64>);
+
+impl UserOf {
+    fn process(process: HANDLE) -> io::Result<Self> {
+        let mut token: HANDLE = std::ptr::null_mut();
+        // SAFETY: `token` is written on success only.
+        if unsafe { OpenProcessToken(process, TOKEN_QUERY, &mut token) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let token = Owned(token);
+        let mut len = 0u32;
+        // SAFETY: asks only for the size (null buffer of length 0).
+        unsafe { GetTokenInformation(token.0, TokenUser, std::ptr::null_mut(), 0, &mut len) };
+        if len == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut buf = vec![0u64; (len as usize).div_ceil(8)];
+        // SAFETY: `buf` holds at least `len` bytes, aligned for TOKEN_USER.
+        if unsafe { GetTokenInformation(token.0, TokenUser, buf.as_mut_ptr().cast(), len, &mut len) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self(buf))
+    }
+
+    fn this_process() -> io::Result<Self> {
+        // SAFETY: a pseudo-handle that needs no closing.
+        Self::process(unsafe { GetCurrentProcess() })
+    }
+
+    fn of_pid(pid: u32) -> io::Result<Self> {
+        Self::process(open_process(pid)?.0)
+    }
+
+    fn sid(&self) -> *mut c_void {
+        // SAFETY: the buffer holds a TOKEN_USER whose SID points inside the buffer.
+        unsafe { (*self.0.as_ptr().cast::<TOKEN_USER>()).User.Sid }
+    }
+
+    fn same_user(&self, other: &Self) -> bool {
+        // SAFETY: both SIDs are valid for as long as their buffers live.
+        unsafe { EqualSid(self.sid(), other.sid()) != 0 }
+    }
+
+    fn sid_string(&self) -> io::Result<String> {
+        let mut text: *mut u16 = std::ptr::null_mut();
+        // SAFETY: `text` is allocated by the call on success and freed below.
+        if unsafe { ConvertSidToStringSidW(self.sid(), &mut text) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a NUL-terminated UTF-16 string from the call above.
+        let s = unsafe {
+            let len = (0..).take_while(|&i| *text.add(i) != 0).count();
+            String::from_utf16_lossy(std::slice::from_raw_parts(text, len))
+        };
+        // SAFETY: allocated with LocalAlloc by ConvertSidToStringSidW.
+        unsafe { LocalFree(text.cast()) };
+        Ok(s)
+    }
+}
+
+/// Whether the process at the other end of a pipe (`peer_pid` reads its id) runs as this user.
+fn peer_is_this_user(
+    pipe: RawHandle,
+    peer_pid: unsafe extern "system" fn(HANDLE, *mut u32) -> i32,
+) -> Result<(), String> {
+    let mut pid = 0u32;
+    // SAFETY: a pipe handle that lives as long as the stream it came from.
+    if unsafe { peer_pid(pipe.cast(), &mut pid) } == 0 {
+        return Err(format!("its process is unknown: {}", io::Error::last_os_error()));
+    }
+    let theirs = UserOf::of_pid(pid).map_err(|e| format!("process {pid}: {e}"))?;
+    let ours = UserOf::this_process().map_err(|e| format!("this process's user: {e}"))?;
+    if ours.same_user(&theirs) { Ok(()) } else { Err(format!("process {pid} runs as another user")) }
+}
+
+// ---- The private channel ---------------------------------------------------------------
+
+/// The pipe that the marker file `path` stands for: named after the path (made absolute,
+/// case folded) so hosts of different runtime directories never meet.
+fn pipe_name(path: &Path) -> String {
+    let abs = path
+        .parent()
+        .and_then(|d| fs::canonicalize(d).ok())
+        .zip(path.file_name())
+        .map_or_else(|| path.to_path_buf(), |(d, n)| d.join(n));
+    // FNV-1a: the same in every build, unlike std's hasher.
+    let hash = abs
+        .to_string_lossy()
+        .to_lowercase()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!(r"\\.\pipe\unmodal-{hash:016x}")
+}
+
+/// A new instance of the pipe: a DACL that grants this user alone, remote clients refused.
+fn create(name: &str, first: bool) -> io::Result<NamedPipeServer> {
+    let sid = UserOf::this_process()?.sid_string()?;
+    let sddl: Vec<u16> = format!("D:P(A;;GA;;;{sid})").encode_utf16().chain([0]).collect();
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: a NUL-terminated string; `sd` is allocated on success and freed below.
+    if unsafe {
+        ConvertStringSecurityDescriptorToSecurityDescriptorW(
+            sddl.as_ptr(),
+            SDDL_REVISION_1,
+            &mut sd,
+            std::ptr::null_mut(),
+        )
+    } == 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    let mut attrs = SECURITY_ATTRIBUTES {
+        nLength: size_of::<SECURITY_ATTRIBUTES>() as u32,
+        lpSecurityDescriptor: sd,
+        bInheritHandle: 0,
+    };
+    // SAFETY: `attrs` and the descriptor it points to outlive the call.
+    let made = unsafe {
+        ServerOptions::new()
+            .first_pipe_instance(first)
+            .reject_remote_clients(true)
+            .create_with_security_attributes_raw(name, (&raw mut attrs).cast())
+    };
+    // SAFETY: allocated with LocalAlloc by the conversion above.
+    unsafe { LocalFree(sd) };
+    made
+}
+
+pub struct Listener {
+    name: String,
+    next: NamedPipeServer,
+}
+
+pub type ServerStream = NamedPipeServer;
+pub type ClientStream = NamedPipeClient;
+
+impl Listener {
+    /// The connected instance goes to the caller; a new one waits for the next client.
+    pub async fn accept(&mut self) -> io::Result<ServerStream> {
+        if let Err(e) = self.next.connect().await {
+            // That instance is spent (the client left first): wait on a fresh one.
+            self.next = create(&self.name, false)?;
+            return Err(e);
+        }
+        let fresh = create(&self.name, false)?;
+        Ok(std::mem::replace(&mut self.next, fresh))
+    }
+}
+
+/// The pipe first (the first instance, so nobody else holds the name), then the marker
+/// file clients find it by.
+pub fn listen(path: &Path) -> anyhow::Result<Listener> {
+    use anyhow::Context;
+    let name = pipe_name(path);
+    let next = create(&name, true).with_context(|| format!("creating the pipe {name}"))?;
+    crate::paths::write_private(path, name.as_bytes()).with_context(|| format!("placing {}", path.display()))?;
+    Ok(Listener { name, next })
+}
+
+pub fn check_peer(stream: &ServerStream) -> Result<(), String> {
+    peer_is_this_user(stream.as_raw_handle(), GetNamedPipeClientProcessId)
+}
+
+/// Opens the host's pipe and checks that the host runs as this user. No such pipe is
+/// `ConnectionRefused`, as for a Unix socket nobody listens on.
+pub async fn connect(path: &Path) -> io::Result<ClientStream> {
+    let name = pipe_name(path);
+    let client = loop {
+        match ClientOptions::new().open(&name) {
+            Ok(c) => break c,
+            Err(e) if e.raw_os_error() == Some(ERROR_PIPE_BUSY as i32) => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) if e.raw_os_error() == Some(ERROR_FILE_NOT_FOUND as i32) => {
+                return Err(io::Error::new(io::ErrorKind::ConnectionRefused, e));
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    peer_is_this_user(client.as_raw_handle(), GetNamedPipeServerProcessId)
+        .map_err(|why| io::Error::new(io::ErrorKind::PermissionDenied, format!("the pipe's server: {why}")))?;
+    Ok(client)
+}
+
+// ---- Processes -------------------------------------------------------------------------
+
+pub fn process_exists(pid: u32) -> Option<bool> {
+    match open_process(pid) {
+        Ok(h) => {
+            let mut code = 0u32;
+            // SAFETY: a valid process handle; `code` is written on success.
+            if unsafe { GetExitCodeProcess(h.0, &mut code) } == 0 {
+                return None;
+            }
+            Some(code == STILL_ACTIVE as u32)
+        }
+        Err(e) if e.raw_os_error() == Some(ERROR_INVALID_PARAMETER as i32) => Some(false),
+        Err(e) if e.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32) => Some(true),
+        Err(_) => None,
+    }
+}
+
+fn processes(pids: &[sysinfo::Pid], cmd: bool) -> sysinfo::System {
+    use sysinfo::{ProcessRefreshKind, ProcessesToUpdate, UpdateKind};
+    let mut sys = sysinfo::System::new();
+    let kind = ProcessRefreshKind::nothing();
+    let kind = if cmd { kind.with_cmd(UpdateKind::Always) } else { kind };
+    sys.refresh_processes_specifics(ProcessesToUpdate::Some(pids), false, kind);
+    sys
+}
+
+/// Browsers start a native host through `cmd.exe`: the browser is that one's parent.
+pub fn launcher_pid() -> Option<u32> {
+    let me = sysinfo::get_current_pid().ok()?;
+    let parent = processes(&[me], false).process(me)?.parent()?;
+    let sys = processes(&[parent], false);
+    let launcher = sys.process(parent)?;
+    if launcher.name().eq_ignore_ascii_case("cmd.exe") {
+        return launcher.parent().map(sysinfo::Pid::as_u32);
+    }
+    Some(parent.as_u32())
+}
+
+pub fn command_line(pid: u32) -> Option<Vec<String>> {
+    let pid = sysinfo::Pid::from_u32(pid);
+    let sys = processes(&[pid], true);
+    let args: Vec<String> = sys.process(pid)?.cmd().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    (!args.is_empty()).then_some(args)
+}
+
+pub async fn terminated() {
+    use tokio::signal::windows::{ctrl_c, ctrl_close, ctrl_logoff, ctrl_shutdown};
+    match (ctrl_c(), ctrl_close(), ctrl_logoff(), ctrl_shutdown()) {
+        (Ok(mut c), Ok(mut close), Ok(mut logoff), Ok(mut shutdown)) => {
+            tokio::select! {
+                _ = c.recv() => {}, _ = close.recv() => {}, _ = logoff.recv() => {}, _ = shutdown.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+/// No signal to ask a GUI process to close with; the caller ends it instead.
+pub fn ask_to_exit(_pid: u32) -> io::Result<()> {
+    Err(unsupported("asking a browser to close"))
+}
+
+pub fn runs_as_root() -> bool {
+    false
+}
+
+// ---- Files -----------------------------------------------------------------------------
+
+/// `%LOCALAPPDATA%\unmodal\run`: under the user's profile, which only the user can read.
+pub fn default_runtime_dir() -> PathBuf {
+    match dirs::data_local_dir() {
+        Some(d) => d.join("unmodal").join("run"),
+        None => std::env::temp_dir().join("unmodal"),
+    }
+}
+
+/// Created; what it inherits from the user's profile keeps it private. (Its ACL is not
+/// checked yet; the pipes carry their own.)
+pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    fs::create_dir_all(dir)
+}
+
+pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    fs::create_dir_all(dir)
+}
+
+/// Files inherit their directory's ACL (the user's profile: private).
+pub fn private_file(opts: &mut OpenOptions) -> &mut OpenOptions {
+    opts
+}
+
+pub fn no_follow(opts: &mut OpenOptions) -> &mut OpenOptions {
+    opts.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+}
+
+pub fn try_lock_exclusive(file: &File) -> io::Result<()> {
+    // SAFETY: OVERLAPPED is plain data; all zero locks from offset 0.
+    let mut at: OVERLAPPED = unsafe { std::mem::zeroed() };
+    let flags = LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY;
+    // SAFETY: a valid file handle and an OVERLAPPED that outlives the (immediate) call.
+    if unsafe { LockFileEx(file.as_raw_handle().cast(), flags, 0, u32::MAX, u32::MAX, &mut at) } != 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(ERROR_LOCK_VIOLATION as i32) {
+        return Err(io::Error::new(io::ErrorKind::WouldBlock, e));
+    }
+    Err(e)
+}
+
+pub fn is_executable(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+// ---- Browsers --------------------------------------------------------------------------
+
+pub struct BrowserEnds;
+
+/// Chromium takes its DevTools pipe on Windows as inherited handles
+/// (`--remote-debugging-io-pipes`): not done yet.
+pub fn devtools_pipe(_cmd: &mut tokio::process::Command) -> io::Result<(File, File, BrowserEnds)> {
+    Err(unsupported("the DevTools pipe (loading the extension into branded Chrome)"))
+}
+
+pub fn browser_candidates() -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let under = |var: &str, rel: &str| std::env::var_os(var).map(|d| PathBuf::from(d).join(rel));
+    let chromium = r"Chromium\Application\chrome.exe";
+    let chrome = r"Google\Chrome\Application\chrome.exe";
+    let unbranded =
+        [Some(PathBuf::from("chromium.exe")), under("LOCALAPPDATA", chromium), under("ProgramFiles", chromium)];
+    let branded = [under("ProgramFiles", chrome), under("ProgramFiles(x86)", chrome), under("LOCALAPPDATA", chrome)];
+    (unbranded.into_iter().flatten().collect(), branded.into_iter().flatten().collect())
+}
+
+/// `%LOCALAPPDATA%`, where the browsers keep their `User Data`.
+pub fn browsers_dir() -> Option<PathBuf> {
+    dirs::data_local_dir()
+}
+
+pub fn user_data_dir(browser: Browser, browsers_dir: &Path) -> PathBuf {
+    browsers_dir.join(match browser {
+        Browser::Chrome => r"Google\Chrome\User Data",
+        Browser::Chromium => r"Chromium\User Data",
+        Browser::Brave => r"BraveSoftware\Brave-Browser\User Data",
+        Browser::Edge => r"Microsoft\Edge\User Data",
+    })
+}
+
+/// Browsers on Windows find manifests through the registry only: ours live with Unmodal.
+pub fn manifest_dir(browser: Browser, browsers_dir: &Path) -> PathBuf {
+    browsers_dir.join(r"unmodal\NativeMessagingHosts").join(browser.name().to_lowercase())
+}
+
+fn registry_key(browser: Browser) -> String {
+    let vendor = match browser {
+        Browser::Chrome => r"Google\Chrome",
+        Browser::Chromium => "Chromium",
+        Browser::Brave => r"BraveSoftware\Brave-Browser",
+        Browser::Edge => r"Microsoft\Edge",
+    };
+    format!(r"Software\{vendor}\NativeMessagingHosts\{}", crate::install::HOST_NAME)
+}
+
+fn registry_value(browser: Browser) -> Option<PathBuf> {
+    let hkcu = winreg::RegKey::predef(winreg::enums::HKEY_CURRENT_USER);
+    let value: String = hkcu.open_subkey(registry_key(browser)).ok()?.get_value("").ok()?;
+    Some(PathBuf::from(value))
+}
+
+/// A manifest in a user data directory is for whichever browser runs it: the registry is
+/// per user, not per profile, so it is registered for all four.
+fn browsers(browser: Option<Browser>) -> Vec<Browser> {
+    browser.map_or_else(|| Browser::ALL.to_vec(), |b| vec![b])
+}
+
+pub fn register_host(browser: Option<Browser>, manifest: &Path) -> io::Result<()> {
+    let hkcu = winreg::RegKey::predef(winreg::enums::HKEY_CURRENT_USER);
+    for b in browsers(browser) {
+        let (key, _) = hkcu.create_subkey(registry_key(b))?;
+        key.set_value("", &manifest.to_string_lossy().into_owned())?;
+    }
+    Ok(())
+}
+
+/// Only keys that name `manifest`: another install's stay.
+pub fn unregister_host(browser: Option<Browser>, manifest: &Path) -> io::Result<()> {
+    let hkcu = winreg::RegKey::predef(winreg::enums::HKEY_CURRENT_USER);
+    for b in browsers(browser) {
+        if registry_value(b).is_some_and(|v| crate::paths::same_dir(&v, manifest)) {
+            match hkcu.delete_subkey(registry_key(b)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn registered_manifest(browser: Browser, _browsers_dir: &Path) -> Option<PathBuf> {
+    registry_value(browser)
+}
