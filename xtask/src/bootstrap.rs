@@ -5,13 +5,32 @@ use anyhow::{Result, bail};
 use std::process::Command;
 
 pub fn wasm_target() -> Result<()> {
+    rust_target("wasm32-unknown-unknown")
+}
+
+/// Adds rustup's standard library for `target` unless it is there.
+pub fn rust_target(target: &str) -> Result<()> {
     let installed = sh::output(Command::new("rustup").args(["target", "list", "--installed"])).unwrap_or_default();
-    if installed.lines().any(|l| l.trim() == "wasm32-unknown-unknown") {
+    if installed.lines().any(|l| l.trim() == target) {
         return Ok(());
     }
-    eprintln!("xtask: adding the wasm32-unknown-unknown target");
-    sh::run(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))
-        .map_err(|e| e.context("install the target with `rustup target add wasm32-unknown-unknown`"))
+    eprintln!("xtask: adding the {target} target");
+    sh::run(Command::new("rustup").args(["target", "add", target]))
+        .map_err(|e| e.context(format!("install the target with `rustup target add {target}`")))
+}
+
+/// A C compiler on PATH (`program`), from Debian's `package` when it is missing and we can
+/// install it; else an error naming the package.
+pub fn c_compiler(program: &str, package: &str) -> Result<()> {
+    if on_path(program) {
+        return Ok(());
+    }
+    let root = sh::output(Command::new("id").arg("-u")).unwrap_or_default().trim() == "0";
+    if !(root && sh::have("apt-get")) {
+        bail!("{program} is missing: install Debian's `{package}`");
+    }
+    eprintln!("xtask: installing {package} from Debian's packages");
+    apt_install(&[package])
 }
 
 pub fn node_tools() -> Result<()> {

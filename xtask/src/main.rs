@@ -2,6 +2,7 @@
 
 mod bootstrap;
 mod build;
+mod cross;
 mod hook_parts;
 mod sh;
 
@@ -11,7 +12,8 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
   build   build the wasm engine, assemble target/extension/, build target/release/unmodal
-  test    build, then run every test (unit and real-Chromium end-to-end)
+  test    build, typecheck the host for Windows and macOS, then run every test (unit and
+          real-Chromium end-to-end)
   demo    build, then run Chromium + extension + host with a scripted agent session
   bench   build, then measure the engine in real headless Chromium
   stress-startup [--launches N] [--parallel P] [--slow-scripts] [--bare] [--cold] [--keep DIR]
@@ -38,6 +40,7 @@ fn main() -> Result<()> {
 
 fn test(rest: &[String]) -> Result<()> {
     build::all()?;
+    cross::check()?;
     bootstrap::chromium()?;
     bootstrap::display_tools()?;
     bootstrap::test_peers()?;

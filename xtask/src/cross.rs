@@ -1,0 +1,48 @@
+//! The host typechecked for the other systems it is meant for (`cargo check --target`):
+//! Windows and both macOS architectures. No linker is needed, but ring's build script
+//! compiles C for the target: mingw for Windows, clang for macOS. Without Apple's SDK, clang
+//! builds ring freestanding (`RING_CORE_NOSTDLIBINC`, no system headers) with a stand-in
+//! `TargetConditionals.h`; those objects are never linked, only the Rust is checked.
+
+use crate::{bootstrap, sh};
+use anyhow::{Context, Result};
+use std::process::Command;
+
+pub const TARGETS: [&str; 3] = ["x86_64-pc-windows-gnu", "aarch64-apple-darwin", "x86_64-apple-darwin"];
+
+/// Checks every target it can set up (with warnings as errors); a target whose toolchain
+/// cannot be installed here is skipped with a warning, a check that fails fails.
+pub fn check() -> Result<()> {
+    for target in TARGETS {
+        let mut cmd = sh::cargo();
+        if let Err(e) = bootstrap::rust_target(target).and_then(|()| compiler_for(target, &mut cmd)) {
+            eprintln!("xtask: warning: `cargo check --target {target}` skipped: {e:#}");
+            continue;
+        }
+        eprintln!("xtask: typechecking the host for {target}");
+        let mut flags = std::env::var("RUSTFLAGS").unwrap_or_default();
+        flags.push_str(" -D warnings");
+        cmd.args(["check", "--quiet", "-p", "unmodal", "--target", target]).env("RUSTFLAGS", flags.trim());
+        sh::run(&mut cmd).with_context(|| format!("the host does not typecheck for {target}"))?;
+    }
+    Ok(())
+}
+
+fn compiler_for(target: &str, cmd: &mut Command) -> Result<()> {
+    if target.contains("windows") {
+        return bootstrap::c_compiler("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64");
+    }
+    bootstrap::c_compiler("clang", "clang")?;
+    let include = sh::root().join("target/xtask/apple-stand-in-include");
+    std::fs::create_dir_all(&include)?;
+    std::fs::write(
+        include.join("TargetConditionals.h"),
+        "/* A stand-in for the SDK's header: ring only asks which Apple OS this is. */\n\
+         #define TARGET_OS_MAC 1\n#define TARGET_OS_OSX 1\n#define TARGET_OS_IPHONE 0\n",
+    )?;
+    let var = target.replace('-', "_");
+    // `__MM_MALLOC_H`: clang's <mm_malloc.h> (pulled in by the x86 intrinsics) wants <stdlib.h>.
+    let cflags = format!("-nostdlibinc -DRING_CORE_NOSTDLIBINC=1 -D__MM_MALLOC_H -I{}", include.display());
+    cmd.env(format!("CC_{var}"), "clang").env(format!("CFLAGS_{var}"), cflags);
+    Ok(())
+}
