@@ -295,7 +295,7 @@ mod tests {
         let f = dir.path().join("a.bin");
         std::fs::write(&f, vec![0u8; 2_000_000]).unwrap();
         let f = f.display().to_string();
-        assert_eq!(wait_for(&[f.clone()]), BASE_WAIT + Duration::from_secs(2) + PER_FILE);
+        assert_eq!(wait_for(std::slice::from_ref(&f)), BASE_WAIT + Duration::from_secs(2) + PER_FILE);
         let folder = dir.path().display().to_string();
         assert_eq!(wait_for(&[folder]), BASE_WAIT + Duration::from_secs(2) + PER_FILE);
         assert_eq!(wait_for(&["/no/such/file".into()]), BASE_WAIT);
