@@ -148,7 +148,8 @@ async fn held_dialogs(s: &Session) -> Result<()> {
 #[tokio::main]
 async fn main() -> Result<()> {
     // `cargo xtask bench -- --soak-seconds N` (default 120; 0 skips the soak), `--only-soak`,
-    // `--only-peers`, `--only-launch`, `--only-file-chooser`, `--only-remote`.
+    // `--only-peers`, `--only-launch`, `--only-file-chooser`, `--only-remote`,
+    // `--only-remote-faults` (its drops and file copies alone).
     let args: Vec<String> = std::env::args().collect();
     let soak_secs = args
         .iter()
@@ -177,6 +178,9 @@ async fn main() -> Result<()> {
     }
     if args.iter().any(|a| a == "--only-peers") {
         return peers::run().await;
+    }
+    if args.iter().any(|a| a == "--only-remote-faults") {
+        return remote::faults_and_files().await;
     }
     if args.iter().any(|a| a == "--only-remote") {
         return remote::rows().await;

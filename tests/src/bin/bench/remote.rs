@@ -420,5 +420,82 @@ pub async fn rows() -> Result<()> {
         r_rss as f64 / (m_rss + h_rss).max(1) as f64
     );
     drop((lpage, rpage));
+    faults_and_files().await
+}
+
+/// How many drops, and how many file copies per size.
+const DROPS: usize = 5;
+const COPIES: usize = 3;
+
+/// Figures 5 and 6: a dropped connection until rules work again, and files given to a
+/// remote chooser (copied onto the browser's machine first) against the same file given
+/// again (already there: no copy), in the same session.
+pub async fn faults_and_files() -> Result<()> {
+    let (art, web) = (&Artifacts::find()?, &WebServer::start()?);
+    let work = tempfile::tempdir()?;
+    let browser = RemoteBrowser::launch().await?;
+    let runtime = tempfile::Builder::new().prefix("unmodal-bench-remote-rt-").tempdir()?;
+    let roots = [work.path().to_owned()];
+    let agent = Agent::start_command(remote_command(art, &browser, runtime.path()), &roots).await?;
+    pilot_on(art, runtime.path())?;
+    let url = web.page("/remote-files", FILES, &[]);
+    let page = browser.new_page(&url).await?;
+    let tab = tab_of(&agent, &url).await?;
+
+    println!("\nThe proxy drops every connection; until a rule set on the tab is answered in force ({DROPS} drops):");
+    let mut back = Vec::new();
+    for i in 0..DROPS {
+        browser.drop_all().await;
+        let t = Instant::now();
+        eventually(Duration::from_secs(30), "a rule in force after the drop", || async {
+            let set =
+                json!({"action": "handle_dialog", "setup": true, "dialog_type": "alert", "once": false, "tab_id": tab});
+            let v = agent.call("interact", set).await?;
+            Ok(matches!(&v, unmodal_e2e::Reply::Ok(v) if v["rules_in_force"] == json!(true)).then_some(()))
+        })
+        .await
+        .with_context(|| format!("drop {i}"))?;
+        back.push(ms(t));
+    }
+    row("remote: drop → rule answered in force (backoff from 100 ms)", &back, "ms");
+
+    println!("\nFiles given to a remote file chooser by a rule, click → the page's change event ({COPIES} each):");
+    for mb in [1usize, 10] {
+        let name = format!("f{mb}.bin");
+        let bytes: Vec<u8> = (0..mb * 1_000_000).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect();
+        std::fs::write(work.path().join(&name), &bytes)?;
+        let (mut first, mut again) = (Vec::new(), Vec::new());
+        for i in 0..COPIES {
+            // Touched: a changed file is copied anew.
+            std::fs::write(work.path().join(&name), &bytes)?;
+            let files = [work.path().join(&name).display().to_string()];
+            agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "file_chooser", "once": false, "files": files, "tab_id": tab})).await?;
+            for out in [&mut first, &mut again] {
+                let before = page.eval("got.length").await?.as_u64().unwrap_or(0);
+                let t = Instant::now();
+                page.click("#f").await?;
+                let got = eventually(Duration::from_secs(60), "the change event", || async {
+                    let n = page.eval("got.length").await?.as_u64().unwrap_or(0);
+                    Ok((n > before).then_some(()))
+                })
+                .await;
+                got.with_context(|| format!("{mb} MB, try {i}"))?;
+                out.push(ms(t));
+                let size = page.eval("got[got.length - 1]").await?;
+                ensure!(size == json!(bytes.len()), "the page got {size} bytes, not {}", bytes.len());
+            }
+        }
+        let f = row(&format!("remote: {mb} MB, copied to the browser's machine first"), &first, "ms");
+        let a = row(&format!("remote: {mb} MB, already there (baseline)"), &again, "ms");
+        println!(
+            "  {:<56} {:.2}x   ({:.1} MB/s for the copy)",
+            "  ratio first / again (medians)",
+            f / a.max(1e-6),
+            mb as f64 / ((f - a).max(1e-6) / 1000.0)
+        );
+    }
     Ok(())
 }
+
+const FILES: &str = "<!doctype html><title>files</title><input type=file id=f>\
+    <script>window.got = []; f.addEventListener('change', (e) => got.push(e.target.files[0].size));</script>";
