@@ -226,7 +226,7 @@ fn print(checks: &[Check]) {
 
 pub fn run() -> ExitCode {
     let mut checks = Vec::new();
-    let exe = std::env::current_exe().and_then(std::fs::canonicalize).unwrap_or_default();
+    let exe = crate::platform::current_exe().unwrap_or_default();
     match paths::config_dir() {
         Ok(config) => {
             let regs: Vec<Check> = Browser::ALL.iter().map(|&b| registration(b, &config, &exe)).collect();

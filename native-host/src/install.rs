@@ -72,7 +72,7 @@ pub fn uninstall_all(browsers: &[Browser], user_data_dir: Option<&Path>) -> Resu
 }
 
 pub fn install(browsers: &[Browser], user_data_dir: Option<&Path>) -> Result<Vec<PathBuf>> {
-    let exe = std::env::current_exe().and_then(fs::canonicalize).context("cannot tell where the unmodal binary is")?;
+    let exe = platform::current_exe().context("cannot tell where the unmodal binary is")?;
     let body = serde_json::to_string_pretty(&host_manifest(&exe))?;
     let mut written = Vec::new();
     for (label, browser, dir) in targets_for(browsers, user_data_dir)? {

@@ -124,6 +124,12 @@ pub fn try_lock_exclusive(file: &File) -> io::Result<()> {
     os::try_lock_exclusive(file)
 }
 
+/// This binary's path with links resolved, in the form other programs take (Windows:
+/// without the `\\?\` prefix `canonicalize` gives).
+pub fn current_exe() -> io::Result<PathBuf> {
+    os::current_exe()
+}
+
 /// Whether `path` is a file this user may run.
 pub fn is_executable(path: &Path) -> bool {
     os::is_executable(path)

@@ -146,6 +146,10 @@ pub fn try_lock_exclusive(file: &File) -> io::Result<()> {
     Err(io::Error::last_os_error())
 }
 
+pub fn current_exe() -> io::Result<PathBuf> {
+    std::env::current_exe().and_then(fs::canonicalize)
+}
+
 pub fn is_executable(path: &Path) -> bool {
     fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

@@ -347,6 +347,17 @@ pub fn try_lock_exclusive(file: &File) -> io::Result<()> {
     Err(e)
 }
 
+/// A browser starts the host through `cmd.exe`, which does not take `\\?\` paths.
+pub fn current_exe() -> io::Result<PathBuf> {
+    let exe = fs::canonicalize(std::env::current_exe()?)?;
+    let text = exe.to_string_lossy();
+    Ok(match text.strip_prefix(r"\\?\") {
+        Some(unc) if unc.starts_with(r"UNC\") => PathBuf::from(format!(r"\\{}", &unc[4..])),
+        Some(local) if local.as_bytes().get(1) == Some(&b':') => PathBuf::from(local),
+        _ => exe,
+    })
+}
+
 pub fn is_executable(path: &Path) -> bool {
     fs::metadata(path).is_ok_and(|m| m.is_file())
 }
