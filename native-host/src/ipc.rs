@@ -258,6 +258,7 @@ mod tests {
     }
 
     #[tokio::test]
+    #[cfg(unix)]
     async fn no_host_means_extension_not_connected() {
         let dir = tempfile::tempdir().unwrap();
         // A stale socket file (nobody listening, its process gone) is skipped and cleaned up.

@@ -157,10 +157,11 @@ pub fn config_dir() -> io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     #[test]
+    #[cfg(unix)]
     fn private_dir_is_created_0700_and_loosened_modes_are_fixed() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("rt");
         ensure_private_dir(&dir).unwrap();

@@ -76,6 +76,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_named_executable_is_taken() {
         let dir = tempfile::tempdir().unwrap();
         let exe = dir.path().join("my-chromium");

@@ -276,7 +276,6 @@ mod tests {
     use crate::api::PolicyCall;
     use crate::host::state::tests::dialog_rule;
     use serde_json::json;
-    use std::os::unix::fs::PermissionsExt;
     use unmodal_engine::{DialogKind, Policy, RuleTarget};
 
     #[test]
@@ -294,8 +293,12 @@ mod tests {
         .unwrap();
         feed(&mut old, json!({"type":"held","tab_id":3,"hold":1,"kind":"prompt","message":"Name?"})).unwrap();
         save(dir.path(), "session01", &serde_json::to_vec(&old.snapshot()).unwrap()).unwrap();
-        let mode = std::fs::metadata(path(dir.path(), "session01")).unwrap().permissions().mode();
-        assert_eq!(mode & 0o077, 0, "private to the user");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(path(dir.path(), "session01")).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "private to the user");
+        }
 
         let mut new = State::new();
         new.restore(load(dir.path(), "session01").unwrap());
