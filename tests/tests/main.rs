@@ -44,6 +44,7 @@ mod popup_headful;
 mod print;
 mod redaction;
 mod remote;
+mod remote_kinds;
 mod remote_standin;
 mod restarts;
 mod rules;
