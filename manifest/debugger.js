@@ -133,16 +133,24 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
         // A dialog it holds would stay open with nobody to catch it.
         if (s.open !== null) await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
         const lease = leases.get(tabId);
-        if (lease) lease.owned = true; // the borrower detaches when done
-        else await chrome.debugger.detach({ tabId }).catch(() => {});
+        if (lease) {
+          // The borrower detaches when done. Until then the browser's report of a chooser
+          // it reopens (a file chooser's cancel) must still reach it: `leftOver`.
+          lease.owned = true;
+          lease.leftOver = true;
+          hear();
+        } else await chrome.debugger.detach({ tabId }).catch(() => {});
       }
       return { attached: false };
     }
     try {
       if (!s) {
         const lease = leases.get(tabId);
-        if (lease?.owned) lease.owned = false; // a pilot call's session becomes the policy's
-        else await chrome.debugger.attach({ tabId }, VERSION);
+        if (lease?.owned) {
+          // A pilot call's session becomes the policy's.
+          lease.owned = false;
+          lease.leftOver = false;
+        } else await chrome.debugger.attach({ tabId }, VERSION);
         s = { script: null, mainFrame: null, open: null, children: new Map(), choosers: false };
         sessions.set(tabId, s);
         hear();
@@ -172,7 +180,13 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
     }
     const tabId = source.tabId;
     const s = sessions.get(tabId);
-    if (!s || !params) return;
+    if (!params) return;
+    if (!s) {
+      if (method === 'Page.fileChooserOpened' && leases.get(tabId)?.leftOver) {
+        onChooser(source.sessionId ? { tabId, sessionId: source.sessionId } : { tabId }, params);
+      }
+      return;
+    }
     // Child sessions (out-of-process frames) matter only for attaching their own children;
     // the tab's session reports every dialog of the tab, theirs too.
     if (method === 'Target.attachedToTarget') {
@@ -224,7 +238,7 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
   let heard = true;
   chrome.debugger.onEvent.addListener(onEvent);
   function hear() {
-    const want = early !== null || sessions.size > 0;
+    const want = early !== null || sessions.size > 0 || [...leases.values()].some((l) => l.leftOver);
     if (want === heard) return;
     heard = want;
     if (want) chrome.debugger.onEvent.addListener(onEvent);
@@ -235,6 +249,7 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
   // page extensions may not debug, or it closed. The host falls the tab back to auto.
   chrome.debugger.onDetach.addListener((source, reason) => {
     leases.delete(source.tabId);
+    hear();
     const s = sessions.get(source.tabId);
     if (!s) return;
     sessions.delete(source.tabId);
@@ -340,6 +355,7 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
     const l = leases.get(tabId);
     if (!l || --l.count > 0) return;
     leases.delete(tabId);
+    hear();
     if (l.owned && !sessions.has(tabId)) await chrome.debugger.detach({ tabId }).catch(() => {});
   });
   // The out-of-process frames a policy's session is attached to (child session ids).

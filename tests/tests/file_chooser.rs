@@ -174,6 +174,31 @@ async fn must_respond_holds_it_for_the_agent_and_the_watchdog_cancels() -> anyho
     Ok(())
 }
 
+/// A once-rule that cancels is spent by its chooser, and the tab's debugger session goes
+/// while that cancel still runs; the next chooser on the same input, at once under
+/// must_respond, is held all the same (it was lost for good: taken for the cancel's own).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chooser_right_after_a_spent_cancel_rule_is_held() -> anyhow::Result<()> {
+    let work = files_dir()?;
+    let (s, agent) = session(work.path()).await?;
+    agent
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "file_chooser", "accept": false}),
+        )
+        .await?;
+    s.page.click("#f").await?;
+    assert_eq!(events(&s, 0, 1).await?, [json!(["f", "cancel", true, []])]);
+    s.closed_records("file_chooser", 1).await?;
+    s.policy("must_respond", 60).await?;
+    s.page.click("#f").await?;
+    let id = s.held(1).await?[0]["dialog_id"].clone();
+    agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": false})).await?;
+    assert_eq!(events(&s, 1, 1).await?, [json!(["f", "cancel", true, []])]);
+    assert_eq!(s.closed_records("file_chooser", 2).await?[1]["closed_by"], "agent");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn with_file_access_off_a_rule_is_refused_and_doctor_says_where_to_switch_it_on() -> anyhow::Result<()> {
     let work = files_dir()?;
