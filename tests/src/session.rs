@@ -118,16 +118,21 @@ impl Session {
     /// Stops the extension's service worker the way the browser does when it is idle or
     /// crashed; the browser starts it again for its next event.
     pub async fn stop_worker(&self) -> Result<()> {
+        let id = self.worker_target().await?;
+        self.browser.cdp.call(None, "Target.closeTarget", json!({"targetId": id})).await.map(drop)
+    }
+
+    /// The target id of the extension's service worker.
+    pub async fn worker_target(&self) -> Result<Value> {
         let worker = format!("chrome-extension://{}/background.js", self.browser.art.extension_id);
         let targets = self.browser.cdp.call(None, "Target.getTargets", json!({})).await?;
-        let id = targets["targetInfos"]
+        targets["targetInfos"]
             .as_array()
             .into_iter()
             .flatten()
             .find(|t| t["type"] == "service_worker" && t["url"] == worker.as_str())
             .map(|t| t["targetId"].clone())
-            .context("no service worker target")?;
-        self.browser.cdp.call(None, "Target.closeTarget", json!({"targetId": id})).await.map(drop)
+            .context("no service worker target")
     }
 
     /// Runs `unmodal pilot <action> --user-data-dir <this browser's profile>`, as a person

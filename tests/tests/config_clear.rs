@@ -35,15 +35,7 @@ pub(crate) fn batch_page(web: &WebServer) -> String {
 /// extension's service worker reads it. Read only; the test's DevTools session on the
 /// worker leaves at once.
 pub(crate) async fn downloads_setting(s: &Session, url: &str) -> anyhow::Result<String> {
-    let worker = format!("chrome-extension://{}/background.js", s.browser.art.extension_id);
-    let targets = s.browser.cdp.call(None, "Target.getTargets", json!({})).await?;
-    let id = targets["targetInfos"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| t["type"] == "service_worker" && t["url"] == worker.as_str())
-        .map(|t| t["targetId"].clone())
-        .ok_or_else(|| anyhow::anyhow!("no service worker target"))?;
+    let id = s.worker_target().await?;
     let r = s.browser.cdp.call(None, "Target.attachToTarget", json!({"targetId": id, "flatten": true})).await?;
     let session = r["sessionId"].as_str().unwrap_or_default().to_owned();
     let expr =

@@ -108,6 +108,17 @@ impl Remote {
         .with_context(|| format!("browser log: {}", self.browser.log_tail()))
     }
 
+    /// The prompt or dialog of tab `tab` held for the agent, once there is one (what
+    /// blocks the tab: `pending_dialogs` also lists answered records not yet acknowledged).
+    pub(crate) async fn held(&self, tab: i64) -> Result<Value> {
+        eventually(LIMIT, "a prompt held for the agent", || async {
+            let v = self.agent.ok("observe", json!({"what": "tabs"})).await?;
+            let held = v["dialogs_blocking"]["dialogs"].as_array().cloned().unwrap_or_default();
+            Ok(held.into_iter().find(|d| d["tab_id"] == tab))
+        })
+        .await
+    }
+
     pub(crate) async fn rule(&self, args: Value) -> Result<Value> {
         let mut a = json!({"action": "handle_dialog", "setup": true});
         a.as_object_mut().context("an object")?.extend(args.as_object().cloned().unwrap_or_default());
@@ -160,11 +171,7 @@ async fn must_respond_holds_the_dialog_and_the_agent_answers_it() -> Result<()> 
         .await?;
     // The click runs after this call returns: the page then waits on the held dialog.
     page.eval("setTimeout(() => document.querySelector('button').click(), 0); 0").await?;
-    let held = eventually(LIMIT, "the held dialog listed", || async {
-        let d = r.agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
-        Ok(d["pending_dialogs"].as_array().and_then(|p| p.first()).cloned())
-    })
-    .await?;
+    let held = r.held(tab).await?;
     ensure!(held["message"] == "Delete the draft?", "{held}");
     let id = held["dialog_id"].as_u64().context("a dialog_id")?;
     r.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;
@@ -569,11 +576,7 @@ async fn a_remote_file_chooser_gets_the_agents_files() -> Result<()> {
         .ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60, "tab_id": tab}))
         .await?;
     page.click("#f").await?;
-    let held = eventually(LIMIT, "the held chooser", || async {
-        let d = r.agent.ok("observe", json!({"what": "dialogs", "tab_id": tab})).await?;
-        Ok(d["pending_dialogs"].as_array().and_then(|p| p.first()).cloned())
-    })
-    .await?;
+    let held = r.held(tab).await?;
     let id = held["dialog_id"].as_u64().context("a dialog_id")?;
     let fresh = work.path().join("fresh.txt");
     std::fs::write(&fresh, "answered by the agent")?;

@@ -43,15 +43,6 @@ async fn must_respond(r: &Remote, tab: i64, timeout_s: u32) -> Result<()> {
 
 /// The prompt held for the agent in `tab`, once there is one. (Taken from the held
 /// dialogs every answer lists: `pending_dialogs` lists records still to be acknowledged too.)
-async fn held(r: &Remote, tab: i64) -> Result<Value> {
-    eventually(LIMIT, "a prompt held for the agent", || async {
-        let v = r.agent.ok("observe", json!({"what": "tabs"})).await?;
-        let held = v["dialogs_blocking"]["dialogs"].as_array().cloned().unwrap_or_default();
-        Ok(held.into_iter().find(|d| d["tab_id"] == tab))
-    })
-    .await
-}
-
 async fn answer(r: &Remote, held: &Value, accept: bool) -> Result<Value> {
     r.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": held["dialog_id"], "accept": accept})).await
 }
@@ -121,7 +112,7 @@ async fn device_choosers_are_cancelled_by_the_default_a_rule_and_the_agent() -> 
     must_respond(&r, tab, 60).await?;
     page.bring_to_front().await?;
     page.click("#hid").await?;
-    let h = held(&r, tab).await?;
+    let h = r.held(tab).await?;
     assert_eq!(h["type"], "device_chooser", "{h}");
     assert_eq!(page.eval("out.hid").await?, json!("pending"), "the page's call waits");
     let refused = r
@@ -197,7 +188,7 @@ async fn payment_sign_in_and_storage_access_over_the_bridge() -> Result<()> {
     explained(&recs[1], &["rule"])?;
     must_respond(&r, t, 60).await?;
     page.eval(&format!("window.held = 'pending'; {SIGN_IN}.then((v) => window.held = v); 0")).await?;
-    let h = held(&r, t).await?;
+    let h = r.held(t).await?;
     assert_eq!(h["type"], "sign_in", "{h}");
     assert_eq!(page.eval("window.held").await?, json!("pending"), "the page's call waits");
     answer(&r, &h, false).await?;
@@ -276,7 +267,7 @@ async fn the_leave_page_prompt_is_answered_by_a_rule_and_by_the_agent() -> Resul
     page.bring_to_front().await?;
     page.click("#p").await?;
     navigate(&page, &away);
-    let h = held(&r, t).await?;
+    let h = r.held(t).await?;
     assert_eq!(h["type"], "beforeunload", "{h}");
     answer(&r, &h, false).await?;
     let stayed = closed(&r, t, "beforeunload", 1).await?;
@@ -285,7 +276,7 @@ async fn the_leave_page_prompt_is_answered_by_a_rule_and_by_the_agent() -> Resul
     assert_eq!(page.eval("document.title").await?, json!("draft"), "stay keeps the page");
     // The draft still asks: a second prompt, and leave.
     navigate(&page, &away);
-    let h = held(&r, t).await?;
+    let h = r.held(t).await?;
     answer(&r, &h, true).await?;
     title_becomes(&page, "away").await?;
     let recs = closed(&r, t, "beforeunload", 2).await?;
@@ -334,7 +325,7 @@ async fn file_choosers_are_cancelled_by_default_by_a_rule_and_by_the_agent() -> 
     // must_respond: held (the page waits, as for a person), then the agent cancels.
     must_respond(&r, t, 60).await?;
     click_input(&page).await?;
-    let h = held(&r, t).await?;
+    let h = r.held(t).await?;
     assert_eq!(h["type"], "file_chooser", "{h}");
     ensure!(h["message"].as_str().is_some_and(|m| m.contains("Your CV")), "{h}");
     assert_eq!(page.eval("got.length").await?, json!(1), "the page waits for the chooser");
@@ -377,7 +368,7 @@ async fn a_chooser_right_after_a_spent_cancel_rule_is_held_under_must_respond() 
     closed(&r, t, "file_chooser", 1).await?;
     must_respond(&r, t, 60).await?;
     click_input(&page).await?;
-    let h = held(&r, t).await?;
+    let h = r.held(t).await?;
     answer(&r, &h, false).await?;
     assert_eq!(file_events(&page, 1, 1).await?, [json!(["cancel", true, 0])]);
     Ok(())

@@ -10,22 +10,30 @@ use std::process::Command;
 
 pub const TARGETS: [&str; 3] = ["x86_64-pc-windows-gnu", "aarch64-apple-darwin", "x86_64-apple-darwin"];
 
-/// Checks every target it can set up (with warnings as errors); a target whose toolchain
-/// cannot be installed here is skipped with a warning, a check that fails fails.
+/// Checks every target it can set up (with warnings as errors), all in one cargo run so
+/// the build scripts and proc macros, built for this machine, are built once; a target
+/// whose toolchain cannot be installed here is skipped with a warning, a check that fails
+/// fails.
 pub fn check() -> Result<()> {
+    let mut cmd = sh::cargo();
+    cmd.args(["check", "--quiet", "-p", "unmodal"]);
+    let mut ready = Vec::new();
     for target in TARGETS {
-        let mut cmd = sh::cargo();
         if let Err(e) = bootstrap::rust_target(target).and_then(|()| compiler_for(target, &mut cmd)) {
             eprintln!("xtask: warning: `cargo check --target {target}` skipped: {e:#}");
             continue;
         }
-        eprintln!("xtask: typechecking the host for {target}");
-        let mut flags = std::env::var("RUSTFLAGS").unwrap_or_default();
-        flags.push_str(" -D warnings");
-        cmd.args(["check", "--quiet", "-p", "unmodal", "--target", target]).env("RUSTFLAGS", flags.trim());
-        sh::run(&mut cmd).with_context(|| format!("the host does not typecheck for {target}"))?;
+        cmd.args(["--target", target]);
+        ready.push(target);
     }
-    Ok(())
+    if ready.is_empty() {
+        return Ok(());
+    }
+    eprintln!("xtask: typechecking the host for {}", ready.join(", "));
+    let mut flags = std::env::var("RUSTFLAGS").unwrap_or_default();
+    flags.push_str(" -D warnings");
+    cmd.env("RUSTFLAGS", flags.trim());
+    sh::run(&mut cmd).with_context(|| format!("the host does not typecheck for one of {}", ready.join(", ")))
 }
 
 fn compiler_for(target: &str, cmd: &mut Command) -> Result<()> {
