@@ -370,10 +370,13 @@ async fn a_rules_cancel_looks_as_the_browsers_own() -> anyhow::Result<()> {
 /// A page whose buttons call the File System Access pickers on a trusted click: `#one` one
 /// picker, `#two` two at once; `outcomes` what each call settled with, as the page sees it.
 const PICKERS: &str = "<!doctype html><title>pickers</title><button id=one>one</button><button id=two>two</button><button id=b>b</button>
-<script>window.seen = []; window.outcomes = [];
+<script>window.seen = []; window.outcomes = []; window.missed = 0;
   const see = (p) => p.then((v) => ['ok', String(v)], (e) => [e.constructor.name, e.name, e.message, Object.hasOwn(e, 'stack')]).then((o) => outcomes.push(o));
-  document.getElementById('one').onclick = () => see(showOpenFilePicker());
-  document.getElementById('two').onclick = () => { see(showSaveFilePicker({suggestedName: 'a.txt'})); see(showDirectoryPicker()); };
+  // A click whose user activation ran out before its handler (a starved renderer) is not
+  // the gesture the test means: counted, and the test clicks again.
+  const gesture = (f) => () => { if (navigator.userActivation.isActive) f(); else missed++; };
+  document.getElementById('one').onclick = gesture(() => see(showOpenFilePicker()));
+  document.getElementById('two').onclick = gesture(() => { see(showSaveFilePicker({suggestedName: 'a.txt'})); see(showDirectoryPicker()); });
   document.getElementById('b').onclick = () => seen.push('click');
   window.shape = () => ['showOpenFilePicker', 'showSaveFilePicker', 'showDirectoryPicker'].map((k) => {
     const d = Object.getOwnPropertyDescriptor(window, k);
@@ -388,9 +391,15 @@ async fn pickers_seen(page: &Page, eval: impl AsyncFn(&str) -> anyhow::Result<Va
     let bare = eval("showOpenFilePicker().then(() => 'ok', (e) => [e.name, e.message])").await?;
     let mut after = Vec::new();
     for (button, n) in [("#one", 1), ("#two", 3)] {
-        page.click(button).await?;
-        eventually(LIMIT, "the pickers' outcomes", || async {
-            Ok((eval("outcomes.length").await?.as_u64() >= Some(n)).then_some(()))
+        let clicks = std::sync::atomic::AtomicU64::new(eval("missed").await?.as_u64().unwrap_or(0));
+        eventually(LIMIT, "the pickers' outcomes after a click with its activation", || async {
+            let (missed, done) = (eval("missed").await?.as_u64(), eval("outcomes.length").await?.as_u64() >= Some(n));
+            // Clicked again only when the last click reached its handler without activation.
+            if !done && missed.unwrap_or(0) >= clicks.load(std::sync::atomic::Ordering::Relaxed) {
+                clicks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                page.click(button).await?;
+            }
+            Ok(done.then_some(()))
         })
         .await?;
         // Two at once settle in either order, in the browser too.
