@@ -143,18 +143,26 @@ impl Allowed {
 
 /// Size and file count of what `path` (canonical) hands a page, or why it may not.
 fn walk(path: &Path) -> Result<(u64, usize), String> {
+    let files = files_in(path)?;
+    Ok((files.iter().map(|(_, n)| n).sum(), files.len()))
+}
+
+/// The regular files `path` (canonical) hands a page, with their sizes (a file: itself;
+/// a directory: every file under it), or why it may not: the limits every chooser's files
+/// keep (also when they are copied to a remote browser, `host/transport/remote_uploads.rs`).
+pub fn files_in(path: &Path) -> Result<Vec<(PathBuf, u64)>, String> {
     let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
     if meta.is_file() {
         if meta.len() > MAX_UPLOAD {
             return Err(format!("{} bytes is over the {} MB limit", meta.len(), MAX_UPLOAD >> 20));
         }
         std::fs::File::open(path).map_err(|e| format!("cannot be read ({e})"))?;
-        return Ok((meta.len(), 1));
+        return Ok(vec![(path.to_path_buf(), meta.len())]);
     }
     if !meta.is_dir() {
         return Err("not a regular file or a directory".into());
     }
-    let (mut size, mut files) = (0u64, 0usize);
+    let (mut size, mut files) = (0u64, Vec::new());
     let mut todo = vec![path.to_path_buf()];
     while let Some(dir) = todo.pop() {
         for entry in std::fs::read_dir(&dir).map_err(|e| format!("{} cannot be read ({e})", dir.display()))? {
@@ -163,18 +171,18 @@ fn walk(path: &Path) -> Result<(u64, usize), String> {
             if kind.is_dir() {
                 todo.push(entry.path());
             } else if kind.is_file() {
-                let (s, n) = walk(&entry.path())?;
-                size += s;
-                files += n;
+                let inner = files_in(&entry.path())?;
+                size += inner.iter().map(|(_, n)| n).sum::<u64>();
+                files.extend(inner);
             } else {
                 return Err(format!("{} is not a regular file (a symlink or special file)", entry.path().display()));
             }
-            if files > MAX_DIR_FILES || size > MAX_UPLOAD {
+            if files.len() > MAX_DIR_FILES || size > MAX_UPLOAD {
                 return Err(format!("holds more than {MAX_DIR_FILES} files or {} MB", MAX_UPLOAD >> 20));
             }
         }
     }
-    Ok((size, files))
+    Ok(files)
 }
 
 /// The local directories among an MCP client's roots (`file://` URIs).

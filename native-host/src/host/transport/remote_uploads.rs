@@ -22,10 +22,6 @@ use tokio::sync::mpsc::UnboundedReceiver;
 /// Raw bytes per message (1 MiB of base64: far under any CDP limit; a 100 MB message
 /// closes the whole connection).
 const CHUNK: usize = 768 * 1024;
-/// A file larger than this is not copied (it would sit in the helper page's memory).
-const MAX_FILE: u64 = 512 << 20;
-/// A folder with more files than this is not copied (each file is one download).
-const MAX_FOLDER_FILES: usize = 1000;
 /// Where copies land on the browser's machine (the browser makes missing directories).
 const THERE: &str = "/tmp/unmodal-uploads";
 /// The time a copy may take: this, plus a second per MB.
@@ -42,14 +38,10 @@ pub fn wanted(m: &ToBrowser) -> bool {
 
 /// How long copying `files` may take (the worker holds the chooser that long).
 pub fn wait_for(files: &[String]) -> Duration {
-    let (mut bytes, mut count) = (0, 0);
-    for f in files.iter().map(Path::new) {
-        let inside = if f.is_dir() { folder_files(f).unwrap_or_default() } else { Vec::new() };
-        for m in inside.iter().map(|(_, m)| m).chain(std::fs::metadata(f).ok().filter(|m| m.is_file()).as_ref()) {
-            bytes += m.len();
-            count += 1;
-        }
-    }
+    let listed: Vec<(PathBuf, u64)> =
+        files.iter().flat_map(|f| crate::files::files_in(Path::new(f)).unwrap_or_default()).collect();
+    let bytes: u64 = listed.iter().map(|(_, n)| n).sum();
+    let count = u32::try_from(listed.len()).unwrap_or(u32::MAX);
     (BASE_WAIT + Duration::from_millis(bytes / 1000) + PER_FILE * count).min(MAX_WAIT)
 }
 
@@ -102,26 +94,20 @@ impl Uploader {
         let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
         self.count += 1;
         let dir = format!("{THERE}/{}-{}", self.run, self.count);
+        // The limits (size, count, no symlinks) are the ones `unmodal mcp` checked them by.
+        let listed = crate::files::files_in(file)?;
         let path = if meta.is_dir() {
             // A folder input: each file in its place under a folder of the same name.
-            let files = folder_files(file)?;
-            let total: u64 = files.iter().map(|(_, m)| m.len()).sum();
-            if total > MAX_FILE {
-                return Err(format!("over {} MB, the most copied to a remote browser", MAX_FILE >> 20));
-            }
-            for (f, m) in &files {
+            for (f, len) in &listed {
                 let inner = f.parent().and_then(|p| p.strip_prefix(file).ok()).unwrap_or(Path::new(""));
                 let mut at = format!("{dir}/{name}");
                 for part in inner.components() {
                     at = format!("{at}/{}", part.as_os_str().to_string_lossy());
                 }
-                self.save(conn, events, f, m.len(), &at).await.map_err(|e| format!("{}: {e}", f.display()))?;
+                self.save(conn, events, f, *len, &at).await.map_err(|e| format!("{}: {e}", f.display()))?;
             }
             format!("{dir}/{name}")
         } else {
-            if meta.len() > MAX_FILE {
-                return Err(format!("over {} MB, the most copied to a remote browser", MAX_FILE >> 20));
-            }
             self.save(conn, events, file, meta.len(), &dir).await?
         };
         self.copied.insert(key, path.clone());
@@ -171,28 +157,6 @@ impl Uploader {
         }
         Ok(path)
     }
-}
-
-/// The regular files under `dir` (symlinks left out, as a person's pick would not follow
-/// them out of the folder), at most `MAX_FOLDER_FILES`.
-fn folder_files(dir: &Path) -> Result<Vec<(PathBuf, std::fs::Metadata)>, String> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))? {
-            let entry = entry.map_err(|e| e.to_string())?;
-            let meta = std::fs::symlink_metadata(entry.path()).map_err(|e| e.to_string())?;
-            if meta.is_dir() {
-                todo.push(entry.path());
-            } else if meta.is_file() {
-                out.push((entry.path(), meta));
-                if out.len() > MAX_FOLDER_FILES {
-                    return Err(format!("over {MAX_FOLDER_FILES} files in the folder"));
-                }
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// The helper page's side: a fresh list of parts, and how a chunk becomes bytes (older
