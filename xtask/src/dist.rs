@@ -147,7 +147,7 @@ fn host_triple() -> Result<String> {
 fn binary_for(target: &Target, host: &str, root: &Path) -> Result<Option<PathBuf>> {
     if target.triple == host {
         let binary = root.join("target/release").join(target.exe());
-        let version = sh::output(&mut Command::new(&binary).arg("--version"))?;
+        let version = sh::output(Command::new(&binary).arg("--version"))?;
         ensure!(version.trim() == format!("unmodal {VERSION}"), "{} says {version:?}", binary.display());
         return Ok(Some(binary));
     }
