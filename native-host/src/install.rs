@@ -6,18 +6,14 @@
 use crate::extension;
 use crate::paths::{self, Browser};
 use crate::platform;
+pub use crate::platform::{HOST_NAME, manifest_file_name};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub const HOST_NAME: &str = "dev.unmodal.host";
 /// Fixed by the `key` in manifest/manifest.json (checked by a test).
 pub const EXTENSION_ID: &str = "bikfjgnmfngjaklooejgpomkebgnmckk";
-
-pub fn manifest_file_name() -> String {
-    format!("{HOST_NAME}.json")
-}
 
 pub fn host_manifest(exe: &Path) -> Value {
     json!({

@@ -3,6 +3,7 @@
 //! What differs per OS comes from `platform`.
 
 use crate::platform;
+pub use crate::platform::{Browser, same_dir, socket_being_bound, write_private};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -25,11 +26,6 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
 
 pub fn socket_path(dir: &Path, pid: u32) -> PathBuf {
     dir.join(format!("host-{pid}.sock"))
-}
-
-/// Where a host binds its socket before renaming it to `socket_path` (clients never look here).
-pub fn socket_being_bound(socket: &Path) -> PathBuf {
-    socket.with_extension("sock.binding")
 }
 
 /// The process a host socket is named after is gone: its socket is stale.
@@ -60,26 +56,7 @@ pub fn host_sockets(dir: &Path) -> Vec<PathBuf> {
     found.into_iter().map(|(_, p)| p).collect()
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Browser {
-    Chrome,
-    Chromium,
-    Brave,
-    Edge,
-}
-
 impl Browser {
-    pub const ALL: [Browser; 4] = [Self::Chrome, Self::Chromium, Self::Brave, Self::Edge];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Chrome => "Chrome",
-            Self::Chromium => "Chromium",
-            Self::Brave => "Brave",
-            Self::Edge => "Edge",
-        }
-    }
-
     /// The browser's default user data directory (its profiles) inside `config_dir` (see
     /// [`config_dir`]).
     pub fn user_data_dir(self, config_dir: &Path) -> PathBuf {
@@ -92,33 +69,6 @@ impl Browser {
     pub fn manifest_dir(self, config_dir: &Path) -> PathBuf {
         platform::manifest_dir(self, config_dir)
     }
-}
-
-/// Writes `bytes` as `file`, private to the user (0600): into a temporary file beside it,
-/// then renamed into place, so a reader never sees half a file and a symlink at `file` is
-/// replaced, never written through.
-pub fn write_private(file: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    let mut tmp_name = file.file_name().unwrap_or_default().to_owned();
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = file.with_file_name(tmp_name);
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    let written =
-        platform::no_follow(platform::private_file(&mut opts)).open(&tmp).and_then(|mut f| f.write_all(bytes));
-    match written.and_then(|()| std::fs::rename(&tmp, file)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
-}
-
-/// Whether `a` and `b` name the same directory, however written (symlinks, `..`).
-pub fn same_dir(a: &Path, b: &Path) -> bool {
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    canon(a) == canon(b)
 }
 
 /// The user's home directory.

@@ -3,6 +3,7 @@
 mod bootstrap;
 mod build;
 mod cross;
+mod dist;
 mod hook_parts;
 mod sh;
 
@@ -14,6 +15,10 @@ usage: cargo xtask <command>
   build   build the wasm engine, assemble target/extension/, build target/release/unmodal
   test    build, typecheck the host for Windows and macOS, then run every test (unit and
           real-Chromium end-to-end)
+  dist    build, then make the release in target/dist/: an archive per target this machine can
+          build (Linux x64 tar.gz, Windows x64 zip with mingw; macOS only with a linker for it),
+          SHA256SUMS, and the npm packages (unmodal + @unmodal/<os>-<cpu>) packed in
+          target/dist/npm/, then installed offline and run as a check
   demo    build, then run Chromium + extension + host with a scripted agent session
   bench   build, then measure the engine in real headless Chromium
   stress-startup [--launches N] [--parallel P] [--slow-scripts] [--bare] [--cold] [--keep DIR]
@@ -27,6 +32,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("build") => build::all(),
         Some("test") => test(rest),
+        Some("dist") => dist::all(),
         Some("demo") => harness_bin("demo", rest),
         Some("bench") => harness_bin("bench", rest),
         Some("stress-startup") => harness_bin("startup_stress", rest),

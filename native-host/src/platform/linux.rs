@@ -1,6 +1,6 @@
 //! What Linux does differently from macOS: `pipe2`, `/proc`, the XDG names of browsers.
 
-use crate::paths::Browser;
+use super::Browser;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::PathBuf;

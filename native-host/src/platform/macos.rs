@@ -1,7 +1,7 @@
 //! What macOS does differently from Linux: no `pipe2`, no `/proc`, browsers in
 //! `/Applications` and their data in `~/Library/Application Support`.
 
-use crate::paths::Browser;
+use super::Browser;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;

@@ -5,7 +5,6 @@
 //! `windows.rs`. A function an OS cannot do yet returns an `Unsupported` error that says
 //! so; none panics.
 
-use crate::paths::Browser;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -23,6 +22,69 @@ mod windows;
 use unix as os;
 #[cfg(windows)]
 use windows as os;
+
+// ---- Names and files every OS module uses (here so that this module imports nothing of
+// the crate above it) ---------------------------------------------------------------
+
+/// The name the host is registered under: its manifest's file name on Linux and macOS, a
+/// registry key on Windows.
+pub const HOST_NAME: &str = "dev.unmodal.host";
+
+pub fn manifest_file_name() -> String {
+    format!("{HOST_NAME}.json")
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Browser {
+    Chrome,
+    Chromium,
+    Brave,
+    Edge,
+}
+
+impl Browser {
+    pub const ALL: [Browser; 4] = [Self::Chrome, Self::Chromium, Self::Brave, Self::Edge];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Chrome => "Chrome",
+            Self::Chromium => "Chromium",
+            Self::Brave => "Brave",
+            Self::Edge => "Edge",
+        }
+    }
+}
+
+/// Where a host binds its socket before renaming it to `socket_path` (clients never look here).
+pub fn socket_being_bound(socket: &Path) -> PathBuf {
+    socket.with_extension("sock.binding")
+}
+
+/// Writes `bytes` as `file`, private to the user (0600): into a temporary file beside it,
+/// then renamed into place, so a reader never sees half a file and a symlink at `file` is
+/// replaced, never written through.
+pub fn write_private(file: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let mut tmp_name = file.file_name().unwrap_or_default().to_owned();
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = file.with_file_name(tmp_name);
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    let written = no_follow(private_file(&mut opts)).open(&tmp).and_then(|mut f| f.write_all(bytes));
+    match written.and_then(|()| std::fs::rename(&tmp, file)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Whether `a` and `b` name the same directory, however written (symlinks, `..`).
+pub fn same_dir(a: &Path, b: &Path) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    canon(a) == canon(b)
+}
 
 // ---- The private channel between `unmodal mcp` and a host ----------------------------
 //

@@ -1,10 +1,10 @@
 //! Linux and macOS: a Unix socket in a 0700 directory, file modes, signals, `kill(2)`.
 
+use super::Browser;
 #[cfg(target_os = "linux")]
 use super::linux as this;
 #[cfg(target_os = "macos")]
 use super::macos as this;
-use crate::paths::Browser;
 use anyhow::Context;
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -32,7 +32,7 @@ impl Listener {
 
 /// Bound under another name, made private, then renamed into place.
 pub fn listen(path: &Path) -> anyhow::Result<Listener> {
-    let hidden = crate::paths::socket_being_bound(path);
+    let hidden = super::socket_being_bound(path);
     let _ = fs::remove_file(&hidden);
     let listener = UnixListener::bind(&hidden).with_context(|| format!("binding {}", hidden.display()))?;
     let placed =
@@ -201,5 +201,5 @@ pub fn unregister_host(_browser: Option<Browser>, _manifest: &Path) -> io::Resul
 }
 
 pub fn registered_manifest(browser: Browser, browsers_dir: &Path) -> Option<PathBuf> {
-    Some(manifest_dir(browser, browsers_dir).join(crate::install::manifest_file_name()))
+    Some(manifest_dir(browser, browsers_dir).join(super::manifest_file_name()))
 }

@@ -1,7 +1,7 @@
 //! Windows: a named pipe only this user can open, host registration in the registry,
 //! processes through the Windows API and `sysinfo`. Typechecked here; run only under Wine.
 
-use crate::paths::Browser;
+use super::Browser;
 use std::ffi::c_void;
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -207,7 +207,7 @@ pub fn listen(path: &Path) -> anyhow::Result<Listener> {
     use anyhow::Context;
     let name = pipe_name(path);
     let next = create(&name, true).with_context(|| format!("creating the pipe {name}"))?;
-    crate::paths::write_private(path, name.as_bytes()).with_context(|| format!("placing {}", path.display()))?;
+    super::write_private(path, name.as_bytes()).with_context(|| format!("placing {}", path.display()))?;
     Ok(Listener { name, next })
 }
 
@@ -408,7 +408,7 @@ fn registry_key(browser: Browser) -> String {
         Browser::Brave => r"BraveSoftware\Brave-Browser",
         Browser::Edge => r"Microsoft\Edge",
     };
-    format!(r"Software\{vendor}\NativeMessagingHosts\{}", crate::install::HOST_NAME)
+    format!(r"Software\{vendor}\NativeMessagingHosts\{}", super::HOST_NAME)
 }
 
 fn registry_value(browser: Browser) -> Option<PathBuf> {
@@ -436,7 +436,7 @@ pub fn register_host(browser: Option<Browser>, manifest: &Path) -> io::Result<()
 pub fn unregister_host(browser: Option<Browser>, manifest: &Path) -> io::Result<()> {
     let hkcu = winreg::RegKey::predef(winreg::enums::HKEY_CURRENT_USER);
     for b in browsers(browser) {
-        if registry_value(b).is_some_and(|v| crate::paths::same_dir(&v, manifest)) {
+        if registry_value(b).is_some_and(|v| super::same_dir(&v, manifest)) {
             match hkcu.delete_subkey(registry_key(b)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
