@@ -1484,4 +1484,202 @@ mod tests {
         assert!(parse::<InteractArgs>(json!({"action":"handle_dialog"})).is_ok());
         assert_eq!(parse::<ObserveArgs>(serde_json::Value::Null).unwrap_err().param, "what");
     }
+
+    /// Characterisation: a broad table of `interact` inputs through `validate`, every result
+    /// (the `DialogCall`, or the error's parameter and message) recorded in
+    /// `api_validate.snap`. Set UNMODAL_UPDATE_SNAPSHOT=1 to rewrite it.
+    #[test]
+    fn validate_matches_its_snapshot() {
+        use serde_json::{Map, Value};
+        let long = |n: usize| Value::from("x".repeat(n));
+        let s = |v: &str| Value::from(v);
+        // (label, fields); a key "match.x" goes into the `match` object.
+        let one = |k: &'static str, v: Value| vec![(k, v)];
+        let singles: Vec<(String, Vec<(&'static str, Value)>)> = vec![
+            ("-".into(), vec![]),
+            ("accept=true".into(), one("accept", true.into())),
+            ("accept=false".into(), one("accept", false.into())),
+            ("text=x".into(), one("text", s("x"))),
+            ("text=long".into(), one("text", long(MAX_TEXT_UNITS + 1))),
+            ("tab_id=3".into(), one("tab_id", 3.into())),
+            ("tab_id=-1".into(), one("tab_id", (-1).into())),
+            ("once=false".into(), one("once", false.into())),
+            ("once=true".into(), one("once", true.into())),
+            ("dialog_id=4".into(), one("dialog_id", 4.into())),
+            ("match={}".into(), one("match", Value::Object(Map::new()))),
+            ("match.message_contains=m".into(), one("match.message_contains", s("m"))),
+            ("match.message_contains=''".into(), one("match.message_contains", s(""))),
+            ("match.message_contains=long".into(), one("match.message_contains", long(MAX_MATCH_UNITS + 1))),
+            ("match.url_contains=u".into(), one("match.url_contains", s("u"))),
+            ("match.url_contains=''".into(), one("match.url_contains", s(""))),
+            ("match.url_contains=long".into(), one("match.url_contains", long(MAX_MATCH_UNITS + 1))),
+            ("match.realm=R".into(), one("match.realm", s("R"))),
+            ("match.realm=''".into(), one("match.realm", s(""))),
+            ("match.realm=long".into(), one("match.realm", long(MAX_MATCH_UNITS + 1))),
+            ("match.scheme=MailTo:".into(), one("match.scheme", s("MailTo:"))),
+            ("match.scheme=1x".into(), one("match.scheme", s("1x"))),
+            ("match.scheme=''".into(), one("match.scheme", s(""))),
+            ("match.rp_id=example.com".into(), one("match.rp_id", s("example.com"))),
+            ("match.rp_id=''".into(), one("match.rp_id", s(""))),
+            ("match.rp_id=long".into(), one("match.rp_id", long(257))),
+            ("match.accept_contains=pdf".into(), one("match.accept_contains", s("pdf"))),
+            ("match.accept_contains=''".into(), one("match.accept_contains", s(""))),
+            ("match.accept_contains=long".into(), one("match.accept_contains", long(257))),
+            ("username=ada".into(), one("username", s("ada"))),
+            ("password=pw".into(), one("password", s("pw"))),
+            ("username=ada password=pw".into(), vec![("username", s("ada")), ("password", s("pw"))]),
+            (
+                "username=long password=pw".into(),
+                vec![("username", long(MAX_USERNAME_UNITS + 1)), ("password", s("pw"))],
+            ),
+            (
+                "username=ada password=long".into(),
+                vec![("username", s("ada")), ("password", long(MAX_PASSWORD_UNITS + 1))],
+            ),
+            ("permission=camera".into(), one("permission", s("camera"))),
+            ("permission=automatic-downloads".into(), one("permission", s("automatic-downloads"))),
+            (
+                "permission=automatic-downloads match.url_contains=u".into(),
+                vec![("permission", s("automatic-downloads")), ("match.url_contains", s("u"))],
+            ),
+            ("chooser=usb".into(), one("chooser", s("usb"))),
+            ("keep=true".into(), one("keep", true.into())),
+            ("keep=false".into(), one("keep", false.into())),
+            ("save_to=/tmp/a.pdf".into(), one("save_to", s("/tmp/a.pdf"))),
+            ("save_to=rel.pdf".into(), one("save_to", s("rel.pdf"))),
+            ("files=[/a]".into(), one("files", json!(["/a"]))),
+            ("files=[]".into(), one("files", json!([]))),
+            ("files=[rel]".into(), one("files", json!(["rel"]))),
+            ("files=33".into(), one("files", json!(vec!["/a"; MAX_FILES + 1]))),
+            ("save_dir=/d".into(), one("save_dir", s("/d"))),
+            ("save_dir=d".into(), one("save_dir", s("d"))),
+        ];
+        // Fields whose pairs are tried too (which error wins when two are wrong).
+        let pairable = [
+            "accept=true",
+            "accept=false",
+            "text=x",
+            "once=false",
+            "dialog_id=4",
+            "match.message_contains=m",
+            "match.url_contains=u",
+            "match.realm=R",
+            "match.scheme=MailTo:",
+            "match.rp_id=example.com",
+            "match.accept_contains=pdf",
+            "username=ada",
+            "password=pw",
+            "username=ada password=pw",
+            "permission=camera",
+            "chooser=usb",
+            "keep=true",
+            "save_to=/tmp/a.pdf",
+            "files=[/a]",
+            "save_dir=/d",
+        ];
+        let find = |l: &str| singles.iter().find(|(s, _)| s == l).unwrap().1.clone();
+        let mut extras = singles.clone();
+        for (i, a) in pairable.iter().enumerate() {
+            for b in &pairable[i + 1..] {
+                extras.push((format!("{a} {b}"), [find(a), find(b)].concat()));
+            }
+        }
+        let modes: [(&str, &[(&str, bool)]); 5] = [
+            ("answer", &[]),
+            ("setup", &[("setup", true)]),
+            ("setup+clear", &[("setup", true), ("clear", true)]),
+            ("clear", &[("clear", true)]),
+            ("status", &[("status", true)]),
+        ];
+        let kinds = [
+            None,
+            Some("alert"),
+            Some("confirm"),
+            Some("prompt"),
+            Some("beforeunload"),
+            Some("auth"),
+            Some("permission"),
+            Some("device_chooser"),
+            Some("app_link"),
+            Some("passkey"),
+            Some("print"),
+            Some("sign_in"),
+            Some("payment"),
+            Some("storage_access"),
+            Some("file_chooser"),
+            Some("download"),
+            Some("all"),
+        ];
+        let default_match = format!("{:?}", MatchArg::default());
+        // The snapshot: the columns (the extra fields), the results (each once), then a row per
+        // mode and dialog_type with the result of each column (`.`: that case is not tried).
+        let mut results: Vec<String> = Vec::new();
+        let mut rows = String::new();
+        for (mode, flags) in modes {
+            for kind in kinds {
+                rows += &format!("{mode} {}:", kind.unwrap_or("-"));
+                for (label, fields) in &extras {
+                    // Pairs only where they decide most: a setup, or an answer.
+                    let pair = !singles.iter().any(|(s, _)| s == label);
+                    if pair && !matches!(mode, "setup" | "answer") {
+                        rows += " .";
+                        continue;
+                    }
+                    let mut v = Map::new();
+                    v.insert("action".into(), s("handle_dialog"));
+                    for (k, b) in flags {
+                        v.insert((*k).into(), (*b).into());
+                    }
+                    if let Some(k) = kind {
+                        v.insert("dialog_type".into(), s(k));
+                    }
+                    for (k, x) in fields {
+                        match k.strip_prefix("match.") {
+                            Some(m) => {
+                                let o = v.entry("match").or_insert_with(|| Value::Object(Map::new()));
+                                o.as_object_mut().unwrap().insert(m.into(), x.clone());
+                            }
+                            None => {
+                                v.insert((*k).into(), x.clone());
+                            }
+                        }
+                    }
+                    let result = match parse::<InteractArgs>(Value::Object(v)) {
+                        Err(e) => format!("parse error {}: {}", e.param, e.message),
+                        Ok(a) => match a.validate() {
+                            Ok(c) => format!("{c:?}").replace(&default_match, "MatchArg::default()"),
+                            Err(e) => format!("Err {}: {}", e.param, e.message),
+                        },
+                    };
+                    let id = results.iter().position(|r| *r == result).unwrap_or_else(|| {
+                        results.push(result);
+                        results.len() - 1
+                    });
+                    rows += &format!(" {id}");
+                }
+                rows += "\n";
+            }
+        }
+        let mut out = String::from("# columns\n");
+        for (i, (label, _)) in extras.iter().enumerate() {
+            out += &format!("{i} {label}\n");
+        }
+        out += "# results\n";
+        for (i, r) in results.iter().enumerate() {
+            out += &format!("{i} {r}\n");
+        }
+        out += "# rows\n";
+        out += &rows;
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/api_validate.snap");
+        if std::env::var_os("UNMODAL_UPDATE_SNAPSHOT").is_some() {
+            std::fs::write(path, &out).unwrap();
+            return;
+        }
+        let want = std::fs::read_to_string(path).unwrap_or_default();
+        if want != out {
+            std::fs::write(format!("{path}.new"), &out).unwrap();
+            let diff = want.lines().zip(out.lines()).find(|(w, o)| w != o);
+            panic!("validate's results changed (see {path}.new); first difference: {diff:?}");
+        }
+    }
 }
