@@ -680,6 +680,36 @@ pub fn check_tab(tab: Option<i64>) -> Result<(), ParamError> {
     }
 }
 
+/// A field that belongs to one kind: its name, how `validate` finds it, its kind, what a
+/// held one of the kind is called if the field may answer it (`None`: setups only), and
+/// whether a clear refuses it too (a clear ignores the others, as it always has).
+type OwnedField = (&'static str, fn(&InteractArgs) -> bool, DialogTypeArg, Option<&'static str>, bool);
+
+/// Which kind owns each field of its own: this table gives every "only with" error, in this
+/// order. `match.realm` is checked last, after a prompt's own refusal of `match.message_contains`.
+const FIELDS: &[OwnedField] = &[
+    ("username", |a| a.username.is_some(), DialogTypeArg::Auth, Some("auth challenge"), true),
+    ("password", |a| a.password.is_some(), DialogTypeArg::Auth, Some("auth challenge"), true),
+    ("permission", |a| a.permission.is_some(), DialogTypeArg::Permission, None, true),
+    ("chooser", |a| a.chooser.is_some(), DialogTypeArg::DeviceChooser, None, true),
+    ("match.scheme", |a| a.matcher.as_ref().is_some_and(|m| m.scheme.is_some()), DialogTypeArg::AppLink, None, false),
+    ("match.rp_id", |a| a.matcher.as_ref().is_some_and(|m| m.rp_id.is_some()), DialogTypeArg::Passkey, None, false),
+    ("keep", |a| a.keep.is_some(), DialogTypeArg::Passkey, None, false),
+    ("save_to", |a| a.save_to.is_some(), DialogTypeArg::Print, Some("print"), false),
+    ("files", |a| a.files.is_some(), DialogTypeArg::FileChooser, Some("file chooser"), false),
+    (
+        "match.accept_contains",
+        |a| a.matcher.as_ref().is_some_and(|m| m.accept_contains.is_some()),
+        DialogTypeArg::FileChooser,
+        None,
+        false,
+    ),
+    ("save_dir", |a| a.save_dir.is_some(), DialogTypeArg::Download, Some("download"), false),
+    ("match.realm", |a| a.matcher.as_ref().is_some_and(|m| m.realm.is_some()), DialogTypeArg::Auth, None, false),
+];
+
+const REALM: &str = "match.realm";
+
 impl InteractArgs {
     pub fn validate(&self) -> Result<DialogCall, ParamError> {
         let tab = self.tab_id;
@@ -690,130 +720,89 @@ impl InteractArgs {
             return Err(bad("text", format!("at most {MAX_TEXT_UNITS} characters")));
         }
         let setup = self.setup.unwrap_or(false);
-        if self.dialog_id.is_some() && (setup || self.clear == Some(true) || self.status == Some(true)) {
+        let clear = self.clear == Some(true);
+        if self.dialog_id.is_some() && (setup || clear || self.status == Some(true)) {
             return Err(bad("dialog_id", "only when answering a pending dialog (without setup, clear or status)"));
         }
         if self.status == Some(true) {
-            if setup || self.clear == Some(true) {
+            if setup || clear {
                 return Err(bad("status", "status: true only reads; send it without setup or clear"));
             }
             return Ok(DialogCall::Status { tab });
         }
-        let auth = self.dialog_type == Some(DialogTypeArg::Auth);
-        let has_credentials = self.username.is_some() || self.password.is_some();
-        if has_credentials && (self.clear == Some(true) || (setup && !auth)) {
-            return Err(bad(
-                if self.username.is_some() { "username" } else { "password" },
-                "only with dialog_type \"auth\" in a setup, or when answering a held auth challenge",
-            ));
+        for field in FIELDS.iter().filter(|f| f.0 != REALM) {
+            self.owned(field, setup)?;
         }
-        let permission = self.dialog_type == Some(DialogTypeArg::Permission);
-        if self.permission.is_some() && !(setup && permission) {
-            return Err(bad("permission", "only with setup: true and dialog_type \"permission\""));
-        }
-        let chooser = self.dialog_type == Some(DialogTypeArg::DeviceChooser);
-        if self.chooser.is_some() && !(setup && chooser) {
-            return Err(bad("chooser", "only with setup: true and dialog_type \"device_chooser\""));
-        }
-        if self.clear == Some(true) {
+        if clear {
             return Ok(DialogCall::Clear { tab, what: self.dialog_type.unwrap_or(DialogTypeArg::All) });
-        }
-        let app_link = self.dialog_type == Some(DialogTypeArg::AppLink);
-        if self.matcher.as_ref().is_some_and(|m| m.scheme.is_some()) && !(setup && app_link) {
-            return Err(bad("match.scheme", "only with setup: true and dialog_type \"app_link\""));
-        }
-        let passkey = self.dialog_type == Some(DialogTypeArg::Passkey);
-        if self.matcher.as_ref().is_some_and(|m| m.rp_id.is_some()) && !(setup && passkey) {
-            return Err(bad("match.rp_id", "only with setup: true and dialog_type \"passkey\""));
-        }
-        if self.keep.is_some() && !(setup && passkey) {
-            return Err(bad("keep", "only with setup: true and dialog_type \"passkey\""));
-        }
-        let print = self.dialog_type == Some(DialogTypeArg::Print);
-        if self.save_to.is_some() && (self.clear == Some(true) || (setup && !print)) {
-            return Err(bad("save_to", "only with dialog_type \"print\" in a setup, or when answering a held print"));
-        }
-        let file_chooser = self.dialog_type == Some(DialogTypeArg::FileChooser);
-        if self.files.is_some() && (self.clear == Some(true) || (setup && !file_chooser)) {
-            return Err(bad(
-                "files",
-                "only with dialog_type \"file_chooser\" in a setup, or when answering a held file chooser",
-            ));
-        }
-        if self.matcher.as_ref().is_some_and(|m| m.accept_contains.is_some()) && !(setup && file_chooser) {
-            return Err(bad("match.accept_contains", "only with setup: true and dialog_type \"file_chooser\""));
-        }
-        if setup && file_chooser {
-            return self.file_chooser_setup();
-        }
-        let download = self.dialog_type == Some(DialogTypeArg::Download);
-        if self.save_dir.is_some() && (self.clear == Some(true) || (setup && !download)) {
-            return Err(bad(
-                "save_dir",
-                "only with dialog_type \"download\" in a setup, or when answering a held download",
-            ));
-        }
-        if setup && download {
-            return self.download_setup();
-        }
-        if setup && auth {
-            return self.auth_setup();
-        }
-        if setup && permission {
-            return self.permission_setup();
-        }
-        if setup && chooser {
-            return self.chooser_setup();
-        }
-        if setup && app_link {
-            return self.app_link_setup();
-        }
-        if setup && passkey {
-            return self.passkey_setup();
-        }
-        if setup && self.dialog_type == Some(DialogTypeArg::Print) {
-            return self.print_setup();
-        }
-        if let Some(kind) = self.dialog_type.and_then(DialogTypeArg::held).filter(|_| setup) {
-            return self.held_setup(kind);
-        }
-        if self.matcher.as_ref().is_some_and(|m| m.realm.is_some()) {
-            return Err(bad("match.realm", "only with dialog_type \"auth\""));
         }
         if setup {
             let Some(kind) = self.dialog_type else {
+                self.realm_owned(setup)?;
                 return Err(bad(
                     "dialog_type",
                     "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, permission, \
 device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file_chooser, download, all",
                 ));
             };
-            let matcher = self.matcher.clone().unwrap_or_default();
-            for (param, v) in
-                [("match.message_contains", &matcher.message_contains), ("match.url_contains", &matcher.url_contains)]
-            {
-                match v {
-                    Some(t) if t.is_empty() => {
-                        return Err(bad(param, "must not be empty; leave it out to match every dialog"));
-                    }
-                    Some(t) if t.encode_utf16().count() > MAX_MATCH_UNITS => {
-                        return Err(bad(param, format!("at most {MAX_MATCH_UNITS} characters")));
-                    }
-                    _ => {}
-                }
-            }
-            let rule = RuleSpec::Dialog {
-                target: kind.target(),
-                accept: self.accept.unwrap_or(true),
-                text: self.text.clone(),
-                matcher,
-            };
+            let rule = self.rule(kind)?;
             return Ok(DialogCall::Setup { tab, once: self.once.unwrap_or(true), rule });
         }
+        self.realm_owned(setup)?;
         if self.dialog_type.is_some() {
             return Err(bad("dialog_type", "only with setup: true; to answer the pending dialog, leave it out"));
         }
-        if has_credentials {
+        self.answer()
+    }
+
+    /// A field of one kind's own, refused unless the call is that kind's (`FIELDS`).
+    fn owned(&self, &(name, given, kind, held, in_clear): &OwnedField, setup: bool) -> Result<(), ParamError> {
+        let clear = self.clear == Some(true);
+        if !given(self) || (clear && !in_clear) {
+            return Ok(());
+        }
+        // Kept as it was: a file_chooser setup ignores save_dir.
+        if name == "save_dir" && setup && self.dialog_type == Some(DialogTypeArg::FileChooser) {
+            return Ok(());
+        }
+        let ours = self.dialog_type == Some(kind);
+        let kind = kind.as_str();
+        match held {
+            None if !(setup && ours) => Err(bad(name, format!("only with setup: true and dialog_type \"{kind}\""))),
+            Some(held) if clear || (setup && !ours) => {
+                Err(bad(name, format!("only with dialog_type \"{kind}\" in a setup, or when answering a held {held}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn realm_owned(&self, setup: bool) -> Result<(), ParamError> {
+        FIELDS.iter().filter(|f| f.0 == REALM).try_for_each(|f| self.owned(f, setup))
+    }
+
+    /// The rule a setup of `kind` makes, from the kind's own parameters.
+    fn rule(&self, kind: DialogTypeArg) -> Result<RuleSpec, ParamError> {
+        use DialogTypeArg as D;
+        match kind {
+            D::Alert | D::Confirm | D::Prompt | D::Beforeunload | D::All => self.dialog_rule(kind),
+            D::Auth => self.auth_rule(),
+            D::Permission => self.permission_rule(),
+            D::DeviceChooser => self.chooser_rule(),
+            D::AppLink => self.app_link_rule(),
+            D::Passkey => self.passkey_rule(),
+            D::Print => self.print_rule(),
+            D::SignIn => self.held_rule(HeldCall::SignIn),
+            D::Payment => self.held_rule(HeldCall::Payment),
+            D::StorageAccess => self.held_rule(HeldCall::StorageAccess),
+            D::FileChooser => self.file_chooser_rule(),
+            D::Download => self.download_rule(),
+        }
+    }
+
+    /// The answer to a held dialog or prompt (no setup, clear or status).
+    fn answer(&self) -> Result<DialogCall, ParamError> {
+        let (tab, dialog_id) = (self.tab_id, self.dialog_id);
+        if self.username.is_some() || self.password.is_some() {
             if self.accept == Some(false) {
                 return Err(bad("password", "accept: false cancels the challenge; send it without credentials"));
             }
@@ -821,13 +810,13 @@ device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file
                 return Err(bad("text", "an auth challenge takes username and password, not text"));
             }
             let credentials = self.credentials()?;
-            return Ok(DialogCall::Authenticate { tab, dialog_id: self.dialog_id, credentials });
+            return Ok(DialogCall::Authenticate { tab, dialog_id, credentials });
         }
         if let Some(dir) = &self.save_dir {
             if self.accept == Some(false) || self.text.is_some() {
                 return Err(bad("save_dir", "saves a held download there: only with accept: true, without text"));
             }
-            return Ok(DialogCall::DownloadTo { tab, dialog_id: self.dialog_id, save_dir: absolute_dir(dir)? });
+            return Ok(DialogCall::DownloadTo { tab, dialog_id, save_dir: absolute_dir(dir)? });
         }
         if let Some(files) = &self.files {
             if self.accept == Some(false) || self.text.is_some() {
@@ -836,13 +825,13 @@ device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file
                     "gives a held file chooser these files: only with accept: true, without text",
                 ));
             }
-            return Ok(DialogCall::Upload { tab, dialog_id: self.dialog_id, files: paths(files)? });
+            return Ok(DialogCall::Upload { tab, dialog_id, files: paths(files)? });
         }
         if let Some(to) = &self.save_to {
             if self.accept == Some(false) || self.text.is_some() {
                 return Err(bad("save_to", "prints a held print to this file: only with accept: true, without text"));
             }
-            return Ok(DialogCall::PrintTo { tab, dialog_id: self.dialog_id, save_to: absolute(to)? });
+            return Ok(DialogCall::PrintTo { tab, dialog_id, save_to: absolute(to)? });
         }
         if self.once.is_some() {
             return Err(bad("once", "only with setup: true"));
@@ -850,16 +839,9 @@ device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file
         if self.matcher.is_some() {
             return Err(bad("match", "only with setup: true"));
         }
-        Ok(DialogCall::Respond {
-            tab,
-            accept: self.accept.unwrap_or(true),
-            text: self.text.clone(),
-            dialog_id: self.dialog_id,
-        })
+        Ok(DialogCall::Respond { tab, accept: self.accept.unwrap_or(true), text: self.text.clone(), dialog_id })
     }
-}
 
-impl InteractArgs {
     /// Both halves of the credentials, within their limits.
     fn credentials(&self) -> Result<Credentials, ParamError> {
         let (Some(username), Some(password)) = (&self.username, &self.password) else {
@@ -875,6 +857,38 @@ impl InteractArgs {
         Ok(Credentials { username: username.clone(), password: password.clone() })
     }
 
+    /// A match's texts, each non-empty and within its limit (`what`: the dialogs it matches).
+    fn match_texts(params: &[(&str, &Option<String>)], what: &str) -> Result<(), ParamError> {
+        for &(param, v) in params {
+            match v {
+                Some(t) if t.is_empty() => {
+                    return Err(bad(param, format!("must not be empty; leave it out to match every {what}")));
+                }
+                Some(t) if t.encode_utf16().count() > MAX_MATCH_UNITS => {
+                    return Err(bad(param, format!("at most {MAX_MATCH_UNITS} characters")));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// alert, confirm, prompt, beforeunload or all: the page's engine applies the rule.
+    fn dialog_rule(&self, kind: DialogTypeArg) -> Result<RuleSpec, ParamError> {
+        self.realm_owned(true)?;
+        let matcher = self.matcher.clone().unwrap_or_default();
+        Self::match_texts(
+            &[("match.message_contains", &matcher.message_contains), ("match.url_contains", &matcher.url_contains)],
+            "dialog",
+        )?;
+        Ok(RuleSpec::Dialog {
+            target: kind.target(),
+            accept: self.accept.unwrap_or(true),
+            text: self.text.clone(),
+            matcher,
+        })
+    }
+
     /// A browser prompt's match: `url_contains` only (it has no message, no realm).
     fn url_only_match(&self, what: &str, name_it: &str) -> Result<MatchArg, ParamError> {
         let matcher = self.matcher.clone().unwrap_or_default();
@@ -884,27 +898,13 @@ impl InteractArgs {
                 format!("{what} has no message; match url_contains, or {name_it}"),
             ));
         }
-        if matcher.realm.is_some() {
-            return Err(bad("match.realm", "only with dialog_type \"auth\""));
-        }
-        match &matcher.url_contains {
-            Some(t) if t.is_empty() => {
-                return Err(bad("match.url_contains", "must not be empty; leave it out to match every prompt"));
-            }
-            Some(t) if t.encode_utf16().count() > MAX_MATCH_UNITS => {
-                return Err(bad("match.url_contains", format!("at most {MAX_MATCH_UNITS} characters")));
-            }
-            _ => {}
-        }
+        self.realm_owned(true)?;
+        Self::match_texts(&[("match.url_contains", &matcher.url_contains)], "prompt")?;
         Ok(matcher)
     }
 
-    fn print_setup(&self) -> Result<DialogCall, ParamError> {
+    fn print_rule(&self) -> Result<RuleSpec, ParamError> {
         let matcher = self.url_only_match("a print", "leave match out")?;
-        if matcher.scheme.is_some() || matcher.rp_id.is_some() {
-            let param = if matcher.scheme.is_some() { "match.scheme" } else { "match.rp_id" };
-            return Err(bad(param, "not with dialog_type \"print\""));
-        }
         let accept = self.accept.unwrap_or(true);
         if self.save_to.is_some() && !accept {
             return Err(bad(
@@ -916,16 +916,11 @@ impl InteractArgs {
             return Err(bad("text", "a print rule takes no text"));
         }
         let save_to = self.save_to.as_deref().map(absolute).transpose()?;
-        let rule = RuleSpec::Print { accept, save_to, matcher };
-        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+        Ok(RuleSpec::Print { accept, save_to, matcher })
     }
 
-    fn download_setup(&self) -> Result<DialogCall, ParamError> {
+    fn download_rule(&self) -> Result<RuleSpec, ParamError> {
         let matcher = self.url_only_match("a download", "match url_contains (the download's URL)")?;
-        if matcher.scheme.is_some() || matcher.rp_id.is_some() {
-            let param = if matcher.scheme.is_some() { "match.scheme" } else { "match.rp_id" };
-            return Err(bad(param, "not with dialog_type \"download\""));
-        }
         if self.text.is_some() {
             return Err(bad(
                 "text",
@@ -937,16 +932,11 @@ impl InteractArgs {
             return Err(bad("save_dir", "where an accepting download rule saves; leave it out with accept: false"));
         }
         let save_dir = self.save_dir.as_deref().map(absolute_dir).transpose()?;
-        let rule = RuleSpec::Download { accept, save_dir, matcher };
-        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+        Ok(RuleSpec::Download { accept, save_dir, matcher })
     }
 
-    fn file_chooser_setup(&self) -> Result<DialogCall, ParamError> {
+    fn file_chooser_rule(&self) -> Result<RuleSpec, ParamError> {
         let matcher = self.url_only_match("a file chooser", "match accept_contains")?;
-        if matcher.scheme.is_some() || matcher.rp_id.is_some() {
-            let param = if matcher.scheme.is_some() { "match.scheme" } else { "match.rp_id" };
-            return Err(bad(param, "not with dialog_type \"file_chooser\""));
-        }
         if matcher.accept_contains.as_ref().is_some_and(|a| a.is_empty() || a.len() > 256) {
             return Err(bad("match.accept_contains", "a text such as \"pdf\" or \"image/\", 1 to 256 characters"));
         }
@@ -964,29 +954,20 @@ impl InteractArgs {
                 ));
             }
         };
-        let rule = RuleSpec::FileChooser { files, matcher };
-        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+        Ok(RuleSpec::FileChooser { files, matcher })
     }
 
-    fn held_setup(&self, kind: HeldCall) -> Result<DialogCall, ParamError> {
+    fn held_rule(&self, kind: HeldCall) -> Result<RuleSpec, ParamError> {
         let name = kind.as_str();
         let matcher = self.url_only_match(&format!("a {name} call"), "leave match out")?;
-        if matcher.scheme.is_some() || matcher.rp_id.is_some() {
-            let param = if matcher.scheme.is_some() { "match.scheme" } else { "match.rp_id" };
-            return Err(bad(param, format!("not with dialog_type \"{name}\"")));
-        }
         if self.text.is_some() {
             return Err(bad("text", format!("a {name} rule takes no text")));
         }
-        let rule = RuleSpec::Held { kind, accept: self.accept.unwrap_or(true), matcher };
-        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+        Ok(RuleSpec::Held { kind, accept: self.accept.unwrap_or(true), matcher })
     }
 
-    fn passkey_setup(&self) -> Result<DialogCall, ParamError> {
+    fn passkey_rule(&self) -> Result<RuleSpec, ParamError> {
         let matcher = self.url_only_match("a passkey request", "name the relying party (match.rp_id)")?;
-        if matcher.scheme.is_some() {
-            return Err(bad("match.scheme", "only with dialog_type \"app_link\""));
-        }
         if matcher.rp_id.as_ref().is_some_and(|r| r.is_empty() || r.len() > 256) {
             return Err(bad("match.rp_id", "a relying party id such as \"example.com\", at most 256 characters"));
         }
@@ -998,11 +979,10 @@ impl InteractArgs {
         if self.text.is_some() {
             return Err(bad("text", "a passkey rule takes no text"));
         }
-        let rule = RuleSpec::Passkey { accept, keep, matcher };
-        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+        Ok(RuleSpec::Passkey { accept, keep, matcher })
     }
 
-    fn app_link_setup(&self) -> Result<DialogCall, ParamError> {
+    fn app_link_rule(&self) -> Result<RuleSpec, ParamError> {
         let mut matcher = self.url_only_match("an app link", "name the scheme")?;
         if let Some(scheme) = &matcher.scheme {
             let s = scheme.strip_suffix(':').unwrap_or(scheme).to_ascii_lowercase();
@@ -1023,11 +1003,10 @@ impl InteractArgs {
                 "an app link rule opens (accept: true) or cancels (accept: false); it takes no text",
             ));
         }
-        let rule = RuleSpec::AppLink { accept: self.accept.unwrap_or(true), matcher };
-        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+        Ok(RuleSpec::AppLink { accept: self.accept.unwrap_or(true), matcher })
     }
 
-    fn chooser_setup(&self) -> Result<DialogCall, ParamError> {
+    fn chooser_rule(&self) -> Result<RuleSpec, ParamError> {
         let matcher = self.url_only_match("a device chooser", "name the chooser")?;
         if self.accept == Some(true) {
             return Err(bad(
@@ -1039,11 +1018,10 @@ pick a device (its DeviceAccess protocol domain is refused to them)",
         if self.text.is_some() {
             return Err(bad("text", "a chooser rule cancels the chooser; it takes no text"));
         }
-        let rule = RuleSpec::DeviceChooser { chooser: self.chooser, matcher };
-        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+        Ok(RuleSpec::DeviceChooser { chooser: self.chooser, matcher })
     }
 
-    fn permission_setup(&self) -> Result<DialogCall, ParamError> {
+    fn permission_rule(&self) -> Result<RuleSpec, ParamError> {
         let matcher = self.url_only_match("a permission prompt", "name the permission")?;
         if self.text.is_some() {
             return Err(bad(
@@ -1058,39 +1036,29 @@ pick a device (its DeviceAccess protocol domain is refused to them)",
 follows the tab; it takes no match",
             ));
         }
-        let rule = RuleSpec::Permission { accept: self.accept.unwrap_or(true), permission: self.permission, matcher };
-        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+        Ok(RuleSpec::Permission { accept: self.accept.unwrap_or(true), permission: self.permission, matcher })
     }
 
-    fn auth_setup(&self) -> Result<DialogCall, ParamError> {
+    fn auth_rule(&self) -> Result<RuleSpec, ParamError> {
         let matcher = self.matcher.clone().unwrap_or_default();
         if matcher.message_contains.is_some() {
             return Err(bad("match.message_contains", "an auth challenge has no message; match url_contains or realm"));
         }
-        for (param, v) in [("match.url_contains", &matcher.url_contains), ("match.realm", &matcher.realm)] {
-            match v {
-                Some(t) if t.is_empty() => {
-                    return Err(bad(param, "must not be empty; leave it out to match every challenge"));
-                }
-                Some(t) if t.encode_utf16().count() > MAX_MATCH_UNITS => {
-                    return Err(bad(param, format!("at most {MAX_MATCH_UNITS} characters")));
-                }
-                _ => {}
-            }
-        }
+        Self::match_texts(
+            &[("match.url_contains", &matcher.url_contains), ("match.realm", &matcher.realm)],
+            "challenge",
+        )?;
         if self.text.is_some() {
             return Err(bad("text", "an auth rule takes username and password, not text"));
         }
-        let accept = self.accept.unwrap_or(true);
-        let credentials = match accept {
+        let credentials = match self.accept.unwrap_or(true) {
             true => Some(self.credentials()?),
             false if self.username.is_some() || self.password.is_some() => {
                 return Err(bad("password", "a rule with accept: false cancels challenges; it takes no credentials"));
             }
             false => None,
         };
-        let rule = RuleSpec::Auth { credentials, matcher };
-        Ok(DialogCall::Setup { tab: self.tab_id, once: self.once.unwrap_or(true), rule })
+        Ok(RuleSpec::Auth { credentials, matcher })
     }
 }
 
@@ -1401,6 +1369,27 @@ mod tests {
     }
 
     #[test]
+    fn a_kinds_foreign_match_fields_are_refused_by_the_table_first() {
+        // The builders once refused match.scheme and match.rp_id themselves ("not with
+        // dialog_type ..."), and a clear's save_to, files and save_dir; `FIELDS` refuses or
+        // ignores them before any builder runs, so those checks could never answer.
+        let err = |v| call(v).unwrap_err();
+        for kind in ["print", "download", "file_chooser", "sign_in", "payment", "storage_access", "passkey"] {
+            let e = err(json!({"action":"handle_dialog","setup":true,"dialog_type":kind,"match":{"scheme":"tel"}}));
+            assert_eq!(e, bad("match.scheme", "only with setup: true and dialog_type \"app_link\""), "{kind}");
+            if kind != "passkey" {
+                let e = err(json!({"action":"handle_dialog","setup":true,"dialog_type":kind,"match":{"rp_id":"a.b"}}));
+                assert_eq!(e, bad("match.rp_id", "only with setup: true and dialog_type \"passkey\""), "{kind}");
+            }
+        }
+        for (field, value) in [("save_to", json!("/a.pdf")), ("files", json!(["/a"])), ("save_dir", json!("/d"))] {
+            let mut v = json!({"action":"handle_dialog","clear":true});
+            v[field] = value;
+            assert_eq!(call(v), Ok(DialogCall::Clear { tab: None, what: DialogTypeArg::All }), "{field}");
+        }
+    }
+
+    #[test]
     fn defaults_are_accept_and_once() {
         let c = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"prompt"})).unwrap();
         assert!(matches!(c, DialogCall::Setup { once: true, rule: RuleSpec::Dialog { accept: true, .. }, .. }));
@@ -1483,5 +1472,203 @@ mod tests {
         assert_eq!(p(json!({"action":"click"})).param, "action");
         assert!(parse::<InteractArgs>(json!({"action":"handle_dialog"})).is_ok());
         assert_eq!(parse::<ObserveArgs>(serde_json::Value::Null).unwrap_err().param, "what");
+    }
+
+    /// Characterisation: a broad table of `interact` inputs through `validate`, every result
+    /// (the `DialogCall`, or the error's parameter and message) recorded in
+    /// `api_validate.snap`. Set UNMODAL_UPDATE_SNAPSHOT=1 to rewrite it.
+    #[test]
+    fn validate_matches_its_snapshot() {
+        use serde_json::{Map, Value};
+        let long = |n: usize| Value::from("x".repeat(n));
+        let s = |v: &str| Value::from(v);
+        // (label, fields); a key "match.x" goes into the `match` object.
+        let one = |k: &'static str, v: Value| vec![(k, v)];
+        let singles: Vec<(String, Vec<(&'static str, Value)>)> = vec![
+            ("-".into(), vec![]),
+            ("accept=true".into(), one("accept", true.into())),
+            ("accept=false".into(), one("accept", false.into())),
+            ("text=x".into(), one("text", s("x"))),
+            ("text=long".into(), one("text", long(MAX_TEXT_UNITS + 1))),
+            ("tab_id=3".into(), one("tab_id", 3.into())),
+            ("tab_id=-1".into(), one("tab_id", (-1).into())),
+            ("once=false".into(), one("once", false.into())),
+            ("once=true".into(), one("once", true.into())),
+            ("dialog_id=4".into(), one("dialog_id", 4.into())),
+            ("match={}".into(), one("match", Value::Object(Map::new()))),
+            ("match.message_contains=m".into(), one("match.message_contains", s("m"))),
+            ("match.message_contains=''".into(), one("match.message_contains", s(""))),
+            ("match.message_contains=long".into(), one("match.message_contains", long(MAX_MATCH_UNITS + 1))),
+            ("match.url_contains=u".into(), one("match.url_contains", s("u"))),
+            ("match.url_contains=''".into(), one("match.url_contains", s(""))),
+            ("match.url_contains=long".into(), one("match.url_contains", long(MAX_MATCH_UNITS + 1))),
+            ("match.realm=R".into(), one("match.realm", s("R"))),
+            ("match.realm=''".into(), one("match.realm", s(""))),
+            ("match.realm=long".into(), one("match.realm", long(MAX_MATCH_UNITS + 1))),
+            ("match.scheme=MailTo:".into(), one("match.scheme", s("MailTo:"))),
+            ("match.scheme=1x".into(), one("match.scheme", s("1x"))),
+            ("match.scheme=''".into(), one("match.scheme", s(""))),
+            ("match.rp_id=example.com".into(), one("match.rp_id", s("example.com"))),
+            ("match.rp_id=''".into(), one("match.rp_id", s(""))),
+            ("match.rp_id=long".into(), one("match.rp_id", long(257))),
+            ("match.accept_contains=pdf".into(), one("match.accept_contains", s("pdf"))),
+            ("match.accept_contains=''".into(), one("match.accept_contains", s(""))),
+            ("match.accept_contains=long".into(), one("match.accept_contains", long(257))),
+            ("username=ada".into(), one("username", s("ada"))),
+            ("password=pw".into(), one("password", s("pw"))),
+            ("username=ada password=pw".into(), vec![("username", s("ada")), ("password", s("pw"))]),
+            (
+                "username=long password=pw".into(),
+                vec![("username", long(MAX_USERNAME_UNITS + 1)), ("password", s("pw"))],
+            ),
+            (
+                "username=ada password=long".into(),
+                vec![("username", s("ada")), ("password", long(MAX_PASSWORD_UNITS + 1))],
+            ),
+            ("permission=camera".into(), one("permission", s("camera"))),
+            ("permission=automatic-downloads".into(), one("permission", s("automatic-downloads"))),
+            (
+                "permission=automatic-downloads match.url_contains=u".into(),
+                vec![("permission", s("automatic-downloads")), ("match.url_contains", s("u"))],
+            ),
+            ("chooser=usb".into(), one("chooser", s("usb"))),
+            ("keep=true".into(), one("keep", true.into())),
+            ("keep=false".into(), one("keep", false.into())),
+            ("save_to=/tmp/a.pdf".into(), one("save_to", s("/tmp/a.pdf"))),
+            ("save_to=rel.pdf".into(), one("save_to", s("rel.pdf"))),
+            ("files=[/a]".into(), one("files", json!(["/a"]))),
+            ("files=[]".into(), one("files", json!([]))),
+            ("files=[rel]".into(), one("files", json!(["rel"]))),
+            ("files=33".into(), one("files", json!(vec!["/a"; MAX_FILES + 1]))),
+            ("save_dir=/d".into(), one("save_dir", s("/d"))),
+            ("save_dir=d".into(), one("save_dir", s("d"))),
+        ];
+        // Fields whose pairs are tried too (which error wins when two are wrong).
+        let pairable = [
+            "accept=true",
+            "accept=false",
+            "text=x",
+            "once=false",
+            "dialog_id=4",
+            "match.message_contains=m",
+            "match.url_contains=u",
+            "match.realm=R",
+            "match.scheme=MailTo:",
+            "match.rp_id=example.com",
+            "match.accept_contains=pdf",
+            "username=ada",
+            "password=pw",
+            "username=ada password=pw",
+            "permission=camera",
+            "chooser=usb",
+            "keep=true",
+            "save_to=/tmp/a.pdf",
+            "files=[/a]",
+            "save_dir=/d",
+        ];
+        let find = |l: &str| singles.iter().find(|(s, _)| s == l).unwrap().1.clone();
+        let mut extras = singles.clone();
+        for (i, a) in pairable.iter().enumerate() {
+            for b in &pairable[i + 1..] {
+                extras.push((format!("{a} {b}"), [find(a), find(b)].concat()));
+            }
+        }
+        let modes: [(&str, &[(&str, bool)]); 5] = [
+            ("answer", &[]),
+            ("setup", &[("setup", true)]),
+            ("setup+clear", &[("setup", true), ("clear", true)]),
+            ("clear", &[("clear", true)]),
+            ("status", &[("status", true)]),
+        ];
+        let kinds = [
+            None,
+            Some("alert"),
+            Some("confirm"),
+            Some("prompt"),
+            Some("beforeunload"),
+            Some("auth"),
+            Some("permission"),
+            Some("device_chooser"),
+            Some("app_link"),
+            Some("passkey"),
+            Some("print"),
+            Some("sign_in"),
+            Some("payment"),
+            Some("storage_access"),
+            Some("file_chooser"),
+            Some("download"),
+            Some("all"),
+        ];
+        let default_match = format!("{:?}", MatchArg::default());
+        // The snapshot: the columns (the extra fields), the results (each once), then a row per
+        // mode and dialog_type with the result of each column (`.`: that case is not tried).
+        let mut results: Vec<String> = Vec::new();
+        let mut rows = String::new();
+        for (mode, flags) in modes {
+            for kind in kinds {
+                rows += &format!("{mode} {}:", kind.unwrap_or("-"));
+                for (label, fields) in &extras {
+                    // Pairs only where they decide most: a setup, or an answer.
+                    let pair = !singles.iter().any(|(s, _)| s == label);
+                    if pair && !matches!(mode, "setup" | "answer") {
+                        rows += " .";
+                        continue;
+                    }
+                    let mut v = Map::new();
+                    v.insert("action".into(), s("handle_dialog"));
+                    for (k, b) in flags {
+                        v.insert((*k).into(), (*b).into());
+                    }
+                    if let Some(k) = kind {
+                        v.insert("dialog_type".into(), s(k));
+                    }
+                    for (k, x) in fields {
+                        match k.strip_prefix("match.") {
+                            Some(m) => {
+                                let o = v.entry("match").or_insert_with(|| Value::Object(Map::new()));
+                                o.as_object_mut().unwrap().insert(m.into(), x.clone());
+                            }
+                            None => {
+                                v.insert((*k).into(), x.clone());
+                            }
+                        }
+                    }
+                    let result = match parse::<InteractArgs>(Value::Object(v)) {
+                        Err(e) => format!("parse error {}: {}", e.param, e.message),
+                        Ok(a) => match a.validate() {
+                            Ok(c) => format!("{c:?}").replace(&default_match, "MatchArg::default()"),
+                            Err(e) => format!("Err {}: {}", e.param, e.message),
+                        },
+                    };
+                    let id = results.iter().position(|r| *r == result).unwrap_or_else(|| {
+                        results.push(result);
+                        results.len() - 1
+                    });
+                    rows += &format!(" {id}");
+                }
+                rows += "\n";
+            }
+        }
+        let mut out = String::from("# columns\n");
+        for (i, (label, _)) in extras.iter().enumerate() {
+            out += &format!("{i} {label}\n");
+        }
+        out += "# results\n";
+        for (i, r) in results.iter().enumerate() {
+            out += &format!("{i} {r}\n");
+        }
+        out += "# rows\n";
+        out += &rows;
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/api_validate.snap");
+        if std::env::var_os("UNMODAL_UPDATE_SNAPSHOT").is_some() {
+            std::fs::write(path, &out).unwrap();
+            return;
+        }
+        let want = std::fs::read_to_string(path).unwrap_or_default();
+        if want != out {
+            std::fs::write(format!("{path}.new"), &out).unwrap();
+            let diff = want.lines().zip(out.lines()).find(|(w, o)| w != o);
+            panic!("validate's results changed (see {path}.new); first difference: {diff:?}");
+        }
     }
 }
