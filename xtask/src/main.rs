@@ -45,17 +45,19 @@ fn main() -> Result<()> {
 }
 
 fn test(rest: &[String]) -> Result<()> {
-    build::all()?;
-    cross::check()?;
-    bootstrap::chromium()?;
-    bootstrap::display_tools()?;
-    bootstrap::test_peers()?;
+    sh::timed("build", build::all)?;
+    sh::timed("typecheck for the other systems", cross::check)?;
+    sh::timed("test tools", || {
+        bootstrap::chromium()?;
+        bootstrap::display_tools()?;
+        bootstrap::test_peers()
+    })?;
     let mut cmd = sh::cargo();
     cmd.args(["test", "--workspace", "--all-features", "--no-fail-fast"]).args(rest);
     if std::env::var_os("RUST_TEST_THREADS").is_none() {
         cmd.env("RUST_TEST_THREADS", test_threads().to_string());
     }
-    sh::run(&mut cmd)
+    sh::timed("tests (their build, then unit and end-to-end)", || sh::run(&mut cmd))
 }
 
 /// More test threads than cores: the end-to-end tests mostly wait on browsers, and how many

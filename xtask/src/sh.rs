@@ -29,6 +29,15 @@ pub fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// Runs one step of a command and says how long it took: where a run's time goes, read
+/// from any CI log.
+pub fn timed<T>(step: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let start = std::time::Instant::now();
+    let out = f();
+    eprintln!("xtask: {step}: {:.1} s{}", start.elapsed().as_secs_f64(), if out.is_ok() { "" } else { " (failed)" });
+    out
+}
+
 pub fn output(cmd: &mut Command) -> Result<String> {
     let out = cmd.output().with_context(|| format!("could not start {cmd:?}"))?;
     if !out.status.success() {
