@@ -27,7 +27,9 @@ impl Artifacts {
     pub fn find() -> Result<Self> {
         let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), PathBuf::from);
         let extension = target.join("extension");
-        let host = target.join("release/unmodal");
+        // `cargo xtask test` names the test build's host (no release build there); else the
+        // one `cargo xtask build` makes.
+        let host = std::env::var_os("UNMODAL_TEST_HOST").map_or_else(|| target.join("release/unmodal"), PathBuf::from);
         for p in
             [extension.join("manifest.json"), extension.join("inject.js"), target.join("extension.stamp"), host.clone()]
         {

@@ -637,9 +637,10 @@ mod tests {
         );
     }
 
-    /// The npm packages, made from this machine's release binary (`cargo xtask build`),
-    /// packed, installed offline into an empty directory and run. Without that binary or
-    /// npm this says so and passes, except under `CI=true`.
+    /// The npm packages, made from this machine's binary (the release one `cargo xtask build`
+    /// makes, or the test build's that `cargo xtask test` names), packed, installed offline
+    /// into an empty directory and run. Without that binary or npm this says so and passes,
+    /// except under `CI=true`.
     #[test]
     fn the_npm_package_installs_offline_and_serves_mcp() {
         let root = sh::root();
@@ -648,7 +649,8 @@ mod tests {
             eprintln!("skipped: no npm package is made for this machine ({host})");
             return;
         };
-        let binary = root.join("target/release").join(target.exe());
+        let binary = std::env::var_os("UNMODAL_TEST_HOST")
+            .map_or_else(|| root.join("target/release").join(target.exe()), PathBuf::from);
         if !binary.is_file() || !sh::have("npm") {
             let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
             assert!(!ci, "{} or npm is missing: run `cargo xtask build` first", binary.display());

@@ -13,8 +13,8 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
   build   build the wasm engine, assemble target/extension/, build target/release/unmodal
-  test    build, typecheck the host for Windows and macOS, then run every test (unit and
-          real-Chromium end-to-end)
+  test    build the extension, typecheck the host for Windows and macOS, then run every test
+          (unit and real-Chromium end-to-end, against the test build's target/debug/unmodal)
   dist    build, then make the release in target/dist/: an archive per target this machine can
           build (Linux x64 tar.gz, Windows x64 zip with mingw; macOS only with a linker for it),
           SHA256SUMS, and the npm packages (unmodal + @unmodal/<os>-<cpu>) packed in
@@ -45,7 +45,10 @@ fn main() -> Result<()> {
 }
 
 fn test(rest: &[String]) -> Result<()> {
-    sh::timed("build", build::all)?;
+    // No release host: the end-to-end tests run target/debug/unmodal, which the test build
+    // below makes anyway (cargo builds a package's binary for its integration tests), so
+    // the dependencies are not compiled a second time with optimisations.
+    sh::timed("build the extension", build::extension)?;
     sh::timed("typecheck for the other systems", cross::check)?;
     sh::timed("test tools", || {
         bootstrap::chromium()?;
@@ -57,6 +60,7 @@ fn test(rest: &[String]) -> Result<()> {
     if std::env::var_os("RUST_TEST_THREADS").is_none() {
         cmd.env("RUST_TEST_THREADS", test_threads().to_string());
     }
+    cmd.env("UNMODAL_TEST_HOST", target_dir().join("debug/unmodal"));
     sh::timed("tests (their build, then unit and end-to-end)", || sh::run(&mut cmd))
 }
 
@@ -66,6 +70,10 @@ fn test_threads() -> usize {
     let cores = std::thread::available_parallelism().map_or(2, usize::from);
     let browsers = std::env::var("UNMODAL_TEST_BROWSERS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0);
     (4 * cores).max(browsers)
+}
+
+fn target_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| sh::root().join("target"), Into::into)
 }
 
 /// demo and bench drive a real browser; they live in the e2e harness crate.
