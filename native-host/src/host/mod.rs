@@ -27,6 +27,8 @@ mod pilot_value;
 pub mod policy;
 mod print;
 mod prompt;
+#[cfg(test)]
+mod prompt_snapshot;
 pub mod protocol;
 pub mod record;
 mod reports;
