@@ -2,9 +2,9 @@
 //! and the answers they get: typed views serialized once, each naming the tab it acted on.
 
 use super::explain::{self, PILOT_OFF_WARNING};
+use super::kinds::With;
 use super::logs::{self, LogEntry};
 use super::policy::PolicyView;
-use super::prompt::With;
 use super::protocol::ToBrowser;
 use super::record::{DecidedBy, DialogRecord};
 use super::state::{HISTORY, Rule, State, Tab, in_config};

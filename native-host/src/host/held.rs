@@ -5,7 +5,7 @@
 //! watchdog's answers, and the `dialogs_blocking` note.
 
 use super::explain;
-use super::prompt::With;
+use super::kinds::With;
 use super::protocol::{AnswerResult, HeldClosed, HeldOpened, HeldRef, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
 use super::state::State;

@@ -12,10 +12,10 @@
 //! checked again here when a rule gives them. Elsewhere (no rule, no policy, pilot off)
 //! choosers are the browser's, so another driver's upload tool keeps working.
 
-use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
-use super::protocol::{FileChooserAsk, PromptDecision, ToBrowser};
-use super::record::{self, DecidedBy, Details, FileChooserDetails, GivenFile};
+use super::{Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
 use crate::api::RuleSpec;
+use crate::host::protocol::{FileChooserAsk, PromptDecision, ToBrowser};
+use crate::host::record::{self, Details, DialogRecord, FileChooserDetails, GivenFile};
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer as _;
@@ -24,6 +24,66 @@ use std::time::{Duration, Instant};
 use unmodal_engine::Policy;
 
 const MAX_LABEL_CHARS: usize = 200;
+
+/// Each policy's answer to an `<input type=file>`'s chooser.
+const POLICIES: Policies = Policies {
+    hold: "file chooser held for the agent (policy must_respond): the page waits as for a person at the file dialog; \
+answer with interact {action:\"handle_dialog\", dialog_id, files:[absolute paths]} or accept: false to cancel it",
+    auto: Says::Refuse(
+        "file chooser cancelled by the default policy, as a person's cancel (the tab's file_chooser rule did not \
+match it)",
+    ),
+    auto_accept: Says::Refuse(
+        "file chooser cancelled: the tab's auto_accept policy has no files to give (a file_chooser rule with files \
+gives some)",
+    ),
+    auto_dismiss: Says::Refuse("file chooser cancelled by the tab's auto_dismiss policy"),
+};
+
+/// Each policy's answer to a File System Access picker; `{call}` is the page's call.
+const PICKER: Policies = Policies {
+    hold: "{call}() held for the agent (policy must_respond): the page waits as for a person at the file dialog; \
+answer with interact {action:\"handle_dialog\", dialog_id, accept: false} (no protocol gives a picker files)",
+    auto: Says::Refuse(
+        "{call}() refused by the default policy as a person's cancel (AbortError): headless, the browser refuses it \
+the same way; headful, it would open the OS file dialog and wait for a person",
+    ),
+    auto_accept: Says::Refuse("{call}() refused as a person's cancel (the tab's policy)"),
+    auto_dismiss: Says::Refuse("{call}() refused as a person's cancel (the tab's policy)"),
+};
+
+/// A file chooser once recorded.
+pub(super) struct FileChooser;
+
+impl Spec for FileChooser {
+    fn kind(&self) -> Kind {
+        Kind::FileChooser
+    }
+
+    fn closed(&self, accepted: bool) -> &'static str {
+        if accepted {
+            "the page got the files (input and change events)"
+        } else {
+            "cancelled (the page got a cancel event, as after a person's cancel)"
+        }
+    }
+
+    fn accept_refused(&self, held: &DialogRecord, carrying: bool) -> Option<String> {
+        let id = held.id;
+        if matches!(&held.details, Some(Details::FileChooser(d)) if d.mode.ends_with("_picker")) {
+            return Some(format!(
+                "Dialog {id} is a File System Access picker: no protocol gives a picker files, so it can only be \
+refused as a person's cancel; send accept: false. (A page's <input type=file> takes files.)"
+            ));
+        }
+        (!carrying).then(|| {
+            format!(
+                "Dialog {id} is a file chooser: answer it with files (absolute paths inside your roots), or send \
+accept: false to cancel it."
+            )
+        })
+    }
+}
 
 impl FileChooserAsk {
     fn folder(&self) -> bool {
@@ -129,50 +189,17 @@ gives a File System Access picker files"
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
-        let cancel = |by, why: &str| Verdict::policy(PromptDecision::Refuse, by, why);
-        if let Some(call) = self.picker() {
-            return match policy {
-                Policy::MustRespond => Verdict::Hold {
-                    why: format!(
-                        "{call}() held for the agent (policy must_respond): the page waits as for a person at the file \
-dialog; answer with interact {{action:\"handle_dialog\", dialog_id, accept: false}} (no protocol gives a picker files)"
-                    ),
-                },
-                Policy::Auto => cancel(
-                    DecidedBy::DefaultPolicy,
-                    &format!(
-                        "{call}() refused by the default policy as a person's cancel (AbortError): headless, the browser \
-refuses it the same way; headful, it would open the OS file dialog and wait for a person"
-                    ),
-                ),
-                _ => cancel(DecidedBy::Policy, &format!("{call}() refused as a person's cancel (the tab's policy)")),
-            };
-        }
-        match policy {
-            Policy::MustRespond => Verdict::Hold {
-                why: "file chooser held for the agent (policy must_respond): the page waits as for a person at the \
-file dialog; answer with interact {action:\"handle_dialog\", dialog_id, files:[absolute paths]} or accept: false to \
-cancel it"
-                    .into(),
-            },
-            Policy::Auto => cancel(
-                DecidedBy::DefaultPolicy,
-                "file chooser cancelled by the default policy, as a person's cancel (the tab's file_chooser rule did \
-not match it)",
-            ),
-            Policy::AutoAccept => cancel(
-                DecidedBy::Policy,
-                "file chooser cancelled: the tab's auto_accept policy has no files to give (a file_chooser rule with \
-files gives some)",
-            ),
-            Policy::AutoDismiss => cancel(DecidedBy::Policy, "file chooser cancelled by the tab's auto_dismiss policy"),
+        match self.picker() {
+            Some(call) => PICKER.verdict_with(policy, &[("{call}", call)]),
+            None => POLICIES.verdict(policy),
         }
     }
 
     fn pilot_off(&self) -> String {
-        "AI Web Pilot is off: the browser's own file chooser (headless: cancelled at once; headful: the OS file \
-dialog, which waits for a person); a person must switch the pilot on (`unmodal pilot on` in a terminal)"
-            .into()
+        pilot_off(
+            "the browser's own file chooser (headless: cancelled at once; headful: the OS file dialog, which waits \
+for a person)",
+        )
     }
 }
 
@@ -196,7 +223,7 @@ impl FileChooserAsk {
     }
 }
 
-impl super::state::State {
+impl crate::host::state::State {
     /// A remote browser's chooser could not be given its files: the bridge could not copy
     /// them onto the browser's machine (`transport/remote_uploads.rs`). An agent's answer
     /// fails as one the browser refused, and the chooser stays held for another; a rule's
@@ -209,7 +236,7 @@ impl super::state::State {
             h.closing = None;
             // The worker waited for the copy; it holds the chooser for the watchdog again.
             let left = h.deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(Instant::now()));
-            let wait_ms = u64::try_from((left + super::prompt::HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX);
+            let wait_ms = u64::try_from((left + super::HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX);
             return vec![ToBrowser::PromptHold { kind: Kind::FileChooser, tab_id, id, wait_ms }];
         }
         if let Some(rec) = self.history.iter_mut().find(|r| r.id == record) {
@@ -236,9 +263,10 @@ fn named(files: &[PathBuf]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::tests::{feed, state_with, to_json};
     use super::*;
     use crate::api::{DialogCall, MatchArg};
+    use crate::host::record::DecidedBy;
+    use crate::host::state::tests::{feed, state_with, to_json};
     use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::json;

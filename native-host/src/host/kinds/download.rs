@@ -11,12 +11,13 @@
 //! The worker reports what became of it (`download_done`); the record then says the file's
 //! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
 
-use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
-use super::protocol::ToBrowser;
-use super::protocol::{DownloadAsk, FetchJob, PromptDecision};
-use super::record::{self, DecidedBy, Details, DownloadDetails, FileJob};
-use super::state::{State, is_downloads_rule};
+use super::{Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
 use crate::api::RuleSpec;
+use crate::host::protocol::ToBrowser;
+use crate::host::protocol::{DownloadAsk, FetchJob, PromptDecision};
+use crate::host::record::{self, Details, DownloadDetails, FileJob};
+use crate::host::state::{State, is_downloads_rule};
+use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
 use std::path::{Path, PathBuf};
@@ -31,6 +32,31 @@ them all through.";
 
 /// Downloads waiting for their end, at most (the oldest is forgotten past it).
 const MAX_JOBS: usize = 256;
+
+/// Each policy's answer.
+const POLICIES: Policies = Policies {
+    hold: "download held for the agent (policy must_respond): the browser waits for its name; answer with interact \
+{action:\"handle_dialog\", dialog_id, accept, save_dir?} (true: saved; false: cancelled)",
+    auto: Says::Accept(
+        "download saved by the browser as it does without Unmodal (the default policy); a download rule with accept: \
+false cancels downloads, save_dir moves them into a directory of yours",
+    ),
+    auto_accept: Says::Accept("download saved (the tab's auto_accept policy)"),
+    auto_dismiss: Says::Refuse("download cancelled by the tab's auto_dismiss policy, nothing written"),
+};
+
+/// A download once recorded.
+pub(super) struct Download;
+
+impl Spec for Download {
+    fn kind(&self) -> Kind {
+        Kind::Download
+    }
+
+    fn closed(&self, accepted: bool) -> &'static str {
+        if accepted { "saved" } else { "cancelled (nothing written)" }
+    }
+}
 
 impl PromptKind for DownloadAsk {
     fn describe(&self, redactor: &Redactor, url: &str) -> Described {
@@ -72,44 +98,17 @@ impl PromptKind for DownloadAsk {
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
-        let verdict = match policy {
-            Policy::MustRespond => {
-                return Verdict::Hold {
-                    why: "download held for the agent (policy must_respond): the browser waits for its name; answer \
-with interact {action:\"handle_dialog\", dialog_id, accept, save_dir?} (true: saved; false: cancelled)"
-                        .into(),
-                };
-            }
-            Policy::Auto => Verdict::policy(
-                PromptDecision::Accept,
-                DecidedBy::DefaultPolicy,
-                "download saved by the browser as it does without Unmodal (the default policy); a download rule \
-with accept: false cancels downloads, save_dir moves them into a directory of yours",
-            ),
-            Policy::AutoAccept => Verdict::policy(
-                PromptDecision::Accept,
-                DecidedBy::Policy,
-                "download saved (the tab's auto_accept policy)",
-            ),
-            Policy::AutoDismiss => Verdict::policy(
-                PromptDecision::Refuse,
-                DecidedBy::Policy,
-                "download cancelled by the tab's auto_dismiss policy, nothing written",
-            ),
-        };
-        verdict.carrying(With::SaveDir(None))
+        POLICIES.verdict(policy).carrying(With::SaveDir(None))
     }
 
     fn pilot_off(&self) -> String {
-        "AI Web Pilot is off: the browser saved the download its own way; a person must switch the pilot on \
-(`unmodal pilot on` in a terminal) for rules to decide downloads"
-            .into()
+        pilot_off("the browser saved the download its own way") + " for rules to decide downloads"
     }
 }
 
 impl State {
     /// A decided download's end is awaited: its record, and where a saved file goes.
-    pub(super) fn track_download(&mut self, tab_id: i64, id: u64, record: u64, to: Option<PathBuf>) {
+    pub(in crate::host) fn track_download(&mut self, tab_id: i64, id: u64, record: u64, to: Option<PathBuf>) {
         if self.download_jobs.len() >= MAX_JOBS
             && let Some(oldest) = self.download_jobs.iter().min_by_key(|(_, j)| j.record).map(|(k, _)| *k)
         {
@@ -122,7 +121,7 @@ impl State {
     /// with a `save_dir` is moved there first. `blocked`: the browser blocks the site's
     /// automatic downloads now (said on the record and in the tab's logs). A once-rule for
     /// automatic downloads has let its batch through: it is spent (the config follows).
-    pub(super) fn on_download_done(
+    pub(in crate::host) fn on_download_done(
         &mut self,
         tab_id: i64,
         id: u64,
@@ -248,9 +247,10 @@ fn move_into(from: &Path, dir: &Path) -> Result<PathBuf, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::tests::{feed, state_with, to_json};
     use super::*;
     use crate::api::{DialogCall, MatchArg};
+    use crate::host::record::DecidedBy;
+    use crate::host::state::tests::{feed, state_with, to_json};
     use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::json;
