@@ -2,7 +2,7 @@
 //! and the answers they get: typed views serialized once, each naming the tab it acted on.
 
 use super::explain::{self, PILOT_OFF_WARNING};
-use super::kinds::With;
+use super::kinds::{self, With};
 use super::logs::{self, LogEntry};
 use super::policy::PolicyView;
 use super::protocol::ToBrowser;
@@ -330,54 +330,18 @@ impl State {
                 Ok(Done::now(self.answer(&body, tab), Vec::new()))
             }
             DialogCall::Authenticate { tab, dialog_id, credentials } => {
-                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
-                    return Err(ToolError::new(
-                        ErrorCode::DialogNotFound,
-                        "No HTTP auth challenge is held open for the agent (only the must_respond policy holds them; otherwise the request was already answered). To log in, set up a rule first: interact {action:\"handle_dialog\", \
-setup:true, dialog_type:\"auth\", username, password}, then load the page again.",
-                    ));
-                };
-                let msg = self.answer_held(id, true, None, With::Login(credentials), DecidedBy::Agent)?;
-                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
+                self.answer_carrying(tab, dialog_id, With::Login(credentials))
             }
             DialogCall::PrintTo { tab, dialog_id, save_to } => {
-                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
-                    return Err(ToolError::new(
-                        ErrorCode::DialogNotFound,
-                        "No print is held open for the agent (only the must_respond policy holds them). To print the \
-next one to a file, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"print\", save_to}.",
-                    ));
-                };
-                let msg = self.answer_held(id, true, None, With::Pdf { to: Some(save_to) }, DecidedBy::Agent)?;
-                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
+                self.answer_carrying(tab, dialog_id, With::Pdf { to: Some(save_to) })
             }
             DialogCall::DownloadTo { tab, dialog_id, save_dir } => {
-                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
-                    return Err(ToolError::new(
-                        ErrorCode::DialogNotFound,
-                        "No download is held open for the agent (only the must_respond policy holds them). To save the \
-next one into a directory, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"download\", \
-save_dir}.",
-                    ));
-                };
-                let msg = self.answer_held(id, true, None, With::SaveDir(Some(save_dir)), DecidedBy::Agent)?;
-                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
+                self.answer_carrying(tab, dialog_id, With::SaveDir(Some(save_dir)))
             }
             DialogCall::Upload { .. } if self.file_access == Some(false) => {
                 Err(ToolError::new(ErrorCode::InvalidParams, FILE_ACCESS_OFF))
             }
-            DialogCall::Upload { tab, dialog_id, files } => {
-                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
-                    return Err(ToolError::new(
-                        ErrorCode::DialogNotFound,
-                        "No file chooser is held open for the agent (only the must_respond policy holds them). To give \
-the next one files, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"file_chooser\", \
-files}.",
-                    ));
-                };
-                let msg = self.answer_held(id, true, None, With::Files(files), DecidedBy::Agent)?;
-                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
-            }
+            DialogCall::Upload { tab, dialog_id, files } => self.answer_carrying(tab, dialog_id, With::Files(files)),
             DialogCall::Respond { tab, accept, text, dialog_id } => {
                 if let Some(id) = self.held_to_answer(tab, dialog_id)? {
                     let msg = self.answer_held(id, accept, text, With::Nothing, DecidedBy::Agent)?;
@@ -387,6 +351,16 @@ files}.",
                 Ok(Done::now(self.respond(&tab, accept, text), Vec::new()))
             }
         }
+    }
+
+    /// The agent's accept of a held prompt with what only its kind takes (a login, files, …).
+    fn answer_carrying(&mut self, tab: Option<i64>, dialog_id: Option<u64>, with: With) -> Result<Done, ToolError> {
+        let Some(id) = self.held_to_answer(tab, dialog_id)? else {
+            let none = kinds::carrier(&with).map_or("No dialog is held open for the agent.", |(_, c)| c.none_held);
+            return Err(ToolError::new(ErrorCode::DialogNotFound, none));
+        };
+        let msg = self.answer_held(id, true, None, with, DecidedBy::Agent)?;
+        Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
     }
 
     /// Which held dialog an answer is for: the one named, or the only one that waits (in

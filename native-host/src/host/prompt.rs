@@ -7,8 +7,8 @@
 
 use super::explain;
 use super::kinds::{self, HOLD_MARGIN, PromptKind, Verdict, With};
-use super::protocol::{PasskeyArming, PromptDecision, PromptRequest, PromptResult, ToBrowser};
-use super::record::{DecidedBy, Details, DialogRecord, DialogState, FileJob, HeldDialog};
+use super::protocol::{PromptDecision, PromptRequest, PromptResult, ToBrowser};
+use super::record::{DecidedBy, DialogRecord, DialogState, HeldDialog};
 use super::state::State;
 use crate::kind::Kind;
 use crate::reply::{ErrorCode, ToolError};
@@ -65,7 +65,7 @@ impl State {
         let open = waits || (verdict.is_none() && k.open_until_done());
         let mut details = described.details;
         if let Some(Verdict::Answer { decision: PromptDecision::Accept, with, .. }) = &verdict {
-            name_files(&mut details, with);
+            with.name_on(&mut details);
         }
         let record = DialogRecord {
             message: described.message,
@@ -95,10 +95,7 @@ impl State {
         match verdict {
             None => {
                 let id = record.id;
-                if kind == Kind::Download {
-                    // The browser's own way: its end still goes on the record.
-                    self.track_download(m.tab_id, m.id, id, None);
-                }
+                k.left_to_browser(self, m.tab_id, m.id, id);
                 self.remember(record);
                 if open {
                     self.queue_pending(id);
@@ -154,20 +151,19 @@ impl State {
     ) -> Result<ToBrowser, ToolError> {
         let h = &mut self.held[pos];
         let kind = h.record.kind;
-        let carrying = matches!(with, With::Login(_) | With::Files(_));
-        if accept && let Some(why) = kinds::spec(kind).and_then(|k| k.accept_refused(&h.record, carrying)) {
+        let spec = kinds::spec(kind);
+        let carrying = !matches!(with, With::Nothing);
+        if accept && let Some(why) = spec.and_then(|k| k.accept_refused(&h.record, carrying)) {
             return Err(ToolError::new(ErrorCode::InvalidParams, why));
         }
         h.closing = Some(by);
         h.answer_error = None;
         if accept {
-            name_files(&mut h.record.details, &with);
+            with.name_on(&mut h.record.details);
         }
         let (tab, hold, record) = (h.record.tab_id, h.hold, h.record.id);
-        let with = match (&h.record.details, with) {
-            (Some(Details::Passkey(p)), With::Nothing) => With::Passkeys { rp_id: p.rp_id.clone(), keep: false },
-            (_, With::Nothing) if kind == Kind::Print => With::Pdf { to: None },
-            (_, With::Nothing) if kind == Kind::Download => With::SaveDir(None),
+        let with = match (spec, with) {
+            (Some(k), With::Nothing) => k.accept_with(&h.record),
             (_, with) => with,
         };
         let decision = if accept { PromptDecision::Accept } else { PromptDecision::Refuse };
@@ -185,19 +181,7 @@ impl State {
         with: With,
     ) -> ToBrowser {
         let accept = decision == PromptDecision::Accept;
-        let (mut credentials, mut passkeys, mut files) = (None, None, None);
-        match with {
-            With::Login(c) if accept => credentials = Some(c),
-            With::Passkeys { rp_id, keep } if accept => {
-                passkeys = Some(PasskeyArming { keep, credentials: self.passkeys.for_rp(&rp_id) });
-            }
-            With::Pdf { to } if accept => {
-                self.print_jobs.insert((tab_id, id), FileJob { record, to });
-            }
-            With::Files(f) if accept => files = Some(f.iter().map(|p| p.display().to_string()).collect()),
-            With::SaveDir(to) => self.track_download(tab_id, id, record, to.filter(|_| accept)),
-            _ => {}
-        }
+        let kinds::Carried { credentials, passkeys, files } = with.apply(self, (tab_id, id, record), accept);
         ToBrowser::PromptAnswer { kind, tab_id, id, decision, credentials, passkeys, files, record }
     }
 
@@ -255,12 +239,5 @@ impl State {
         for m in &gone {
             self.on_prompt_result(m);
         }
-    }
-}
-
-/// A file chooser's record names the files an accept gives it (paths and sizes).
-fn name_files(details: &mut Option<Details>, with: &With) {
-    if let (Some(Details::FileChooser(d)), With::Files(files)) = (details, with) {
-        d.files = super::record::GivenFile::of(files);
     }
 }

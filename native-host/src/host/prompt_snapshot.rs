@@ -248,6 +248,14 @@ fn every_prompt_kind_matches_its_snapshot() {
             }
         }
     }
+    out += "## nothing held\n";
+    for (name, args) in answers(&d) {
+        let mut s = state_with(Policy::MustRespond);
+        s.file_access = Some(true);
+        let mut args = args.clone();
+        args.as_object_mut().unwrap().insert("action".into(), "handle_dialog".into());
+        out += &format!("{name}: {}\n", interact(&mut s, args));
+    }
     out += "## rules\n";
     for rule in rules(&d) {
         for once in [true, false] {

@@ -177,11 +177,10 @@ pub struct State {
     pub passkeys: super::passkey_keys::PasskeyKeys,
     /// The browser's own app-link dialogs showing in tabs (`app_link.rs`).
     pub app_dialogs: Vec<super::record::AppDialog>,
-    /// Prints being printed to PDF, by tab and request (`print.rs`), and how many PDFs this
-    /// host wrote.
-    pub print_jobs: HashMap<(i64, u64), super::record::FileJob>,
-    /// Downloads decided and not yet done, by tab and request (`download.rs`).
-    pub download_jobs: HashMap<(i64, u64), super::record::FileJob>,
+    /// Files a kind will write or move once the worker's result comes, by kind, then by tab
+    /// and request (`kinds/`: prints being printed to PDF, downloads decided and not done).
+    pub file_jobs: HashMap<crate::kind::Kind, HashMap<(i64, u64), super::record::FileJob>>,
+    /// How many PDFs this host wrote into the prints directory.
     pub prints_made: u32,
 }
 
@@ -223,8 +222,7 @@ impl State {
             sync_seen: 0,
             passkeys: Default::default(),
             app_dialogs: Vec::new(),
-            print_jobs: HashMap::new(),
-            download_jobs: HashMap::new(),
+            file_jobs: HashMap::new(),
             prints_made: 0,
         }
     }

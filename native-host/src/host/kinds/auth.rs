@@ -11,7 +11,7 @@
 //! does the rest; here is what is auth's own: matching by realm, refused credentials not
 //! tried again, the attempt limit, and what became of the request.
 
-use super::{Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
+use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
 use crate::api::RuleSpec;
 use crate::host::protocol::{AuthAsk, AuthDone, PromptDecision, PromptResult};
 use crate::host::record::{
@@ -67,6 +67,15 @@ impl Spec for Auth {
 
     fn gone(&self, _settled: bool) -> &'static str {
         "The request ended before the answer reached it."
+    }
+
+    fn carries(&self, with: &With) -> Option<Carries> {
+        matches!(with, With::Login(_)).then_some(Carries {
+            only: "username and password answer only an auth challenge",
+            none_held: "No HTTP auth challenge is held open for the agent (only the must_respond policy holds them; \
+otherwise the request was already answered). To log in, set up a rule first: interact {action:\"handle_dialog\", \
+setup:true, dialog_type:\"auth\", username, password}, then load the page again.",
+        })
     }
 
     fn accept_refused(&self, held: &DialogRecord, carrying: bool) -> Option<String> {

@@ -11,11 +11,11 @@
 //! The worker reports what became of it (`download_done`); the record then says the file's
 //! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
 
-use super::{Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
+use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
 use crate::api::RuleSpec;
 use crate::host::protocol::ToBrowser;
 use crate::host::protocol::{DownloadAsk, FetchJob, PromptDecision};
-use crate::host::record::{self, Details, DownloadDetails, FileJob};
+use crate::host::record::{self, Details, DialogRecord, DownloadDetails, FileJob};
 use crate::host::state::{State, is_downloads_rule};
 use crate::kind::Kind;
 use crate::redact::Redactor;
@@ -55,6 +55,19 @@ impl Spec for Download {
 
     fn closed(&self, accepted: bool) -> &'static str {
         if accepted { "saved" } else { "cancelled (nothing written)" }
+    }
+
+    fn accept_with(&self, _held: &DialogRecord) -> With {
+        With::SaveDir(None)
+    }
+
+    fn carries(&self, with: &With) -> Option<Carries> {
+        matches!(with, With::SaveDir(_)).then_some(Carries {
+            only: "save_dir answers only a download",
+            none_held: "No download is held open for the agent (only the must_respond policy holds them). To save the \
+next one into a directory, set up a rule first: interact {action:\"handle_dialog\", setup:true, \
+dialog_type:\"download\", save_dir}.",
+        })
     }
 }
 
@@ -101,6 +114,11 @@ impl PromptKind for DownloadAsk {
         POLICIES.verdict(policy).carrying(With::SaveDir(None))
     }
 
+    /// The browser's own way: its end still goes on the record.
+    fn left_to_browser(&self, s: &mut State, tab: i64, id: u64, record: u64) {
+        s.track_download(tab, id, record, None);
+    }
+
     fn pilot_off(&self) -> String {
         pilot_off("the browser saved the download its own way") + " for rules to decide downloads"
     }
@@ -109,12 +127,13 @@ impl PromptKind for DownloadAsk {
 impl State {
     /// A decided download's end is awaited: its record, and where a saved file goes.
     pub(in crate::host) fn track_download(&mut self, tab_id: i64, id: u64, record: u64, to: Option<PathBuf>) {
-        if self.download_jobs.len() >= MAX_JOBS
-            && let Some(oldest) = self.download_jobs.iter().min_by_key(|(_, j)| j.record).map(|(k, _)| *k)
+        let jobs = self.file_jobs.entry(Kind::Download).or_default();
+        if jobs.len() >= MAX_JOBS
+            && let Some(oldest) = jobs.iter().min_by_key(|(_, j)| j.record).map(|(k, _)| *k)
         {
-            self.download_jobs.remove(&oldest);
+            jobs.remove(&oldest);
         }
-        self.download_jobs.insert((tab_id, id), FileJob { record, to });
+        jobs.insert((tab_id, id), FileJob { record, to });
     }
 
     /// What became of a download: its record says the state, size and path; a saved file
@@ -136,7 +155,9 @@ impl State {
         if blocked {
             self.logs.note(tab_id, "download", BLOCKED.into());
         }
-        let Some(job) = self.download_jobs.remove(&(tab_id, id)) else { return out };
+        let Some(job) = self.file_jobs.get_mut(&Kind::Download).and_then(|j| j.remove(&(tab_id, id))) else {
+            return out;
+        };
         let Some(rec) =
             self.held.iter_mut().map(|h| &mut h.record).chain(self.history.iter_mut()).find(|r| r.id == job.record)
         else {
@@ -346,7 +367,7 @@ mod tests {
         let done_call =
             s.interact(DialogCall::DownloadTo { tab: None, dialog_id: Some(id), save_dir: tmp.path().into() }).unwrap();
         assert_eq!(to_json(&done_call.msgs)[0]["decision"], "accept");
-        assert_eq!(s.download_jobs[&(3, 1)].to.as_deref(), Some(tmp.path()));
+        assert_eq!(s.file_jobs[&Kind::Download][&(3, 1)].to.as_deref(), Some(tmp.path()));
     }
 
     fn grant() -> RuleSpec {

@@ -12,7 +12,7 @@
 //! checked again here when a rule gives them. Elsewhere (no rule, no policy, pilot off)
 //! choosers are the browser's, so another driver's upload tool keeps working.
 
-use super::{Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
+use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
 use crate::api::RuleSpec;
 use crate::host::protocol::{FileChooserAsk, PromptDecision, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord, FileChooserDetails, GivenFile};
@@ -68,6 +68,15 @@ impl Spec for FileChooser {
         }
     }
 
+    fn carries(&self, with: &With) -> Option<Carries> {
+        matches!(with, With::Files(_)).then_some(Carries {
+            only: "files answer only a file chooser",
+            none_held: "No file chooser is held open for the agent (only the must_respond policy holds them). To give \
+the next one files, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"file_chooser\", \
+files}.",
+        })
+    }
+
     fn accept_refused(&self, held: &DialogRecord, carrying: bool) -> Option<String> {
         let id = held.id;
         if matches!(&held.details, Some(Details::FileChooser(d)) if d.mode.ends_with("_picker")) {
@@ -82,6 +91,13 @@ refused as a person's cancel; send accept: false. (A page's <input type=file> ta
 accept: false to cancel it."
             )
         })
+    }
+}
+
+/// A file chooser's record names the files an accept gives it (paths and sizes).
+pub(super) fn name_files(details: &mut Option<Details>, files: &[PathBuf]) {
+    if let Some(Details::FileChooser(d)) = details {
+        d.files = GivenFile::of(files);
     }
 }
 

@@ -18,7 +18,7 @@ mod permission;
 mod print;
 
 use crate::api::{Credentials, RuleSpec};
-use crate::host::protocol::{PromptAsk, PromptDecision};
+use crate::host::protocol::{PasskeyArming, PromptAsk, PromptDecision};
 use crate::host::record::{DecidedBy, Details, DialogRecord};
 use crate::host::state::State;
 use crate::kind::Kind;
@@ -81,10 +81,33 @@ pub(in crate::host) trait Spec: Sync {
     fn accept_refused(&self, _held: &DialogRecord, _carrying: bool) -> Option<String> {
         None
     }
+    /// What an accept carries when the agent gave nothing more (a print's file: the prints
+    /// directory; the passkeys of the record's relying party).
+    fn accept_with(&self, _held: &DialogRecord) -> With {
+        With::Nothing
+    }
+    /// The answer field this kind alone takes, if `with` is it: what the agent is told when
+    /// it sends it to another kind, or when none of this kind is held.
+    fn carries(&self, _with: &With) -> Option<Carries> {
+        None
+    }
     /// A `RuleSpec::Held` rule's setup sentence: (what, what it will do).
     fn held_rule(&self, _accept: bool) -> Option<(String, &'static str)> {
         None
     }
+}
+
+/// An answer field of one kind's own (`Spec::carries`).
+pub(in crate::host) struct Carries {
+    /// "save_to answers only a print".
+    pub only: &'static str,
+    /// Why nothing could take it: none of the kind is held for the agent.
+    pub none_held: &'static str,
+}
+
+/// The kind that alone takes `with`, and what it says of it.
+pub(in crate::host) fn carrier(with: &With) -> Option<(Kind, Carries)> {
+    ALL.iter().find_map(|k| k.carries(with).map(|c| (k.kind(), c)))
 }
 
 pub(in crate::host) const EXPIRED_CANCELLED: &str = "The extension cancelled it: no answer came from the host in time.";
@@ -160,6 +183,39 @@ pub(in crate::host) enum With {
     Files(Vec<std::path::PathBuf>),
 }
 
+/// What an answer's message carries to the worker.
+#[derive(Default)]
+pub(in crate::host) struct Carried {
+    pub credentials: Option<Credentials>,
+    pub passkeys: Option<PasskeyArming>,
+    pub files: Option<Vec<String>>,
+}
+
+impl With {
+    /// Applies what an answer to prompt `id` of `tab` (its record: `record`) carries: what
+    /// goes to the worker, and what the kind keeps for the worker's result (where a print's
+    /// PDF goes, a download's end).
+    pub fn apply(self, s: &mut State, (tab, id, record): (i64, u64, u64), accept: bool) -> Carried {
+        let mut carried = Carried::default();
+        match self {
+            Self::Login(c) if accept => carried.credentials = Some(c),
+            Self::Passkeys { rp_id, keep } if accept => carried.passkeys = Some(passkey::arming(s, &rp_id, keep)),
+            Self::Pdf { to } if accept => print::leave_job(s, (tab, id, record), to),
+            Self::Files(f) if accept => carried.files = Some(f.iter().map(|p| p.display().to_string()).collect()),
+            Self::SaveDir(to) => s.track_download(tab, id, record, to.filter(|_| accept)),
+            _ => {}
+        }
+        carried
+    }
+
+    /// What an accept gives the prompt, on its record (a file chooser's files).
+    pub fn name_on(&self, details: &mut Option<Details>) {
+        if let Self::Files(files) = self {
+            file_chooser::name_files(details, files);
+        }
+    }
+}
+
 /// How a prompt is answered as it comes.
 pub(in crate::host) enum Verdict {
     Answer {
@@ -231,6 +287,8 @@ pub(in crate::host) trait PromptKind {
     fn not_shown(&self) -> Option<String> {
         None
     }
+    /// Left to the browser unanswered (pilot off, or not shown), recorded as `record`.
+    fn left_to_browser(&self, _s: &mut State, _tab: i64, _id: u64, _record: u64) {}
     /// Pilot off, the browser's own prompt stays open until the request ends (auth).
     fn open_until_done(&self) -> bool {
         false

@@ -14,8 +14,8 @@
 
 use super::{Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
 use crate::api::RuleSpec;
-use crate::host::protocol::{PasskeyAsk, PromptDecision};
-use crate::host::record::{self, Details, PasskeyDetails};
+use crate::host::protocol::{PasskeyArming, PasskeyAsk, PromptDecision};
+use crate::host::record::{self, Details, DialogRecord, PasskeyDetails};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
@@ -56,6 +56,20 @@ impl Spec for Passkey {
     fn expired(&self) -> &'static str {
         EXPIRED_REFUSED
     }
+
+    /// The agent's accept arms the authenticator with the relying party's passkeys.
+    fn accept_with(&self, held: &DialogRecord) -> With {
+        match &held.details {
+            Some(Details::Passkey(p)) => With::Passkeys { rp_id: p.rp_id.clone(), keep: false },
+            _ => With::Nothing,
+        }
+    }
+}
+
+/// What arms the virtual authenticator for `rp_id`: its passkeys, and whether what it makes
+/// is kept for the profile.
+pub(super) fn arming(s: &State, rp_id: &str, keep: bool) -> PasskeyArming {
+    PasskeyArming { keep, credentials: s.passkeys.for_rp(rp_id) }
 }
 
 impl PasskeyAsk {

@@ -13,10 +13,10 @@
 //!
 //! Pilot off: the browser's print(), recorded.
 
-use super::{Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
+use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
 use crate::api::RuleSpec;
 use crate::host::protocol::{PrintAsk, PromptDecision};
-use crate::host::record::{self, Details, PrintDetails};
+use crate::host::record::{self, Details, DialogRecord, FileJob, PrintDetails};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
@@ -52,6 +52,19 @@ pub(super) struct Print;
 impl Spec for Print {
     fn kind(&self) -> Kind {
         Kind::Print
+    }
+
+    fn accept_with(&self, _held: &DialogRecord) -> With {
+        With::Pdf { to: None }
+    }
+
+    fn carries(&self, with: &With) -> Option<Carries> {
+        matches!(with, With::Pdf { .. }).then_some(Carries {
+            only: "save_to answers only a print",
+            none_held: "No print is held open for the agent (only the must_respond policy holds them). To print the \
+next one to a file, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"print\", \
+save_to}.",
+        })
     }
 
     fn closed(&self, accepted: bool) -> &'static str {
@@ -114,11 +127,17 @@ page navigates; headful: the preview, which blocks the page's script until a per
     }
 }
 
+/// An accepted print waits for its PDF: the record, and the file the agent named (none:
+/// the prints directory).
+pub(super) fn leave_job(s: &mut State, (tab, id, record): (i64, u64, u64), to: Option<PathBuf>) {
+    s.file_jobs.entry(Kind::Print).or_default().insert((tab, id), FileJob { record, to });
+}
+
 impl State {
     /// An accepted print's PDF came (or why it could not be made): written, and its record
     /// says where.
     pub(in crate::host) fn on_print_pdf(&mut self, tab_id: i64, id: u64, data: Option<&str>, error: Option<&str>) {
-        let Some(job) = self.print_jobs.remove(&(tab_id, id)) else { return };
+        let Some(job) = self.file_jobs.get_mut(&Kind::Print).and_then(|j| j.remove(&(tab_id, id))) else { return };
         let fresh = job.to.is_none();
         let outcome = match (data, error) {
             (Some(_), _) if job.to.is_none() && self.prints_made >= MAX_NEW_PRINTS => Err(format!(
@@ -234,7 +253,7 @@ mod tests {
         let rec = s.history.iter().last().unwrap();
         assert_eq!((rec.decided_by, rec.closed_by, rec.accepted), (DecidedBy::Browser, Some(DecidedBy::Browser), None));
         assert!(rec.explanation.contains("sandboxed without allow-modals"), "{}", rec.explanation);
-        assert!(s.print_jobs.is_empty());
+        assert!(s.file_jobs.get(&Kind::Print).is_none_or(|j| j.is_empty()));
         let bad = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":2,"url":"http://a/f","native":true,
                          "no_dialog":"because"});
         assert!(feed(&mut s, bad).is_err());
