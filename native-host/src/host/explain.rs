@@ -148,66 +148,17 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
 
 /// What a new rule will do, as the setup answers it.
 pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
-    let (what, will) = match rule {
+    match rule {
         RuleSpec::Dialog { target, accept, .. } => {
             let verb = if *accept { "accept" } else { "dismiss" };
             let t = target.as_str();
-            return if once {
+            if once {
                 format!("Auto-response configured for next {t} dialog. Will {verb} and revert to default.")
             } else {
                 format!("Auto-response configured for every {t} dialog until cleared. Will {verb}.")
-            };
+            }
         }
-        RuleSpec::Auth { credentials, .. } => (
-            "HTTP auth challenge".to_string(),
-            if credentials.is_some() { "log in with the username given" } else { "cancel it (the page gets the 401)" },
-        ),
-        RuleSpec::Permission { accept, permission, .. } => (
-            permission.map_or("permission request".to_string(), |p| format!("{} request", p.as_str())),
-            if *accept { "grant it" } else { "deny it" },
-        ),
-        RuleSpec::AppLink { accept, matcher } => (
-            matcher.scheme.as_ref().map_or("app link".to_string(), |s| format!("{s}: link")),
-            if *accept { "open it (the browser hands it to the OS)" } else { "cancel it (the page stays where it is)" },
-        ),
-        RuleSpec::Passkey { accept, keep, matcher } => (
-            matcher.rp_id.as_ref().map_or("passkey request".to_string(), |r| format!("passkey request for {r}")),
-            match (accept, keep) {
-                (true, true) => {
-                    "answer it with Unmodal's virtual authenticator, keeping the passkeys made for this profile"
-                }
-                (true, false) => {
-                    "answer it with Unmodal's virtual authenticator (passkeys last for the browser session)"
-                }
-                _ => "refuse it (the page gets NotAllowedError, as after a person's cancel)",
-            },
-        ),
-        RuleSpec::Print { accept: true, .. } => ("print()".to_string(), "print the page to a PDF file"),
-        RuleSpec::Print { .. } => ("print()".to_string(), "cancel it (as a person closes the preview)"),
-        RuleSpec::Held { kind, accept, .. } => {
-            kinds::spec(Kind::from(*kind)).and_then(|k| k.held_rule(*accept)).unwrap_or_default()
-        }
-        RuleSpec::Download { accept: true, save_dir: Some(d), .. } => {
-            return format!(
-                "Auto-response configured for {} download: will save it, then move it into {}.",
-                if once { "the next" } else { "every" },
-                d.display()
-            );
-        }
-        RuleSpec::Download { accept: true, .. } => ("download".to_string(), "save it where the browser saves"),
-        RuleSpec::Download { .. } => ("download".to_string(), "cancel it (nothing written)"),
-        RuleSpec::FileChooser { files, .. } if files.is_empty() => {
-            ("file chooser".to_string(), "cancel it (as a person's cancel)")
-        }
-        RuleSpec::FileChooser { .. } => ("file chooser".to_string(), "give the page the rule's files"),
-        RuleSpec::DeviceChooser { chooser, .. } => {
-            (chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str())), "cancel it")
-        }
-    };
-    if once {
-        format!("Auto-response configured for the next {what}: will {will}, then revert to default.")
-    } else {
-        format!("Auto-response configured for every {what} until cleared: will {will}.")
+        _ => kinds::rule_set(rule, once),
     }
 }
 

@@ -13,7 +13,7 @@
 //! (`app_link_dialog`). It is recorded open and listed in `dialogs_blocking` until the tab
 //! goes to another site, the only thing that clears it.
 
-use super::{Described, Policies, PromptKind, Says, Spec, Verdict, pilot_off, url_fits};
+use super::{Described, Policies, PromptKind, Says, Spec, Verdict, configured, pilot_off, url_fits};
 use crate::api::RuleSpec;
 use crate::host::protocol::{AppLinkAsk, PromptDecision};
 use crate::host::record::{
@@ -52,6 +52,14 @@ impl Spec for AppLink {
         } else {
             "cancelled (the page stays where it is)"
         }
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::AppLink { accept, matcher } = rule else { return None };
+        let what = matcher.scheme.as_ref().map_or("app link".to_string(), |s| format!("{s}: link"));
+        let will =
+            if *accept { "open it (the browser hands it to the OS)" } else { "cancel it (the page stays where it is)" };
+        Some(configured(&what, will, once))
     }
 }
 

@@ -11,7 +11,7 @@
 //! does the rest; here is what is auth's own: matching by realm, refused credentials not
 //! tried again, the attempt limit, and what became of the request.
 
-use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
+use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, configured, pilot_off, url_fits};
 use crate::api::RuleSpec;
 use crate::host::protocol::{AuthAsk, AuthDone, PromptDecision, PromptResult};
 use crate::host::record::{
@@ -86,6 +86,13 @@ cancel it (the page gets the 401).",
                 held.id
             )
         })
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Auth { credentials, .. } = rule else { return None };
+        let will =
+            if credentials.is_some() { "log in with the username given" } else { "cancel it (the page gets the 401)" };
+        Some(configured("HTTP auth challenge", will, once))
     }
 }
 

@@ -10,7 +10,7 @@
 //! Pilot off: the browser's chooser stands, recorded. Rules live in memory. The prompt
 //! pipeline (`prompt.rs`) does the rest; here is what is the chooser's own.
 
-use super::{Described, Policies, PromptKind, Says, Spec, Verdict, pilot_off, url_fits};
+use super::{Described, Policies, PromptKind, Says, Spec, Verdict, configured, pilot_off, url_fits};
 use crate::api::{ChooserApi, RuleSpec};
 use crate::host::protocol::{ChooserAsk, PromptDecision};
 use crate::host::record::{self, ChooserDetails, Details, DialogRecord};
@@ -60,6 +60,12 @@ the page got the browser's answer."
 DeviceAccess domain), so it can only be cancelled; send accept: false.",
             held.id
         ))
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::DeviceChooser { chooser, .. } = rule else { return None };
+        let what = chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str()));
+        Some(configured(&what, "cancel it", once))
     }
 }
 

@@ -11,7 +11,7 @@
 //! The worker reports what became of it (`download_done`); the record then says the file's
 //! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
 
-use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
+use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, configured, pilot_off, url_fits};
 use crate::api::RuleSpec;
 use crate::host::protocol::ToBrowser;
 use crate::host::protocol::{DownloadAsk, FetchJob, PromptDecision};
@@ -67,6 +67,19 @@ impl Spec for Download {
             none_held: "No download is held open for the agent (only the must_respond policy holds them). To save the \
 next one into a directory, set up a rule first: interact {action:\"handle_dialog\", setup:true, \
 dialog_type:\"download\", save_dir}.",
+        })
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Download { accept, save_dir, .. } = rule else { return None };
+        Some(match (accept, save_dir) {
+            (true, Some(d)) => format!(
+                "Auto-response configured for {} download: will save it, then move it into {}.",
+                if once { "the next" } else { "every" },
+                d.display()
+            ),
+            (true, None) => configured("download", "save it where the browser saves", once),
+            _ => configured("download", "cancel it (nothing written)", once),
         })
     }
 }

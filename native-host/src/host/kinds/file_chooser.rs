@@ -12,7 +12,7 @@
 //! checked again here when a rule gives them. Elsewhere (no rule, no policy, pilot off)
 //! choosers are the browser's, so another driver's upload tool keeps working.
 
-use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
+use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, configured, pilot_off, url_fits};
 use crate::api::RuleSpec;
 use crate::host::protocol::{FileChooserAsk, PromptDecision, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord, FileChooserDetails, GivenFile};
@@ -91,6 +91,12 @@ refused as a person's cancel; send accept: false. (A page's <input type=file> ta
 accept: false to cancel it."
             )
         })
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::FileChooser { files, .. } = rule else { return None };
+        let will = if files.is_empty() { "cancel it (as a person's cancel)" } else { "give the page the rule's files" };
+        Some(configured("file chooser", will, once))
     }
 }
 

@@ -19,7 +19,7 @@
 //!   hook asks the browser's own `hasStorageAccess()` first (`granted`); a frame with
 //!   access is left to the browser unrecorded unless a rule says otherwise.
 
-use super::{Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, pilot_off, url_fits};
+use super::{Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, configured, pilot_off, url_fits};
 use crate::api::RuleSpec;
 use crate::host::protocol::{HeldAsk, PromptDecision};
 use crate::host::record::{self, DecidedBy, MAX_MESSAGE_CHARS};
@@ -180,9 +180,10 @@ impl Spec for HeldInPage {
         EXPIRED_REFUSED
     }
 
-    fn held_rule(&self, accept: bool) -> Option<(String, &'static str)> {
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Held { kind, accept, .. } = rule else { return None };
         let (what, accepted, refused) = self.rule_set;
-        Some((what.to_string(), if accept { accepted } else { refused }))
+        (Kind::from(*kind) == self.kind).then(|| configured(what, if *accept { accepted } else { refused }, once))
     }
 }
 

@@ -91,10 +91,8 @@ pub(in crate::host) trait Spec: Sync {
     fn carries(&self, _with: &With) -> Option<Carries> {
         None
     }
-    /// A `RuleSpec::Held` rule's setup sentence: (what, what it will do).
-    fn held_rule(&self, _accept: bool) -> Option<(String, &'static str)> {
-        None
-    }
+    /// What a new rule will do, as the setup answers it, if `rule` is of this kind.
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String>;
 }
 
 /// An answer field of one kind's own (`Spec::carries`).
@@ -108,6 +106,20 @@ pub(in crate::host) struct Carries {
 /// The kind that alone takes `with`, and what it says of it.
 pub(in crate::host) fn carrier(with: &With) -> Option<(Kind, Carries)> {
     ALL.iter().find_map(|k| k.carries(with).map(|c| (k.kind(), c)))
+}
+
+/// What a new rule of a browser prompt's kind will do, as the setup answers it.
+pub(in crate::host) fn rule_set(rule: &RuleSpec, once: bool) -> String {
+    ALL.iter().find_map(|k| k.rule_set(rule, once)).unwrap_or_default()
+}
+
+/// The setup's sentence for a rule: `what` it answers and what it `will` do.
+pub(in crate::host) fn configured(what: &str, will: &str, once: bool) -> String {
+    if once {
+        format!("Auto-response configured for the next {what}: will {will}, then revert to default.")
+    } else {
+        format!("Auto-response configured for every {what} until cleared: will {will}.")
+    }
 }
 
 pub(in crate::host) const EXPIRED_CANCELLED: &str = "The extension cancelled it: no answer came from the host in time.";

@@ -12,7 +12,9 @@
 //! The prompt pipeline (`prompt.rs`) does the rest; here is what is the passkey's own.
 //! Pilot off: the browser's way, recorded.
 
-use super::{Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
+use super::{
+    Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, With, configured, pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
 use crate::host::protocol::{PasskeyArming, PasskeyAsk, PromptDecision};
 use crate::host::record::{self, Details, DialogRecord, PasskeyDetails};
@@ -63,6 +65,19 @@ impl Spec for Passkey {
             Some(Details::Passkey(p)) => With::Passkeys { rp_id: p.rp_id.clone(), keep: false },
             _ => With::Nothing,
         }
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Passkey { accept, keep, matcher } = rule else { return None };
+        let what = matcher.rp_id.as_ref().map_or("passkey request".to_string(), |r| format!("passkey request for {r}"));
+        let will = match (accept, keep) {
+            (true, true) => {
+                "answer it with Unmodal's virtual authenticator, keeping the passkeys made for this profile"
+            }
+            (true, false) => "answer it with Unmodal's virtual authenticator (passkeys last for the browser session)",
+            _ => "refuse it (the page gets NotAllowedError, as after a person's cancel)",
+        };
+        Some(configured(&what, will, once))
     }
 }
 

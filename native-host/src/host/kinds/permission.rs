@@ -12,7 +12,7 @@
 //! Pilot off: the browser's own behaviour, recorded. Rules live in memory, like auth rules.
 //! The prompt pipeline (`prompt.rs`) does the rest; here is what is the permission's own.
 
-use super::{Described, Policies, PromptKind, Says, Spec, Verdict, pilot_off, url_fits};
+use super::{Described, Policies, PromptKind, Says, Spec, Verdict, configured, pilot_off, url_fits};
 use crate::api::{PermissionName, RuleSpec};
 use crate::host::protocol::{PermissionAsk, PromptDecision};
 use crate::host::record::{self, Details, PermissionDetails};
@@ -47,6 +47,12 @@ impl Spec for Permission {
 
     fn expired(&self) -> &'static str {
         "The extension denied it: no answer came from the host in time."
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Permission { accept, permission, .. } = rule else { return None };
+        let what = permission.map_or("permission request".to_string(), |p| format!("{} request", p.as_str()));
+        Some(configured(&what, if *accept { "grant it" } else { "deny it" }, once))
     }
 }
 

@@ -13,7 +13,7 @@
 //!
 //! Pilot off: the browser's print(), recorded.
 
-use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, pilot_off, url_fits};
+use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, configured, pilot_off, url_fits};
 use crate::api::RuleSpec;
 use crate::host::protocol::{PrintAsk, PromptDecision};
 use crate::host::record::{self, Details, DialogRecord, FileJob, PrintDetails};
@@ -73,6 +73,12 @@ save_to}.",
         } else {
             "cancelled (as a person closes the preview)"
         }
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Print { accept, .. } = rule else { return None };
+        let will = if *accept { "print the page to a PDF file" } else { "cancel it (as a person closes the preview)" };
+        Some(configured("print()", will, once))
     }
 }
 
