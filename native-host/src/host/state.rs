@@ -175,7 +175,7 @@ pub struct State {
     pub(super) sync_seen: u64,
     /// The virtual authenticator's passkeys (`passkey_keys.rs`).
     pub passkeys: super::passkey_keys::PasskeyKeys,
-    /// The browser's own app-link dialogs showing in tabs (`app_link.rs`).
+    /// The browser's own app-link dialogs showing in tabs (`kinds/app_link.rs`).
     pub app_dialogs: Vec<super::record::AppDialog>,
     /// Files a kind will write or move once the worker's result comes, by kind, then by tab
     /// and request (`kinds/`: prints being printed to PDF, downloads decided and not done).
