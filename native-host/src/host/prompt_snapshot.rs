@@ -256,6 +256,34 @@ fn every_prompt_kind_matches_its_snapshot() {
         args.as_object_mut().unwrap().insert("action".into(), "handle_dialog".into());
         out += &format!("{name}: {}\n", interact(&mut s, args));
     }
+    out += "## slots (1: the second rule replaced the first)\n";
+    for a in rules(&d) {
+        let mut row = String::new();
+        for b in rules(&d) {
+            let mut s = state_with(Policy::Auto);
+            s.file_access = Some(true);
+            interact(&mut s, setup(&a, false));
+            interact(&mut s, setup(&b, false));
+            row += &s.rules_of(3).len().to_string();
+        }
+        out += &format!("{row} {a}\n");
+    }
+    out += "## limits\n";
+    for rule in rules(&d) {
+        let mut s = state_with(Policy::Auto);
+        s.file_access = Some(true);
+        let mut last = String::new();
+        for n in 0..100 {
+            let mut r = rule.clone();
+            let m = r.as_object_mut().unwrap().entry("match").or_insert(json!({}));
+            m.as_object_mut().unwrap().insert("url_contains".into(), format!("u{n}").into());
+            last = interact(&mut s, setup(&r, false));
+            if last.starts_with("error") {
+                break;
+            }
+        }
+        out += &format!("{} {}: {last}\n", rule["dialog_type"], s.rules_of(3).len());
+    }
     out += "## rules\n";
     for rule in rules(&d) {
         for once in [true, false] {

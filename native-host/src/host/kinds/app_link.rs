@@ -46,6 +46,14 @@ impl Spec for AppLink {
         Kind::AppLink
     }
 
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::AppLink { .. })
+    }
+
+    fn group(&self) -> &'static str {
+        "app link"
+    }
+
     fn closed(&self, accepted: bool) -> &'static str {
         if accepted {
             "opened (the page navigated to it again; the browser hands it to the OS)"

@@ -11,7 +11,9 @@
 //! does the rest; here is what is auth's own: matching by realm, refused credentials not
 //! tried again, the attempt limit, and what became of the request.
 
-use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, configured, pilot_off, url_fits};
+use super::{
+    Carries, Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, configured, pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
 use crate::host::protocol::{AuthAsk, AuthDone, PromptDecision, PromptResult};
 use crate::host::record::{
@@ -59,6 +61,20 @@ pub(super) struct Auth;
 impl Spec for Auth {
     fn kind(&self) -> Kind {
         Kind::Auth
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Auth { .. })
+    }
+
+    fn group(&self) -> &'static str {
+        "auth"
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::Auth { credentials, .. } = rule {
+            v.username = credentials.as_ref().map(|c| c.username.as_str());
+        }
     }
 
     fn closed(&self, accepted: bool) -> &'static str {

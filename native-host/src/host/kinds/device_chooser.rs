@@ -10,7 +10,7 @@
 //! Pilot off: the browser's chooser stands, recorded. Rules live in memory. The prompt
 //! pipeline (`prompt.rs`) does the rest; here is what is the chooser's own.
 
-use super::{Described, Policies, PromptKind, Says, Spec, Verdict, configured, pilot_off, url_fits};
+use super::{Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, configured, pilot_off, url_fits};
 use crate::api::{ChooserApi, RuleSpec};
 use crate::host::protocol::{ChooserAsk, PromptDecision};
 use crate::host::record::{self, ChooserDetails, Details, DialogRecord};
@@ -39,6 +39,24 @@ pub(super) struct DeviceChooser;
 impl Spec for DeviceChooser {
     fn kind(&self) -> Kind {
         Kind::DeviceChooser
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::DeviceChooser { .. })
+    }
+
+    fn group(&self) -> &'static str {
+        "device chooser"
+    }
+
+    fn same_slot(&self, a: &RuleSpec, b: &RuleSpec) -> bool {
+        matches!((a, b), (RuleSpec::DeviceChooser { chooser: a, .. }, RuleSpec::DeviceChooser { chooser: b, .. }) if a == b)
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::DeviceChooser { chooser, .. } = rule {
+            v.chooser = *chooser;
+        }
     }
 
     fn closed(&self, _accepted: bool) -> &'static str {

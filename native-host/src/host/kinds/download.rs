@@ -11,7 +11,9 @@
 //! The worker reports what became of it (`download_done`); the record then says the file's
 //! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
 
-use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, configured, pilot_off, url_fits};
+use super::{
+    Carries, Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, configured, pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
 use crate::host::protocol::ToBrowser;
 use crate::host::protocol::{DownloadAsk, FetchJob, PromptDecision};
@@ -51,6 +53,20 @@ pub(super) struct Download;
 impl Spec for Download {
     fn kind(&self) -> Kind {
         Kind::Download
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Download { .. })
+    }
+
+    fn group(&self) -> &'static str {
+        "download"
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::Download { save_dir, .. } = rule {
+            v.save_dir = save_dir.as_deref();
+        }
     }
 
     fn closed(&self, accepted: bool) -> &'static str {

@@ -12,7 +12,9 @@
 //! checked again here when a rule gives them. Elsewhere (no rule, no policy, pilot off)
 //! choosers are the browser's, so another driver's upload tool keeps working.
 
-use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, configured, pilot_off, url_fits};
+use super::{
+    Carries, Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, configured, pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
 use crate::host::protocol::{FileChooserAsk, PromptDecision, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord, FileChooserDetails, GivenFile};
@@ -58,6 +60,24 @@ pub(super) struct FileChooser;
 impl Spec for FileChooser {
     fn kind(&self) -> Kind {
         Kind::FileChooser
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::FileChooser { .. })
+    }
+
+    fn group(&self) -> &'static str {
+        "file chooser"
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::FileChooser { files, .. } = rule {
+            v.files = files.iter().map(|f| f.display().to_string()).collect();
+        }
+    }
+
+    fn needs_file_access(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::FileChooser { files, .. } if !files.is_empty())
     }
 
     fn closed(&self, accepted: bool) -> &'static str {

@@ -34,6 +34,8 @@ pub(super) struct HeldInPage {
     what: &'static str,
     /// What the record says of it.
     message: Message,
+    /// Its rules' name in the rule store's per-tab limit.
+    group: &'static str,
     /// A rule's name in explanations ("payment").
     rule_name: &'static str,
     /// What an accept leaves it to.
@@ -67,6 +69,7 @@ pub(super) static SIGN_IN: HeldInPage = HeldInPage {
     kind: Kind::SignIn,
     what: "Sign-in",
     message: Message::Provider { with: ("sign in with ", " (FedCM)"), without: "sign in (FedCM)" },
+    group: "sign-in",
     rule_name: "sign-in",
     browsers: "the browser's account chooser",
     refusal: "NetworkError",
@@ -101,6 +104,7 @@ pub(super) static PAYMENT: HeldInPage = HeldInPage {
         "payment request (show): a payment app can take it",
         "payment request (show): no payment app can take it",
     ),
+    group: "payment",
     rule_name: "payment",
     browsers: "the browser",
     refusal: "AbortError",
@@ -141,6 +145,7 @@ pub(super) static STORAGE_ACCESS: HeldInPage = HeldInPage {
         "storage access request (the frame has access already)",
         "storage access request (requestStorageAccess)",
     ),
+    group: "storage access",
     rule_name: "storage_access",
     browsers: "the browser",
     refusal: "NotAllowedError",
@@ -170,6 +175,14 @@ third-party cookies blocked: a prompt that waits for a person)",
 impl Spec for HeldInPage {
     fn kind(&self) -> Kind {
         self.kind
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Held { kind, .. } if Kind::from(*kind) == self.kind)
+    }
+
+    fn group(&self) -> &'static str {
+        self.group
     }
 
     fn closed(&self, accepted: bool) -> &'static str {

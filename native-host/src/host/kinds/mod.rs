@@ -17,12 +17,15 @@ mod passkey;
 mod permission;
 mod print;
 
-use crate::api::{Credentials, RuleSpec};
+use crate::api::{ChooserApi, Credentials, MatchArg, PermissionName, RuleSpec};
 use crate::host::protocol::{PasskeyArming, PromptAsk, PromptDecision};
 use crate::host::record::{DecidedBy, Details, DialogRecord};
+use crate::host::rules;
+use crate::host::state::Rule;
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
+use serde::Serialize;
 use std::time::Duration;
 use unmodal_engine::Policy;
 
@@ -40,6 +43,90 @@ static ALL: [&dyn Spec; 11] = [
     &file_chooser::FileChooser,
     &download::Download,
 ];
+
+/// The kind a rule is of (none: a page dialog's rule).
+fn owner(rule: &RuleSpec) -> Option<&'static dyn Spec> {
+    ALL.iter().copied().find(|k| k.owns(rule))
+}
+
+/// A rule that gives the page files: refused while the extension cannot reach them.
+pub(in crate::host) fn needs_file_access(rule: &RuleSpec) -> bool {
+    owner(rule).is_some_and(|k| k.needs_file_access(rule))
+}
+
+/// The rule store's slots and limits: a page dialog's rules by target, a kind's as it says.
+impl rules::Rule for RuleSpec {
+    fn group(&self) -> &'static str {
+        match self {
+            Self::Dialog { .. } => "dialog",
+            rule => owner(rule).map_or("", |k| k.group()),
+        }
+    }
+
+    fn same_slot(&self, other: &Self) -> bool {
+        self.matcher() == other.matcher()
+            && match (self, other) {
+                (Self::Dialog { target: a, .. }, Self::Dialog { target: b, .. }) => a == b,
+                (a, b) => owner(a).is_some_and(|k| k.owns(b) && k.same_slot(a, b)),
+            }
+    }
+}
+
+/// A rule of any kind as answers show it: what it answers, never a password.
+#[derive(Serialize)]
+pub struct RuleView<'a> {
+    rule_id: u32,
+    dialog_type: &'static str,
+    accept: bool,
+    once: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    username: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission: Option<PermissionName>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chooser: Option<ChooserApi>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keep: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    save_to: Option<&'a std::path::Path>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    files: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    save_dir: Option<&'a std::path::Path>,
+    #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
+    matcher: &'a MatchArg,
+}
+
+impl<'a> From<&'a Rule> for RuleView<'a> {
+    fn from(r: &'a Rule) -> Self {
+        let mut v = RuleView {
+            rule_id: r.id,
+            dialog_type: r.rule.dialog_type(),
+            accept: r.rule.accept(),
+            once: r.once,
+            text: None,
+            username: None,
+            permission: None,
+            chooser: None,
+            keep: None,
+            save_to: None,
+            files: Vec::new(),
+            save_dir: None,
+            matcher: r.rule.matcher(),
+        };
+        match &r.rule {
+            RuleSpec::Dialog { text, .. } => v.text = text.as_deref(),
+            rule => {
+                if let Some(k) = owner(rule) {
+                    k.view(rule, &mut v);
+                }
+            }
+        }
+        v
+    }
+}
 
 /// What kind `kind` is, if it is a browser prompt (page dialogs are the engine's).
 pub(in crate::host) fn spec(kind: Kind) -> Option<&'static dyn Spec> {
@@ -66,6 +153,20 @@ pub(in crate::host) fn asked<R>(ask: &PromptAsk, go: impl FnOnce(&dyn PromptKind
 /// What a kind is once its prompt is recorded: known from the record's `Kind` alone.
 pub(in crate::host) trait Spec: Sync {
     fn kind(&self) -> Kind;
+    /// Whether `rule` is one of this kind's.
+    fn owns(&self, rule: &RuleSpec) -> bool;
+    /// Its rules' name in the rule store's per-tab limit.
+    fn group(&self) -> &'static str;
+    /// Whether two of its rules with the same match take one slot (the new replaces the old).
+    fn same_slot(&self, _a: &RuleSpec, _b: &RuleSpec) -> bool {
+        true
+    }
+    /// A rule's own fields as answers show it (never a password).
+    fn view<'a>(&self, _rule: &'a RuleSpec, _v: &mut RuleView<'a>) {}
+    /// A rule that gives the page files (refused while the extension cannot reach them).
+    fn needs_file_access(&self, _rule: &RuleSpec) -> bool {
+        false
+    }
     /// The answer a closed record names ("Closed by the agent after 3 ms: {this}.").
     fn closed(&self, accepted: bool) -> &'static str;
     /// The end of the explanation when the answer did not reach the prompt (`settled`: the
@@ -322,5 +423,97 @@ impl Described {
             url: crate::host::record::clip(url, 2048).0,
             details: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::api::{DialogTypeArg, MatchArg, RuleSpec};
+    use crate::host::protocol::ToBrowser;
+    use crate::host::state::in_config;
+    use crate::host::state::tests::{dialog_rule, state_with};
+    use serde_json::json;
+    use unmodal_engine::{Policy, RuleTarget};
+
+    /// One rule of every kind (and both sides of each kind's split), so a new kind cannot
+    /// be forgotten: the match below has no wildcard.
+    fn one_of_each() -> Vec<RuleSpec> {
+        use crate::api::{ChooserApi, HeldCall, PermissionName};
+        let m = MatchArg::default;
+        let rules = vec![
+            dialog_rule(RuleTarget::All, true),
+            RuleSpec::Auth { credentials: None, matcher: m() },
+            RuleSpec::Permission { accept: true, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
+            RuleSpec::Permission { accept: false, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
+            RuleSpec::Permission { accept: true, permission: Some(PermissionName::Camera), matcher: m() },
+            RuleSpec::Permission { accept: true, permission: None, matcher: m() },
+            RuleSpec::DeviceChooser { chooser: Some(ChooserApi::Usb), matcher: m() },
+            RuleSpec::AppLink { accept: true, matcher: m() },
+            RuleSpec::Passkey { accept: true, keep: false, matcher: m() },
+            RuleSpec::Print { accept: false, save_to: None, matcher: m() },
+            RuleSpec::Held { kind: HeldCall::SignIn, accept: false, matcher: m() },
+            RuleSpec::Held { kind: HeldCall::Payment, accept: false, matcher: m() },
+            RuleSpec::Held { kind: HeldCall::StorageAccess, accept: false, matcher: m() },
+            RuleSpec::FileChooser { files: Vec::new(), matcher: m() },
+            RuleSpec::Download { accept: false, save_dir: None, matcher: m() },
+        ];
+        for r in &rules {
+            match r {
+                RuleSpec::Dialog { .. }
+                | RuleSpec::Auth { .. }
+                | RuleSpec::Permission { .. }
+                | RuleSpec::DeviceChooser { .. }
+                | RuleSpec::AppLink { .. }
+                | RuleSpec::Passkey { .. }
+                | RuleSpec::Print { .. }
+                | RuleSpec::Held { .. }
+                | RuleSpec::FileChooser { .. }
+                | RuleSpec::Download { .. } => {}
+            }
+        }
+        rules
+    }
+
+    #[test]
+    fn in_config_is_exactly_what_changes_the_config() {
+        for policy in [Policy::Auto, Policy::MustRespond] {
+            for rule in one_of_each() {
+                let mut s = state_with(policy);
+                let without = s.config_at(3, 0);
+                s.add_rule(3, false, rule.clone()).unwrap();
+                let changed = s.config_at(3, 0) != without;
+                // Under must_respond choosers are intercepted anyway: a file chooser's rule
+                // is in the config but changes nothing there until the policy goes.
+                let exact = policy == Policy::Auto;
+                assert!(changed == in_config(&rule) || (!exact && !changed), "{rule:?} under {policy:?}");
+                assert_eq!(s.configured_tabs().any(|t| t == 3), in_config(&rule) || s.policies.contains_key(&3));
+            }
+        }
+    }
+
+    #[test]
+    fn clear_and_spend_resend_the_config_exactly_when_it_changes() {
+        for rule in one_of_each() {
+            let what: DialogTypeArg = serde_json::from_value(json!(rule.dialog_type())).unwrap();
+            let mut s = state_with(Policy::Auto);
+            s.add_rule(3, false, rule.clone()).unwrap();
+            let (removed, msg) = s.clear_rules(3, what);
+            assert_eq!((removed, msg.is_some()), (1, in_config(&rule)), "clear {rule:?} with {what:?}");
+            if let Some(msg) = msg {
+                assert_eq!(msg, s.config_at(3, s.config_rev), "the config without it");
+            }
+            let spent = s.add_rule(3, true, rule.clone()).unwrap().id;
+            assert_eq!(s.spend_rule(3, spent).is_some(), in_config(&rule), "spend {rule:?}");
+        }
+    }
+
+    #[test]
+    fn a_cleared_download_grant_leaves_the_workers_config() {
+        let mut s = state_with(Policy::Auto);
+        let grant = &one_of_each()[2];
+        s.add_rule(3, false, grant.clone()).unwrap();
+        assert!(matches!(s.config_message(3), ToBrowser::Config { downloads: Some(true), .. }));
+        let (_, msg) = s.clear_rules(3, DialogTypeArg::Permission);
+        assert!(matches!(msg, Some(ToBrowser::Config { tab_id: 3, downloads: None, .. })), "{msg:?}");
     }
 }

@@ -13,7 +13,8 @@
 //! Pilot off: the browser's way, recorded.
 
 use super::{
-    Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, With, configured, pilot_off, url_fits,
+    Described, EXPIRED_REFUSED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, configured, pilot_off,
+    url_fits,
 };
 use crate::api::RuleSpec;
 use crate::host::protocol::{PasskeyArming, PasskeyAsk, PromptDecision};
@@ -45,6 +46,20 @@ pub(super) struct Passkey;
 impl Spec for Passkey {
     fn kind(&self) -> Kind {
         Kind::Passkey
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Passkey { .. })
+    }
+
+    fn group(&self) -> &'static str {
+        "passkey"
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::Passkey { keep, .. } = rule {
+            v.keep = keep.then_some(true);
+        }
     }
 
     fn closed(&self, accepted: bool) -> &'static str {

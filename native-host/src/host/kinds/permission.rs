@@ -12,7 +12,7 @@
 //! Pilot off: the browser's own behaviour, recorded. Rules live in memory, like auth rules.
 //! The prompt pipeline (`prompt.rs`) does the rest; here is what is the permission's own.
 
-use super::{Described, Policies, PromptKind, Says, Spec, Verdict, configured, pilot_off, url_fits};
+use super::{Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, configured, pilot_off, url_fits};
 use crate::api::{PermissionName, RuleSpec};
 use crate::host::protocol::{PermissionAsk, PromptDecision};
 use crate::host::record::{self, Details, PermissionDetails};
@@ -39,6 +39,24 @@ pub(super) struct Permission;
 impl Spec for Permission {
     fn kind(&self) -> Kind {
         Kind::Permission
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Permission { .. })
+    }
+
+    fn group(&self) -> &'static str {
+        "permission"
+    }
+
+    fn same_slot(&self, a: &RuleSpec, b: &RuleSpec) -> bool {
+        matches!((a, b), (RuleSpec::Permission { permission: a, .. }, RuleSpec::Permission { permission: b, .. }) if a == b)
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::Permission { permission, .. } = rule {
+            v.permission = *permission;
+        }
     }
 
     fn closed(&self, accepted: bool) -> &'static str {

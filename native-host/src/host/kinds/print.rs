@@ -13,7 +13,9 @@
 //!
 //! Pilot off: the browser's print(), recorded.
 
-use super::{Carries, Described, Policies, PromptKind, Says, Spec, Verdict, With, configured, pilot_off, url_fits};
+use super::{
+    Carries, Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, configured, pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
 use crate::host::protocol::{PrintAsk, PromptDecision};
 use crate::host::record::{self, Details, DialogRecord, FileJob, PrintDetails};
@@ -52,6 +54,20 @@ pub(super) struct Print;
 impl Spec for Print {
     fn kind(&self) -> Kind {
         Kind::Print
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Print { .. })
+    }
+
+    fn group(&self) -> &'static str {
+        "print"
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::Print { save_to, .. } = rule {
+            v.save_to = save_to.as_deref();
+        }
     }
 
     fn accept_with(&self, _held: &DialogRecord) -> With {
