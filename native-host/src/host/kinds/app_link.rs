@@ -13,7 +13,9 @@
 //! (`app_link_dialog`). It is recorded open and listed in `dialogs_blocking` until the tab
 //! goes to another site, the only thing that clears it.
 
-use super::{Described, Policies, PromptKind, Says, Spec, Verdict, configured, pilot_off, url_fits};
+use super::{
+    Described, EXPIRED_CANCELLED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
 use crate::host::protocol::{AppLinkAsk, PromptDecision};
 use crate::host::record::{
@@ -41,25 +43,23 @@ with accept:true to open it",
 /// An app link once recorded.
 pub(super) struct AppLink;
 
+const WORDS: Words = Words {
+    kind: Kind::AppLink,
+    group: "app link",
+    closed: (
+        "opened (the page navigated to it again; the browser hands it to the OS)",
+        "cancelled (the page stays where it is)",
+    ),
+    expired: EXPIRED_CANCELLED,
+};
+
 impl Spec for AppLink {
-    fn kind(&self) -> Kind {
-        Kind::AppLink
+    fn words(&self) -> &Words {
+        &WORDS
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::AppLink { .. })
-    }
-
-    fn group(&self) -> &'static str {
-        "app link"
-    }
-
-    fn closed(&self, accepted: bool) -> &'static str {
-        if accepted {
-            "opened (the page navigated to it again; the browser hands it to the OS)"
-        } else {
-            "cancelled (the page stays where it is)"
-        }
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {

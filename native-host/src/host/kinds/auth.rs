@@ -12,7 +12,8 @@
 //! tried again, the attempt limit, and what became of the request.
 
 use super::{
-    Carries, Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, configured, pilot_off, url_fits,
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
 use crate::host::protocol::{AuthAsk, AuthDone, PromptDecision, PromptResult};
@@ -58,27 +59,26 @@ const REFUSED: &str = "the credentials given were refused, so ";
 /// HTTP auth once recorded.
 pub(super) struct Auth;
 
+const WORDS: Words = Words {
+    kind: Kind::Auth,
+    group: "auth",
+    closed: ("credentials given", "cancelled (the page gets the 401)"),
+    expired: EXPIRED_CANCELLED,
+};
+
 impl Spec for Auth {
-    fn kind(&self) -> Kind {
-        Kind::Auth
+    fn words(&self) -> &Words {
+        &WORDS
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::Auth { .. })
     }
 
-    fn group(&self) -> &'static str {
-        "auth"
-    }
-
     fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
         if let RuleSpec::Auth { credentials, .. } = rule {
             v.username = credentials.as_ref().map(|c| c.username.as_str());
         }
-    }
-
-    fn closed(&self, accepted: bool) -> &'static str {
-        if accepted { "credentials given" } else { "cancelled (the page gets the 401)" }
     }
 
     fn gone(&self, _settled: bool) -> &'static str {

@@ -10,7 +10,10 @@
 //! Pilot off: the browser's chooser stands, recorded. Rules live in memory. The prompt
 //! pipeline (`prompt.rs`) does the rest; here is what is the chooser's own.
 
-use super::{Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, configured, pilot_off, url_fits};
+use super::{
+    Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, Words, configured, pilot_off,
+    url_fits,
+};
 use crate::api::{ChooserApi, RuleSpec};
 use crate::host::protocol::{ChooserAsk, PromptDecision};
 use crate::host::record::{self, ChooserDetails, Details, DialogRecord};
@@ -36,17 +39,23 @@ chooser left open never settles in headless Chromium",
 /// A device chooser once recorded.
 pub(super) struct DeviceChooser;
 
+const WORDS: Words = Words {
+    kind: Kind::DeviceChooser,
+    group: "device chooser",
+    closed: (
+        "cancelled (the page got the browser's cancel result)",
+        "cancelled (the page got the browser's cancel result)",
+    ),
+    expired: EXPIRED_CANCELLED,
+};
+
 impl Spec for DeviceChooser {
-    fn kind(&self) -> Kind {
-        Kind::DeviceChooser
+    fn words(&self) -> &Words {
+        &WORDS
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::DeviceChooser { .. })
-    }
-
-    fn group(&self) -> &'static str {
-        "device chooser"
     }
 
     fn same_slot(&self, a: &RuleSpec, b: &RuleSpec) -> bool {
@@ -57,10 +66,6 @@ impl Spec for DeviceChooser {
         if let RuleSpec::DeviceChooser { chooser, .. } = rule {
             v.chooser = *chooser;
         }
-    }
-
-    fn closed(&self, _accepted: bool) -> &'static str {
-        "cancelled (the page got the browser's cancel result)"
     }
 
     fn gone(&self, settled: bool) -> &'static str {

@@ -12,7 +12,8 @@
 //! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
 
 use super::{
-    Carries, Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, configured, pilot_off, url_fits,
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
 use crate::host::protocol::ToBrowser;
@@ -50,27 +51,26 @@ false cancels downloads, save_dir moves them into a directory of yours",
 /// A download once recorded.
 pub(super) struct Download;
 
+const WORDS: Words = Words {
+    kind: Kind::Download,
+    group: "download",
+    closed: ("saved", "cancelled (nothing written)"),
+    expired: EXPIRED_CANCELLED,
+};
+
 impl Spec for Download {
-    fn kind(&self) -> Kind {
-        Kind::Download
+    fn words(&self) -> &Words {
+        &WORDS
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::Download { .. })
     }
 
-    fn group(&self) -> &'static str {
-        "download"
-    }
-
     fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
         if let RuleSpec::Download { save_dir, .. } = rule {
             v.save_dir = save_dir.as_deref();
         }
-    }
-
-    fn closed(&self, accepted: bool) -> &'static str {
-        if accepted { "saved" } else { "cancelled (nothing written)" }
     }
 
     fn accept_with(&self, _held: &DialogRecord) -> With {

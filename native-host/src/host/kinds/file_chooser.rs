@@ -13,7 +13,8 @@
 //! choosers are the browser's, so another driver's upload tool keeps working.
 
 use super::{
-    Carries, Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, configured, pilot_off, url_fits,
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
 use crate::host::protocol::{FileChooserAsk, PromptDecision, ToBrowser};
@@ -57,17 +58,23 @@ the same way; headful, it would open the OS file dialog and wait for a person",
 /// A file chooser once recorded.
 pub(super) struct FileChooser;
 
+const WORDS: Words = Words {
+    kind: Kind::FileChooser,
+    group: "file chooser",
+    closed: (
+        "the page got the files (input and change events)",
+        "cancelled (the page got a cancel event, as after a person's cancel)",
+    ),
+    expired: EXPIRED_CANCELLED,
+};
+
 impl Spec for FileChooser {
-    fn kind(&self) -> Kind {
-        Kind::FileChooser
+    fn words(&self) -> &Words {
+        &WORDS
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::FileChooser { .. })
-    }
-
-    fn group(&self) -> &'static str {
-        "file chooser"
     }
 
     fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
@@ -78,14 +85,6 @@ impl Spec for FileChooser {
 
     fn needs_file_access(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::FileChooser { files, .. } if !files.is_empty())
-    }
-
-    fn closed(&self, accepted: bool) -> &'static str {
-        if accepted {
-            "the page got the files (input and change events)"
-        } else {
-            "cancelled (the page got a cancel event, as after a person's cancel)"
-        }
     }
 
     fn carries(&self, with: &With) -> Option<Carries> {

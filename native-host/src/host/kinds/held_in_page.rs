@@ -19,7 +19,9 @@
 //!   hook asks the browser's own `hasStorageAccess()` first (`granted`); a frame with
 //!   access is left to the browser unrecorded unless a rule says otherwise.
 
-use super::{Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, configured, pilot_off, url_fits};
+use super::{
+    Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
 use crate::host::protocol::{HeldAsk, PromptDecision};
 use crate::host::record::{self, DecidedBy, MAX_MESSAGE_CHARS};
@@ -29,13 +31,12 @@ use unmodal_engine::Policy;
 
 /// One kind of held call, as data.
 pub(super) struct HeldInPage {
-    kind: Kind,
+    /// Its kind, rule group and closed record's answers.
+    words: Words,
     /// What the call is, as explanations begin ("Payment request").
     what: &'static str,
     /// What the record says of it.
     message: Message,
-    /// Its rules' name in the rule store's per-tab limit.
-    group: &'static str,
     /// A rule's name in explanations ("payment").
     rule_name: &'static str,
     /// What an accept leaves it to.
@@ -51,8 +52,6 @@ pub(super) struct HeldInPage {
     unprompted_when_granted: bool,
     /// What the browser does itself while the pilot is off.
     pilot_off: &'static str,
-    /// A closed record's answer: (accepted, refused).
-    closed: (&'static str, &'static str),
     /// What a rule will do, as its setup says: (what, accepted, refused).
     rule_set: (&'static str, &'static str, &'static str),
 }
@@ -66,10 +65,14 @@ enum Message {
 }
 
 pub(super) static SIGN_IN: HeldInPage = HeldInPage {
-    kind: Kind::SignIn,
+    words: Words {
+        kind: Kind::SignIn,
+        group: "sign-in",
+        closed: ("left to the browser's account chooser", "refused (the page got NetworkError)"),
+        expired: EXPIRED_REFUSED,
+    },
     what: "Sign-in",
     message: Message::Provider { with: ("sign in with ", " (FedCM)"), without: "sign in (FedCM)" },
-    group: "sign-in",
     rule_name: "sign-in",
     browsers: "the browser's account chooser",
     refusal: "NetworkError",
@@ -88,7 +91,6 @@ waits for a person; a sign_in rule with accept: true leaves it to the browser",
     unprompted_when_granted: false,
     pilot_off: "the browser handles the sign-in itself (headless: a NetworkError after up to 31 s; headful: an \
 account chooser that waits for a person)",
-    closed: ("left to the browser's account chooser", "refused (the page got NetworkError)"),
     rule_set: (
         "sign-in (FedCM)",
         "leave it to the browser's account chooser",
@@ -97,14 +99,21 @@ account chooser that waits for a person)",
 };
 
 pub(super) static PAYMENT: HeldInPage = HeldInPage {
-    kind: Kind::Payment,
+    words: Words {
+        kind: Kind::Payment,
+        group: "payment",
+        closed: (
+            "left to the browser (its payment sheet, or its own refusal)",
+            "refused (the page got AbortError, as after a person closes the payment sheet)",
+        ),
+        expired: EXPIRED_REFUSED,
+    },
     what: "Payment request",
     message: Message::Flag(
         |a| a.able,
         "payment request (show): a payment app can take it",
         "payment request (show): no payment app can take it",
     ),
-    group: "payment",
     rule_name: "payment",
     browsers: "the browser",
     refusal: "AbortError",
@@ -126,10 +135,6 @@ with accept: true leaves it to the browser",
     unprompted_when_granted: false,
     pilot_off: "the browser handles the payment request itself (headless: refused at once; headful, with a payment \
 app: a payment sheet that waits for a person)",
-    closed: (
-        "left to the browser (its payment sheet, or its own refusal)",
-        "refused (the page got AbortError, as after a person closes the payment sheet)",
-    ),
     rule_set: (
         "payment request (show)",
         "leave it to the browser (headful, with a payment app: its payment sheet)",
@@ -138,14 +143,18 @@ app: a payment sheet that waits for a person)",
 };
 
 pub(super) static STORAGE_ACCESS: HeldInPage = HeldInPage {
-    kind: Kind::StorageAccess,
+    words: Words {
+        kind: Kind::StorageAccess,
+        group: "storage access",
+        closed: ("left to the browser (its grant, prompt or refusal)", "refused (the page got NotAllowedError)"),
+        expired: EXPIRED_REFUSED,
+    },
     what: "Storage access",
     message: Message::Flag(
         |a| a.granted,
         "storage access request (the frame has access already)",
         "storage access request (requestStorageAccess)",
     ),
-    group: "storage access",
     rule_name: "storage_access",
     browsers: "the browser",
     refusal: "NotAllowedError",
@@ -164,7 +173,6 @@ storage_access rule with accept: true leaves it to the browser",
     unprompted_when_granted: true,
     pilot_off: "the browser handles the storage access request itself (headless: refused at once; headful, \
 third-party cookies blocked: a prompt that waits for a person)",
-    closed: ("left to the browser (its grant, prompt or refusal)", "refused (the page got NotAllowedError)"),
     rule_set: (
         "storage access request",
         "leave it to the browser (its grant, prompt or refusal)",
@@ -173,30 +181,18 @@ third-party cookies blocked: a prompt that waits for a person)",
 };
 
 impl Spec for HeldInPage {
-    fn kind(&self) -> Kind {
-        self.kind
+    fn words(&self) -> &Words {
+        &self.words
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::Held { kind, .. } if Kind::from(*kind) == self.kind)
-    }
-
-    fn group(&self) -> &'static str {
-        self.group
-    }
-
-    fn closed(&self, accepted: bool) -> &'static str {
-        if accepted { self.closed.0 } else { self.closed.1 }
-    }
-
-    fn expired(&self) -> &'static str {
-        EXPIRED_REFUSED
+        matches!(rule, RuleSpec::Held { kind, .. } if Kind::from(*kind) == self.words.kind)
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
         let RuleSpec::Held { kind, accept, .. } = rule else { return None };
         let (what, accepted, refused) = self.rule_set;
-        (Kind::from(*kind) == self.kind).then(|| configured(what, if *accept { accepted } else { refused }, once))
+        (Kind::from(*kind) == self.words.kind).then(|| configured(what, if *accept { accepted } else { refused }, once))
     }
 }
 
@@ -222,7 +218,7 @@ impl PromptKind for Asked<'_> {
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
         let RuleSpec::Held { kind, matcher, .. } = rule else { return None };
-        (Kind::from(*kind) == self.of.kind && url_fits(matcher.url_contains.as_ref(), url))
+        (Kind::from(*kind) == self.of.words.kind && url_fits(matcher.url_contains.as_ref(), url))
             .then(|| usize::from(matcher.url_contains.is_some()))
     }
 

@@ -152,11 +152,17 @@ pub(in crate::host) fn asked<R>(ask: &PromptAsk, go: impl FnOnce(&dyn PromptKind
 
 /// What a kind is once its prompt is recorded: known from the record's `Kind` alone.
 pub(in crate::host) trait Spec: Sync {
-    fn kind(&self) -> Kind;
+    /// What it is called and what its record says, as data.
+    fn words(&self) -> &Words;
+    fn kind(&self) -> Kind {
+        self.words().kind
+    }
     /// Whether `rule` is one of this kind's.
     fn owns(&self, rule: &RuleSpec) -> bool;
     /// Its rules' name in the rule store's per-tab limit.
-    fn group(&self) -> &'static str;
+    fn group(&self) -> &'static str {
+        self.words().group
+    }
     /// Whether two of its rules with the same match take one slot (the new replaces the old).
     fn same_slot(&self, _a: &RuleSpec, _b: &RuleSpec) -> bool {
         true
@@ -168,7 +174,10 @@ pub(in crate::host) trait Spec: Sync {
         false
     }
     /// The answer a closed record names ("Closed by the agent after 3 ms: {this}.").
-    fn closed(&self, accepted: bool) -> &'static str;
+    fn closed(&self, accepted: bool) -> &'static str {
+        let (yes, no) = self.words().closed;
+        if accepted { yes } else { no }
+    }
     /// The end of the explanation when the answer did not reach the prompt (`settled`: the
     /// browser's own prompt settled first).
     fn gone(&self, _settled: bool) -> &'static str {
@@ -176,7 +185,7 @@ pub(in crate::host) trait Spec: Sync {
     }
     /// The end of the explanation when the extension answered it on its own.
     fn expired(&self) -> &'static str {
-        EXPIRED_CANCELLED
+        self.words().expired
     }
     /// Why the agent cannot accept `held` as it tried (`carrying`: with a login or files).
     fn accept_refused(&self, _held: &DialogRecord, _carrying: bool) -> Option<String> {
@@ -194,6 +203,18 @@ pub(in crate::host) trait Spec: Sync {
     }
     /// What a new rule will do, as the setup answers it, if `rule` is of this kind.
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String>;
+}
+
+/// What a kind is called and what its record says.
+pub(in crate::host) struct Words {
+    pub kind: Kind,
+    /// Its rules' name in the rule store's per-tab limit ("file chooser").
+    pub group: &'static str,
+    /// A closed record's answer: (accepted, refused).
+    pub closed: (&'static str, &'static str),
+    /// The end of the explanation when the extension answered on its own
+    /// (`EXPIRED_CANCELLED`, `EXPIRED_REFUSED`, or the kind's own).
+    pub expired: &'static str,
 }
 
 /// An answer field of one kind's own (`Spec::carries`).

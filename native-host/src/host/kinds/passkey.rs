@@ -13,8 +13,8 @@
 //! Pilot off: the browser's way, recorded.
 
 use super::{
-    Described, EXPIRED_REFUSED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, configured, pilot_off,
-    url_fits,
+    Described, EXPIRED_REFUSED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words, configured,
+    pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
 use crate::host::protocol::{PasskeyArming, PasskeyAsk, PromptDecision};
@@ -43,35 +43,29 @@ accept: true answers it with Unmodal's virtual authenticator",
 /// A passkey request once recorded.
 pub(super) struct Passkey;
 
+const WORDS: Words = Words {
+    kind: Kind::Passkey,
+    group: "passkey",
+    closed: (
+        "answered by Unmodal's virtual authenticator (the page's call went to the browser)",
+        "refused (the page got NotAllowedError, as after a person's cancel)",
+    ),
+    expired: EXPIRED_REFUSED,
+};
+
 impl Spec for Passkey {
-    fn kind(&self) -> Kind {
-        Kind::Passkey
+    fn words(&self) -> &Words {
+        &WORDS
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::Passkey { .. })
     }
 
-    fn group(&self) -> &'static str {
-        "passkey"
-    }
-
     fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
         if let RuleSpec::Passkey { keep, .. } = rule {
             v.keep = keep.then_some(true);
         }
-    }
-
-    fn closed(&self, accepted: bool) -> &'static str {
-        if accepted {
-            "answered by Unmodal's virtual authenticator (the page's call went to the browser)"
-        } else {
-            "refused (the page got NotAllowedError, as after a person's cancel)"
-        }
-    }
-
-    fn expired(&self) -> &'static str {
-        EXPIRED_REFUSED
     }
 
     /// The agent's accept arms the authenticator with the relying party's passkeys.

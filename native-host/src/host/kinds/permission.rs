@@ -12,7 +12,7 @@
 //! Pilot off: the browser's own behaviour, recorded. Rules live in memory, like auth rules.
 //! The prompt pipeline (`prompt.rs`) does the rest; here is what is the permission's own.
 
-use super::{Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, configured, pilot_off, url_fits};
+use super::{Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, Words, configured, pilot_off, url_fits};
 use crate::api::{PermissionName, RuleSpec};
 use crate::host::protocol::{PermissionAsk, PromptDecision};
 use crate::host::record::{self, Details, PermissionDetails};
@@ -36,17 +36,20 @@ accept:true to grant)",
 /// A permission prompt once recorded.
 pub(super) struct Permission;
 
+const WORDS: Words = Words {
+    kind: Kind::Permission,
+    group: "permission",
+    closed: ("granted", "denied"),
+    expired: "The extension denied it: no answer came from the host in time.",
+};
+
 impl Spec for Permission {
-    fn kind(&self) -> Kind {
-        Kind::Permission
+    fn words(&self) -> &Words {
+        &WORDS
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::Permission { .. })
-    }
-
-    fn group(&self) -> &'static str {
-        "permission"
     }
 
     fn same_slot(&self, a: &RuleSpec, b: &RuleSpec) -> bool {
@@ -57,14 +60,6 @@ impl Spec for Permission {
         if let RuleSpec::Permission { permission, .. } = rule {
             v.permission = *permission;
         }
-    }
-
-    fn closed(&self, accepted: bool) -> &'static str {
-        if accepted { "granted" } else { "denied" }
-    }
-
-    fn expired(&self) -> &'static str {
-        "The extension denied it: no answer came from the host in time."
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {

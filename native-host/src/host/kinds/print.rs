@@ -14,7 +14,8 @@
 //! Pilot off: the browser's print(), recorded.
 
 use super::{
-    Carries, Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, configured, pilot_off, url_fits,
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
 use crate::host::protocol::{PrintAsk, PromptDecision};
@@ -51,17 +52,23 @@ accept: true prints the page to a PDF file",
 /// A print once recorded.
 pub(super) struct Print;
 
+const WORDS: Words = Words {
+    kind: Kind::Print,
+    group: "print",
+    closed: (
+        "printed to a PDF file (the page got beforeprint and afterprint)",
+        "cancelled (as a person closes the preview)",
+    ),
+    expired: EXPIRED_CANCELLED,
+};
+
 impl Spec for Print {
-    fn kind(&self) -> Kind {
-        Kind::Print
+    fn words(&self) -> &Words {
+        &WORDS
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::Print { .. })
-    }
-
-    fn group(&self) -> &'static str {
-        "print"
     }
 
     fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
@@ -81,14 +88,6 @@ impl Spec for Print {
 next one to a file, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"print\", \
 save_to}.",
         })
-    }
-
-    fn closed(&self, accepted: bool) -> &'static str {
-        if accepted {
-            "printed to a PDF file (the page got beforeprint and afterprint)"
-        } else {
-            "cancelled (as a person closes the preview)"
-        }
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
