@@ -1,7 +1,7 @@
 //! What can hold a tab up: a page's JavaScript dialog (the engine's `DialogKind`, decided in
 //! the page) or a prompt the browser shows on its own, which the page hook never sees and
-//! the host decides (`host/auth.rs`: HTTP auth; `host/permission.rs`: permission prompts;
-//! `host/chooser.rs`: device choosers). One name space, so records, `dialogs_blocking` and
+//! the host decides (`host/kinds/auth.rs`: HTTP auth; `host/kinds/permission.rs`: permission prompts;
+//! `host/kinds/device_chooser.rs`: device choosers). One name space, so records, `dialogs_blocking` and
 //! `dialog_type` speak of all of them alike. The engine's wire codes stay as they are: pages never hear
 //! of browser prompts.
 
@@ -18,34 +18,34 @@ pub enum Kind {
     BeforeUnload,
     /// An HTTP authentication challenge (401 or 407, Basic or Digest).
     Auth,
-    /// A permission prompt (`host/permission.rs`): the page hook holds the request, the
+    /// A permission prompt (`host/kinds/permission.rs`): the page hook holds the request, the
     /// extension sets the browser's own decision.
     Permission,
-    /// A device chooser (`host/chooser.rs`): the page hook saw one open; it can only be
+    /// A device chooser (`host/kinds/device_chooser.rs`): the page hook saw one open; it can only be
     /// cancelled.
     #[serde(rename = "device_chooser")]
     DeviceChooser,
-    /// A navigation to a scheme the OS handles (`host/app_link.rs`): the page hook cancelled
+    /// A navigation to a scheme the OS handles (`host/kinds/app_link.rs`): the page hook cancelled
     /// it; it can be opened.
     #[serde(rename = "app_link")]
     AppLink,
-    /// A WebAuthn request (`host/passkey.rs`) the page hook holds before the browser sees it.
+    /// A WebAuthn request (`host/kinds/passkey.rs`) the page hook holds before the browser sees it.
     Passkey,
-    /// A `window.print()` (`host/print.rs`), answered in the page as a person's cancel.
+    /// A `window.print()` (`host/kinds/print.rs`), answered in the page as a person's cancel.
     Print,
-    /// A FedCM sign-in (`host/sign_in.rs`), `navigator.credentials.get({identity})`, held by
+    /// A FedCM sign-in (`host/kinds/held_in_page.rs`), `navigator.credentials.get({identity})`, held by
     /// the page hook before the browser sees it.
     #[serde(rename = "sign_in")]
     SignIn,
-    /// A Payment Request's `show()` (`host/payment.rs`), held by the page hook.
+    /// A Payment Request's `show()` (`host/kinds/held_in_page.rs`), held by the page hook.
     Payment,
-    /// `document.requestStorageAccess()` (`host/storage_access.rs`), held by the page hook.
+    /// `document.requestStorageAccess()` (`host/kinds/held_in_page.rs`), held by the page hook.
     #[serde(rename = "storage_access")]
     StorageAccess,
-    /// A file chooser (`host/file_chooser.rs`), intercepted through the tab's debugger.
+    /// A file chooser (`host/kinds/file_chooser.rs`), intercepted through the tab's debugger.
     #[serde(rename = "file_chooser")]
     FileChooser,
-    /// A download a page started (`host/download.rs`), seen by `chrome.downloads`.
+    /// A download a page started (`host/kinds/download.rs`), seen by `chrome.downloads`.
     Download,
 }
 

@@ -464,14 +464,13 @@ fn fingerprint(s: &State) -> String {
     let mut snap = serde_json::to_value(s.snapshot()).unwrap();
     snap.as_object_mut().map(|m| m.remove("held"));
     format!(
-        "{snap}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}",
+        "{snap}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}",
         s.rules,
         s.held,
         s.delivered,
         s.sent_rev,
         s.app_dialogs,
-        s.print_jobs,
-        s.download_jobs,
+        s.file_jobs,
         s.file_access,
         s.passkeys.session,
         s.armed,
@@ -485,7 +484,7 @@ fn assert_sound(s: &State) -> Result<(), TestCaseError> {
     prop_assert!(s.pending.len() <= MAX_PENDING);
     prop_assert!(s.history.occupied_len() <= HISTORY);
     prop_assert!(s.held.len() <= 64);
-    prop_assert!(s.download_jobs.len() <= 256 && s.print_jobs.len() <= 256);
+    prop_assert!(s.file_jobs.values().all(|jobs| jobs.len() <= 256));
     for id in &s.pending {
         prop_assert!(s.record(*id).is_some(), "pending {} names no record", id);
     }

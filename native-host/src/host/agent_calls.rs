@@ -2,13 +2,14 @@
 //! and the answers they get: typed views serialized once, each naming the tab it acted on.
 
 use super::explain::{self, PILOT_OFF_WARNING};
+pub use super::kinds::RuleView;
+use super::kinds::{self, With};
 use super::logs::{self, LogEntry};
 use super::policy::PolicyView;
-use super::prompt::With;
 use super::protocol::ToBrowser;
 use super::record::{DecidedBy, DialogRecord};
-use super::state::{HISTORY, Rule, State, Tab, in_config};
-use crate::api::{ChooserApi, DialogCall, MatchArg, ObserveArgs, ObserveWhat, PermissionName, RuleSpec};
+use super::state::{HISTORY, State, Tab, in_config};
+use crate::api::{DialogCall, ObserveArgs, ObserveWhat, RuleSpec};
 use crate::kind::Kind;
 pub use crate::reply::Answered;
 use crate::reply::{ErrorCode, ToolError};
@@ -52,65 +53,6 @@ struct About<'a> {
     pilot_enabled: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     warning: Option<&'static str>,
-}
-
-/// A rule of any kind as answers show it: what it answers, never a password.
-#[derive(Serialize)]
-pub struct RuleView<'a> {
-    rule_id: u32,
-    dialog_type: &'static str,
-    accept: bool,
-    once: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    username: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    permission: Option<PermissionName>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    chooser: Option<ChooserApi>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    keep: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    save_to: Option<&'a std::path::Path>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    files: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    save_dir: Option<&'a std::path::Path>,
-    #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
-    matcher: &'a MatchArg,
-}
-
-impl<'a> From<&'a Rule> for RuleView<'a> {
-    fn from(r: &'a Rule) -> Self {
-        let mut v = RuleView {
-            rule_id: r.id,
-            dialog_type: r.rule.dialog_type(),
-            accept: r.rule.accept(),
-            once: r.once,
-            text: None,
-            username: None,
-            permission: None,
-            chooser: None,
-            keep: None,
-            save_to: None,
-            files: Vec::new(),
-            save_dir: None,
-            matcher: r.rule.matcher(),
-        };
-        match &r.rule {
-            RuleSpec::Dialog { text, .. } => v.text = text.as_deref(),
-            RuleSpec::Auth { credentials, .. } => v.username = credentials.as_ref().map(|c| c.username.as_str()),
-            RuleSpec::Permission { permission, .. } => v.permission = *permission,
-            RuleSpec::DeviceChooser { chooser, .. } => v.chooser = *chooser,
-            RuleSpec::Passkey { keep, .. } => v.keep = keep.then_some(true),
-            RuleSpec::Print { save_to, .. } => v.save_to = save_to.as_deref(),
-            RuleSpec::Download { save_dir, .. } => v.save_dir = save_dir.as_deref(),
-            RuleSpec::FileChooser { files, .. } => v.files = files.iter().map(|f| f.display().to_string()).collect(),
-            RuleSpec::AppLink { .. } | RuleSpec::Held { .. } => {}
-        }
-        v
-    }
 }
 
 /// Why no file can reach a page while the extension's file access is off.
@@ -295,9 +237,7 @@ impl State {
                 {
                     *text = None;
                 }
-                if matches!(&rule, RuleSpec::FileChooser { files, .. } if !files.is_empty())
-                    && self.file_access == Some(false)
-                {
+                if kinds::needs_file_access(&rule) && self.file_access == Some(false) {
                     return Err(ToolError::new(ErrorCode::InvalidParams, FILE_ACCESS_OFF));
                 }
                 let page = in_config(&rule);
@@ -330,54 +270,18 @@ impl State {
                 Ok(Done::now(self.answer(&body, tab), Vec::new()))
             }
             DialogCall::Authenticate { tab, dialog_id, credentials } => {
-                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
-                    return Err(ToolError::new(
-                        ErrorCode::DialogNotFound,
-                        "No HTTP auth challenge is held open for the agent (only the must_respond policy holds them; otherwise the request was already answered). To log in, set up a rule first: interact {action:\"handle_dialog\", \
-setup:true, dialog_type:\"auth\", username, password}, then load the page again.",
-                    ));
-                };
-                let msg = self.answer_held(id, true, None, With::Login(credentials), DecidedBy::Agent)?;
-                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
+                self.answer_carrying(tab, dialog_id, With::Login(credentials))
             }
             DialogCall::PrintTo { tab, dialog_id, save_to } => {
-                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
-                    return Err(ToolError::new(
-                        ErrorCode::DialogNotFound,
-                        "No print is held open for the agent (only the must_respond policy holds them). To print the \
-next one to a file, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"print\", save_to}.",
-                    ));
-                };
-                let msg = self.answer_held(id, true, None, With::Pdf { to: Some(save_to) }, DecidedBy::Agent)?;
-                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
+                self.answer_carrying(tab, dialog_id, With::Pdf { to: Some(save_to) })
             }
             DialogCall::DownloadTo { tab, dialog_id, save_dir } => {
-                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
-                    return Err(ToolError::new(
-                        ErrorCode::DialogNotFound,
-                        "No download is held open for the agent (only the must_respond policy holds them). To save the \
-next one into a directory, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"download\", \
-save_dir}.",
-                    ));
-                };
-                let msg = self.answer_held(id, true, None, With::SaveDir(Some(save_dir)), DecidedBy::Agent)?;
-                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
+                self.answer_carrying(tab, dialog_id, With::SaveDir(Some(save_dir)))
             }
             DialogCall::Upload { .. } if self.file_access == Some(false) => {
                 Err(ToolError::new(ErrorCode::InvalidParams, FILE_ACCESS_OFF))
             }
-            DialogCall::Upload { tab, dialog_id, files } => {
-                let Some(id) = self.held_to_answer(tab, dialog_id)? else {
-                    return Err(ToolError::new(
-                        ErrorCode::DialogNotFound,
-                        "No file chooser is held open for the agent (only the must_respond policy holds them). To give \
-the next one files, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"file_chooser\", \
-files}.",
-                    ));
-                };
-                let msg = self.answer_held(id, true, None, With::Files(files), DecidedBy::Agent)?;
-                Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
-            }
+            DialogCall::Upload { tab, dialog_id, files } => self.answer_carrying(tab, dialog_id, With::Files(files)),
             DialogCall::Respond { tab, accept, text, dialog_id } => {
                 if let Some(id) = self.held_to_answer(tab, dialog_id)? {
                     let msg = self.answer_held(id, accept, text, With::Nothing, DecidedBy::Agent)?;
@@ -387,6 +291,16 @@ files}.",
                 Ok(Done::now(self.respond(&tab, accept, text), Vec::new()))
             }
         }
+    }
+
+    /// The agent's accept of a held prompt with what only its kind takes (a login, files, …).
+    fn answer_carrying(&mut self, tab: Option<i64>, dialog_id: Option<u64>, with: With) -> Result<Done, ToolError> {
+        let Some(id) = self.held_to_answer(tab, dialog_id)? else {
+            let none = kinds::carrier(&with).map_or("No dialog is held open for the agent.", |(_, c)| c.none_held);
+            return Err(ToolError::new(ErrorCode::DialogNotFound, none));
+        };
+        let msg = self.answer_held(id, true, None, with, DecidedBy::Agent)?;
+        Ok(Done { value: Value::Null, msgs: vec![msg], answering: Some(id) })
     }
 
     /// Which held dialog an answer is for: the one named, or the only one that waits (in

@@ -1,8 +1,8 @@
 //! Each message from the browser goes to the handler of its kind; this is the only file
 //! that knows them all.
 
-use super::prompt::PromptKind;
-use super::protocol::{FromBrowser, PromptAsk, ToBrowser};
+use super::kinds;
+use super::protocol::{FromBrowser, ToBrowser};
 use super::state::State;
 
 impl State {
@@ -66,22 +66,7 @@ impl State {
                 self.file_access = Some(allowed);
                 Ok(Vec::new())
             }
-            FromBrowser::PromptRequest(m) => {
-                let kind: &dyn PromptKind = match &m.ask {
-                    PromptAsk::Auth(a) => a,
-                    PromptAsk::Permission(p) => p,
-                    PromptAsk::DeviceChooser(c) => c,
-                    PromptAsk::AppLink(l) => l,
-                    PromptAsk::Passkey(p) => p,
-                    PromptAsk::Print(p) => p,
-                    PromptAsk::SignIn(p) => p,
-                    PromptAsk::Payment(p) => p,
-                    PromptAsk::StorageAccess(p) => p,
-                    PromptAsk::FileChooser(p) => p,
-                    PromptAsk::Download(p) => p,
-                };
-                self.on_prompt(&m, kind)
-            }
+            FromBrowser::PromptRequest(m) => kinds::asked(&m.ask, |k| self.on_prompt(&m, k)),
             FromBrowser::PromptResult(m) => {
                 self.on_prompt_result(&m);
                 Ok(Vec::new())

@@ -1,6 +1,7 @@
 //! The sentences Unmodal explains itself with: why a dialog got its answer, who closed a
 //! held one, what a policy does, why a tab fell back. Written by Unmodal, never page text.
 
+use super::kinds;
 use super::record::{DecidedBy, DialogRecord};
 use super::state::{Rule, State, TabPolicy};
 use crate::api::RuleSpec;
@@ -137,173 +138,27 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         (Kind::Prompt, Some(true)) => format!("returned {:?}", rec.response_text.as_deref().unwrap_or("")),
         (Kind::Prompt, Some(false)) => "returned null".to_string(),
         (Kind::Alert, Some(_)) => "closed".to_string(),
-        (Kind::Auth, Some(true)) => "credentials given".to_string(),
-        (Kind::Auth, Some(false)) => "cancelled (the page gets the 401)".to_string(),
-        (Kind::Permission, Some(true)) => "granted".to_string(),
-        (Kind::Permission, Some(false)) => "denied".to_string(),
-        (Kind::DeviceChooser, Some(_)) => "cancelled (the page got the browser's cancel result)".to_string(),
-        (Kind::AppLink, Some(true)) => {
-            "opened (the page navigated to it again; the browser hands it to the OS)".to_string()
-        }
-        (Kind::AppLink, Some(false)) => "cancelled (the page stays where it is)".to_string(),
-        (Kind::Passkey, Some(true)) => {
-            "answered by Unmodal's virtual authenticator (the page's call went to the browser)".to_string()
-        }
-        (Kind::Print, Some(true)) => "printed to a PDF file (the page got beforeprint and afterprint)".to_string(),
-        (Kind::Print, Some(false)) => "cancelled (as a person closes the preview)".to_string(),
-        (Kind::SignIn, Some(true)) => "left to the browser's account chooser".to_string(),
-        (Kind::SignIn, Some(false)) => "refused (the page got NetworkError)".to_string(),
-        (Kind::Payment, Some(true)) => "left to the browser (its payment sheet, or its own refusal)".to_string(),
-        (Kind::Payment, Some(false)) => {
-            "refused (the page got AbortError, as after a person closes the payment sheet)".to_string()
-        }
-        (Kind::StorageAccess, Some(true)) => "left to the browser (its grant, prompt or refusal)".to_string(),
-        (Kind::StorageAccess, Some(false)) => "refused (the page got NotAllowedError)".to_string(),
-        (Kind::Download, Some(true)) => "saved".to_string(),
-        (Kind::Download, Some(false)) => "cancelled (nothing written)".to_string(),
-        (Kind::FileChooser, Some(true)) => "the page got the files (input and change events)".to_string(),
-        (Kind::FileChooser, Some(false)) => {
-            "cancelled (the page got a cancel event, as after a person's cancel)".to_string()
-        }
-        (Kind::Passkey, Some(false)) => {
-            "refused (the page got NotAllowedError, as after a person's cancel)".to_string()
-        }
-        (_, Some(a)) => format!("returned {a}"),
+        (k, Some(a)) => match kinds::spec(k) {
+            Some(k) => k.closed(a).to_string(),
+            None => format!("returned {a}"),
+        },
     };
     format!("Closed by {who} after {} ms: {answer}.", open_for.as_millis())
 }
 
 /// What a new rule will do, as the setup answers it.
 pub fn rule_set(rule: &RuleSpec, once: bool) -> String {
-    let (what, will) = match rule {
+    match rule {
         RuleSpec::Dialog { target, accept, .. } => {
             let verb = if *accept { "accept" } else { "dismiss" };
             let t = target.as_str();
-            return if once {
+            if once {
                 format!("Auto-response configured for next {t} dialog. Will {verb} and revert to default.")
             } else {
                 format!("Auto-response configured for every {t} dialog until cleared. Will {verb}.")
-            };
+            }
         }
-        RuleSpec::Auth { credentials, .. } => (
-            "HTTP auth challenge".to_string(),
-            if credentials.is_some() { "log in with the username given" } else { "cancel it (the page gets the 401)" },
-        ),
-        RuleSpec::Permission { accept, permission, .. } => (
-            permission.map_or("permission request".to_string(), |p| format!("{} request", p.as_str())),
-            if *accept { "grant it" } else { "deny it" },
-        ),
-        RuleSpec::AppLink { accept, matcher } => (
-            matcher.scheme.as_ref().map_or("app link".to_string(), |s| format!("{s}: link")),
-            if *accept { "open it (the browser hands it to the OS)" } else { "cancel it (the page stays where it is)" },
-        ),
-        RuleSpec::Passkey { accept, keep, matcher } => (
-            matcher.rp_id.as_ref().map_or("passkey request".to_string(), |r| format!("passkey request for {r}")),
-            match (accept, keep) {
-                (true, true) => {
-                    "answer it with Unmodal's virtual authenticator, keeping the passkeys made for this profile"
-                }
-                (true, false) => {
-                    "answer it with Unmodal's virtual authenticator (passkeys last for the browser session)"
-                }
-                _ => "refuse it (the page gets NotAllowedError, as after a person's cancel)",
-            },
-        ),
-        RuleSpec::Print { accept: true, .. } => ("print()".to_string(), "print the page to a PDF file"),
-        RuleSpec::Print { .. } => ("print()".to_string(), "cancel it (as a person closes the preview)"),
-        RuleSpec::Held { kind, accept, .. } => held_rule(Kind::from(*kind), *accept),
-        RuleSpec::Download { accept: true, save_dir: Some(d), .. } => {
-            return format!(
-                "Auto-response configured for {} download: will save it, then move it into {}.",
-                if once { "the next" } else { "every" },
-                d.display()
-            );
-        }
-        RuleSpec::Download { accept: true, .. } => ("download".to_string(), "save it where the browser saves"),
-        RuleSpec::Download { .. } => ("download".to_string(), "cancel it (nothing written)"),
-        RuleSpec::FileChooser { files, .. } if files.is_empty() => {
-            ("file chooser".to_string(), "cancel it (as a person's cancel)")
-        }
-        RuleSpec::FileChooser { .. } => ("file chooser".to_string(), "give the page the rule's files"),
-        RuleSpec::DeviceChooser { chooser, .. } => {
-            (chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str())), "cancel it")
-        }
-    };
-    if once {
-        format!("Auto-response configured for the next {what}: will {will}, then revert to default.")
-    } else {
-        format!("Auto-response configured for every {what} until cleared: will {will}.")
-    }
-}
-
-/// What a rule for a call the page hook holds (`RuleSpec::Held`) does: (what, will).
-fn held_rule(kind: Kind, accept: bool) -> (String, &'static str) {
-    let (what, accepted, refused) = match kind {
-        Kind::SignIn => (
-            "sign-in (FedCM)",
-            "leave it to the browser's account chooser",
-            "refuse it at once (the page gets NetworkError)",
-        ),
-        Kind::Payment => (
-            "payment request (show)",
-            "leave it to the browser (headful, with a payment app: its payment sheet)",
-            "refuse it at once (the page gets AbortError, as after a person closes the sheet)",
-        ),
-        _ => (
-            "storage access request",
-            "leave it to the browser (its grant, prompt or refusal)",
-            "refuse it at once (the page gets NotAllowedError, the browser's own refusal)",
-        ),
-    };
-    (what.to_string(), if accept { accepted } else { refused })
-}
-
-/// Why the agent cannot accept the held prompt `held` as it tried (`None`: it can).
-pub fn accept_refused(held: &DialogRecord, carrying: bool) -> Option<String> {
-    let id = held.id;
-    match held.kind {
-        Kind::FileChooser if matches!(&held.details, Some(super::record::Details::FileChooser(d)) if d.mode.ends_with("_picker")) => {
-            Some(format!(
-                "Dialog {id} is a File System Access picker: no protocol gives a picker files, so it can only be \
-refused as a person's cancel; send accept: false. (A page's <input type=file> takes files.)"
-            ))
-        }
-        Kind::Auth if !carrying => Some(format!(
-            "Dialog {id} is an HTTP auth challenge: accept it with username and password, or send accept: false to \
-cancel it (the page gets the 401)."
-        )),
-        Kind::FileChooser if !carrying => Some(format!(
-            "Dialog {id} is a file chooser: answer it with files (absolute paths inside your roots), or send \
-accept: false to cancel it."
-        )),
-        Kind::DeviceChooser => Some(format!(
-            "Dialog {id} is a device chooser: no extension can pick a device (Chromium refuses extensions its \
-DeviceAccess domain), so it can only be cancelled; send accept: false."
-        )),
-        _ => None,
-    }
-}
-
-/// The end of a held prompt's explanation when the answer did not reach it.
-pub fn prompt_gone(kind: Kind, settled: bool) -> &'static str {
-    match kind {
-        Kind::DeviceChooser if settled => {
-            "The browser's own chooser settled first (a person picked or cancelled, or the browser ended the call): \
-the page got the browser's answer."
-        }
-        Kind::Auth => "The request ended before the answer reached it.",
-        _ => "The page was gone before the answer reached it.",
-    }
-}
-
-/// The end of a held prompt's explanation when the extension answered it on its own.
-pub fn prompt_expired(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Permission => "The extension denied it: no answer came from the host in time.",
-        Kind::Passkey | Kind::SignIn | Kind::Payment | Kind::StorageAccess => {
-            "The extension refused it: no answer came from the host in time."
-        }
-        _ => "The extension cancelled it: no answer came from the host in time.",
+        _ => kinds::rule_set(rule, once),
     }
 }
 

@@ -5,7 +5,7 @@
 //! watchdog's answers, and the `dialogs_blocking` note.
 
 use super::explain;
-use super::prompt::With;
+use super::kinds::{self, With};
 use super::protocol::{AnswerResult, HeldClosed, HeldOpened, HeldRef, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
 use super::state::State;
@@ -215,19 +215,12 @@ Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
             return Err(ToolError::new(ErrorCode::DialogNotFound, format!("Dialog {id} is not open.")));
         };
         let h = &mut self.held[pos];
-        let (fits, what) = match &with {
-            With::Login(_) => {
-                (h.record.kind == crate::kind::Kind::Auth, "username and password answer only an auth challenge")
-            }
-            With::Pdf { .. } => (h.record.kind == crate::kind::Kind::Print, "save_to answers only a print"),
-            With::Files(_) => (h.record.kind == crate::kind::Kind::FileChooser, "files answer only a file chooser"),
-            With::SaveDir(_) => (h.record.kind == crate::kind::Kind::Download, "save_dir answers only a download"),
-            _ => (true, ""),
-        };
-        if !fits {
+        if let Some((owner, carries)) = kinds::carrier(&with)
+            && owner != h.record.kind
+        {
             return Err(ToolError::new(
                 ErrorCode::InvalidParams,
-                format!("Dialog {id} is a {}; {what} (use accept and text).", h.record.kind.as_str()),
+                format!("Dialog {id} is a {}; {} (use accept and text).", h.record.kind.as_str(), carries.only),
             ));
         }
         if h.closing.is_some() {

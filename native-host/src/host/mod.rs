@@ -3,38 +3,30 @@
 //! Unix socket that only this user can reach.
 
 pub mod agent_calls;
-mod app_link;
-mod auth;
 mod barrier;
-mod chooser;
 mod dispatch;
-mod download;
 mod explain;
-mod file_chooser;
 mod held;
+mod kinds;
 #[cfg(test)]
 mod layers;
 pub mod logs;
 mod opener;
-mod passkey;
 pub mod passkey_keys;
-mod payment;
-mod permission;
 pub mod persist;
 mod pilot;
 mod pilot_switch;
 mod pilot_value;
 pub mod policy;
-mod print;
 mod prompt;
+#[cfg(test)]
+mod prompt_snapshot;
 pub mod protocol;
 pub mod record;
 mod reports;
 pub mod rules;
-mod sign_in;
 mod socket;
 pub mod state;
-mod storage_access;
 pub mod transport;
 
 use crate::redact::Redactor;

@@ -1,126 +1,21 @@
 //! The one way every browser prompt goes (HTTP auth, permission prompts, device choosers:
 //! prompts the browser shows, which the host decides). A kind plugs in with `PromptKind`
-//! (`auth.rs`, `permission.rs`, `chooser.rs`); the pipeline owns the rest, once:
+//! and `Spec` (`kinds/`); the pipeline owns the rest, once:
 //! request → verdict (the tab's most specific rule, then its policy, else held for the
 //! agent with the watchdog) → answer → the worker's result → record closed. What nobody
 //! chose waits for the agent's acknowledgement; a closed tab closes what it held.
 
 use super::explain;
-use super::protocol::{PasskeyArming, PromptDecision, PromptRequest, PromptResult, ToBrowser};
-use super::record::{DecidedBy, Details, DialogRecord, DialogState, FileJob, HeldDialog};
+use super::kinds::{self, HOLD_MARGIN, PromptKind, Verdict, With};
+use super::protocol::{PromptDecision, PromptRequest, PromptResult, ToBrowser};
+use super::record::{DecidedBy, DialogRecord, DialogState, HeldDialog};
 use super::state::State;
-use crate::api::{Credentials, RuleSpec};
 use crate::kind::Kind;
-use crate::redact::Redactor;
 use crate::reply::{ErrorCode, ToolError};
 use std::time::{Duration, Instant};
-use unmodal_engine::Policy;
 
 /// Held prompts, at most (a page can ask many times at once); past it, refused at once.
 const MAX_HELD: usize = 64;
-/// The extension waits this much longer than the watchdog before it refuses a held prompt
-/// on its own (so the watchdog's answer, recorded, comes first).
-pub(super) const HOLD_MARGIN: Duration = Duration::from_secs(5);
-
-/// What an accept carries to the worker besides the decision.
-pub(super) enum With {
-    Nothing,
-    /// HTTP auth's login.
-    Login(Credentials),
-    /// A passkey request's: the relying party's keys arm the virtual authenticator; `keep`:
-    /// what it makes is kept for the profile.
-    Passkeys {
-        rp_id: String,
-        keep: bool,
-    },
-    /// A print's: the PDF file to write (none: Unmodal's prints directory).
-    Pdf {
-        to: Option<std::path::PathBuf>,
-    },
-    /// A download's: the directory a saved download is moved to (none: where the browser
-    /// saved it).
-    SaveDir(Option<std::path::PathBuf>),
-    /// A file chooser's: the files the page gets (checked against the allowed directories
-    /// by `unmodal mcp`, canonical).
-    Files(Vec<std::path::PathBuf>),
-}
-
-/// How a prompt is answered as it comes.
-pub(super) enum Verdict {
-    Answer {
-        decision: PromptDecision,
-        with: With,
-        by: DecidedBy,
-        rule: Option<u32>,
-        why: String,
-    },
-    /// Held for the agent (`must_respond`).
-    Hold {
-        why: String,
-    },
-}
-
-impl Verdict {
-    /// The policy's answer, for kinds whose words are all the kind's own.
-    pub fn policy(decision: PromptDecision, by: DecidedBy, why: impl Into<String>) -> Self {
-        Self::Answer { decision, with: With::Nothing, by, rule: None, why: why.into() }
-    }
-
-    /// Rule `id`'s answer.
-    pub fn rule(decision: PromptDecision, id: u32, why: String) -> Self {
-        Self::Answer { decision, with: With::Nothing, by: DecidedBy::Rule, rule: Some(id), why }
-    }
-
-    /// The same answer, carrying `with` to the worker (a login, passkeys, a PDF's file).
-    pub fn carrying(self, with: With) -> Self {
-        match self {
-            Self::Answer { decision, by, rule, why, .. } => Self::Answer { decision, with, by, rule, why },
-            hold => hold,
-        }
-    }
-}
-
-/// What a prompt's record says of it (page text already cut and redacted).
-pub(super) struct Described {
-    pub message: String,
-    pub truncated: bool,
-    pub redacted: Vec<String>,
-    /// The URL rules match and the record shows.
-    pub url: String,
-    pub details: Option<Details>,
-}
-
-/// What a kind of browser prompt brings to the pipeline: implemented by its wire request.
-pub(super) trait PromptKind {
-    /// Checks what the worker passed on; `Err` refuses the message whole.
-    fn check(&self) -> Result<(), String> {
-        Ok(())
-    }
-    /// Runs as the request comes, before anything is decided (auth: a challenge that came
-    /// again means the last answer was refused).
-    fn arrived(&self, _s: &mut State) {}
-    fn describe(&self, redactor: &Redactor, url: &str) -> Described;
-    /// How specific `rule` is, if it answers this prompt.
-    fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize>;
-    /// A fitting rule's answer.
-    fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict;
-    /// The tab's policy's answer when no rule fits.
-    fn by_policy(&self, policy: Policy) -> Verdict;
-    /// With no rule fitting: an answer that needs no record (the browser would not prompt).
-    fn unprompted(&self) -> Option<PromptDecision> {
-        None
-    }
-    /// Why it is left to the browser while the pilot is off.
-    fn pilot_off(&self) -> String;
-    /// Left to the browser (sent `native`) because it shows nothing here: why, in words.
-    fn not_shown(&self) -> Option<String> {
-        None
-    }
-    /// Pilot off, the browser's own prompt stays open until the request ends (auth).
-    fn open_until_done(&self) -> bool {
-        false
-    }
-}
 
 /// What the worker says became of a held prompt's answer.
 struct Outcome {
@@ -170,7 +65,7 @@ impl State {
         let open = waits || (verdict.is_none() && k.open_until_done());
         let mut details = described.details;
         if let Some(Verdict::Answer { decision: PromptDecision::Accept, with, .. }) = &verdict {
-            name_files(&mut details, with);
+            with.name_on(&mut details);
         }
         let record = DialogRecord {
             message: described.message,
@@ -200,10 +95,7 @@ impl State {
         match verdict {
             None => {
                 let id = record.id;
-                if kind == Kind::Download {
-                    // The browser's own way: its end still goes on the record.
-                    self.track_download(m.tab_id, m.id, id, None);
-                }
+                k.left_to_browser(self, m.tab_id, m.id, id);
                 self.remember(record);
                 if open {
                     self.queue_pending(id);
@@ -259,20 +151,19 @@ impl State {
     ) -> Result<ToBrowser, ToolError> {
         let h = &mut self.held[pos];
         let kind = h.record.kind;
-        if accept && let Some(why) = explain::accept_refused(&h.record, matches!(with, With::Login(_) | With::Files(_)))
-        {
+        let spec = kinds::spec(kind);
+        let carrying = !matches!(with, With::Nothing);
+        if accept && let Some(why) = spec.and_then(|k| k.accept_refused(&h.record, carrying)) {
             return Err(ToolError::new(ErrorCode::InvalidParams, why));
         }
         h.closing = Some(by);
         h.answer_error = None;
         if accept {
-            name_files(&mut h.record.details, &with);
+            with.name_on(&mut h.record.details);
         }
         let (tab, hold, record) = (h.record.tab_id, h.hold, h.record.id);
-        let with = match (&h.record.details, with) {
-            (Some(Details::Passkey(p)), With::Nothing) => With::Passkeys { rp_id: p.rp_id.clone(), keep: false },
-            (_, With::Nothing) if kind == Kind::Print => With::Pdf { to: None },
-            (_, With::Nothing) if kind == Kind::Download => With::SaveDir(None),
+        let with = match (spec, with) {
+            (Some(k), With::Nothing) => k.accept_with(&h.record),
             (_, with) => with,
         };
         let decision = if accept { PromptDecision::Accept } else { PromptDecision::Refuse };
@@ -290,19 +181,7 @@ impl State {
         with: With,
     ) -> ToBrowser {
         let accept = decision == PromptDecision::Accept;
-        let (mut credentials, mut passkeys, mut files) = (None, None, None);
-        match with {
-            With::Login(c) if accept => credentials = Some(c),
-            With::Passkeys { rp_id, keep } if accept => {
-                passkeys = Some(PasskeyArming { keep, credentials: self.passkeys.for_rp(&rp_id) });
-            }
-            With::Pdf { to } if accept => {
-                self.print_jobs.insert((tab_id, id), FileJob { record, to });
-            }
-            With::Files(f) if accept => files = Some(f.iter().map(|p| p.display().to_string()).collect()),
-            With::SaveDir(to) => self.track_download(tab_id, id, record, to.filter(|_| accept)),
-            _ => {}
-        }
+        let kinds::Carried { credentials, passkeys, files } = with.apply(self, (tab_id, id, record), accept);
         ToBrowser::PromptAnswer { kind, tab_id, id, decision, credentials, passkeys, files, record }
     }
 
@@ -329,10 +208,11 @@ impl State {
             record.decided_by = by;
         }
         let mut summary = explain::closed(&record, by, opened.elapsed());
+        let spec = kinds::spec(record.kind);
         if !o.applied {
-            summary = format!("{summary} {}", explain::prompt_gone(record.kind, m.settled));
+            summary = format!("{summary} {}", spec.map_or("", |k| k.gone(m.settled)));
         } else if o.expired {
-            summary = format!("{summary} {}", explain::prompt_expired(record.kind));
+            summary = format!("{summary} {}", spec.map_or("", |k| k.expired()));
         }
         record.explanation = format!("{}. {summary}", record.explanation);
         self.logs.closed(&record, summary);
@@ -360,57 +240,4 @@ impl State {
             self.on_prompt_result(m);
         }
     }
-}
-
-/// A file chooser's record names the files an accept gives it (paths and sizes).
-fn name_files(details: &mut Option<Details>, with: &With) {
-    if let (Some(Details::FileChooser(d)), With::Files(files)) = (details, with) {
-        d.files = super::record::GivenFile::of(files);
-    }
-}
-
-/// A rule's `url_contains`, case-insensitive; none matches every URL.
-pub(super) fn url_fits(url_contains: Option<&String>, url: &str) -> bool {
-    url_contains.is_none_or(|u| url.to_lowercase().contains(&u.to_lowercase()))
-}
-
-/// A `RuleSpec::Held` rule's verdict: `what` the call is ("Payment request"), `rule_name` as
-/// agents name its type, `browsers` what an accept leaves it to, `refusal` the page's error.
-pub(super) fn held_by_rule(
-    id: u32,
-    rule: &RuleSpec,
-    what: &str,
-    rule_name: &str,
-    browsers: &str,
-    refusal: &str,
-) -> Verdict {
-    if rule.accept() {
-        return Verdict::rule(
-            PromptDecision::Accept,
-            id,
-            format!("{what} left to {browsers}: {rule_name} rule {id} matched"),
-        );
-    }
-    Verdict::rule(PromptDecision::Refuse, id, format!("{what} refused: {rule_name} rule {id} matched ({refusal})"))
-}
-
-impl Described {
-    /// A record with only the kind's own words and the frame's URL (no page text).
-    pub fn plain(message: &str, url: &str) -> Self {
-        Self {
-            message: message.into(),
-            truncated: false,
-            redacted: Vec::new(),
-            url: super::record::clip(url, 2048).0,
-            details: None,
-        }
-    }
-}
-
-/// How specific a rule for calls the page hook holds (`RuleSpec::Held`) of `kind` is for a
-/// call from a frame at `url`, if it fits.
-pub(super) fn held_fits(kind: Kind, rule: &RuleSpec, url: &str) -> Option<usize> {
-    let RuleSpec::Held { kind: k, matcher, .. } = rule else { return None };
-    (Kind::from(*k) == kind && url_fits(matcher.url_contains.as_ref(), url))
-        .then(|| usize::from(matcher.url_contains.is_some()))
 }

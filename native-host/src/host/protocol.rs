@@ -367,11 +367,11 @@ pub enum PromptAsk {
     /// A window.print() the page hook answered (`manifest/print.js`).
     Print(PrintAsk),
     /// A FedCM sign-in the page hook holds (`manifest/held_in_page.js`).
-    SignIn(SignInAsk),
+    SignIn(HeldAsk),
     /// A Payment Request's show() the page hook holds (`manifest/held_in_page.js`).
-    Payment(PaymentAsk),
+    Payment(HeldAsk),
     /// A requestStorageAccess() the page hook holds (`manifest/held_in_page.js`).
-    StorageAccess(StorageAccessAsk),
+    StorageAccess(HeldAsk),
     /// A file chooser the tab's debugger intercepted (`manifest/file_chooser.js`).
     FileChooser(FileChooserAsk),
     /// A download the browser is about to name and save (`manifest/downloads.js`).
@@ -460,25 +460,20 @@ pub struct PasskeyAsk {
     pub rp_id: String,
 }
 
+/// A call the page hook holds and refuses itself (`manifest/held_in_page.js`): each kind
+/// sends the one field it has.
 #[derive(Debug, Deserialize)]
-pub struct SignInAsk {
-    /// The identity provider's config URL, as the page named its first one (page-made).
+pub struct HeldAsk {
+    /// Sign-in: the identity provider's config URL, as the page named its first one
+    /// (page-made).
     #[serde(default)]
     pub provider: String,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct PaymentAsk {
-    /// The browser's own canMakePayment(): can a payment app take it (so a headful browser
-    /// would show its payment sheet)?
+    /// Payment: the browser's own canMakePayment(): can a payment app take it (so a headful
+    /// browser would show its payment sheet)?
     #[serde(default)]
     pub able: bool,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct StorageAccessAsk {
-    /// The browser's own hasStorageAccess(): the frame has access already (the browser
-    /// would grant it without asking).
+    /// Storage access: the browser's own hasStorageAccess(): the frame has access already
+    /// (the browser would grant it without asking).
     #[serde(default)]
     pub granted: bool,
 }

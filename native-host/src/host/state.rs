@@ -7,8 +7,7 @@ use super::logs::Logs;
 pub use super::protocol::Tab;
 use super::protocol::ToBrowser;
 use super::record::{DialogRecord, HeldDialog};
-use super::rules::{self, RuleStore, Stored};
-use crate::api::HeldCall;
+use super::rules::{RuleStore, Stored};
 use crate::api::{DEFAULT_TIMEOUT_S, DialogTypeArg, RuleSpec};
 use crate::redact::Redactor;
 use crate::reply::{ErrorCode, ToolError};
@@ -48,43 +47,6 @@ pub struct Fallback {
 
 /// A rule as the state keeps it: its id, once, and what it answers.
 pub type Rule = Stored<RuleSpec>;
-
-impl rules::Rule for RuleSpec {
-    fn group(&self) -> &'static str {
-        match self {
-            Self::Dialog { .. } => "dialog",
-            Self::Auth { .. } => "auth",
-            Self::Permission { .. } => "permission",
-            Self::DeviceChooser { .. } => "device chooser",
-            Self::AppLink { .. } => "app link",
-            Self::Passkey { .. } => "passkey",
-            Self::Print { .. } => "print",
-            Self::Held { kind: HeldCall::SignIn, .. } => "sign-in",
-            Self::Held { kind: HeldCall::StorageAccess, .. } => "storage access",
-            Self::Held { kind, .. } => kind.as_str(),
-            Self::FileChooser { .. } => "file chooser",
-            Self::Download { .. } => "download",
-        }
-    }
-
-    fn same_slot(&self, other: &Self) -> bool {
-        use RuleSpec as R;
-        self.matcher() == other.matcher()
-            && match (self, other) {
-                (R::Dialog { target: a, .. }, R::Dialog { target: b, .. }) => a == b,
-                (R::Auth { .. }, R::Auth { .. }) => true,
-                (R::Permission { permission: a, .. }, R::Permission { permission: b, .. }) => a == b,
-                (R::DeviceChooser { chooser: a, .. }, R::DeviceChooser { chooser: b, .. }) => a == b,
-                (R::AppLink { .. }, R::AppLink { .. })
-                | (R::Passkey { .. }, R::Passkey { .. })
-                | (R::Print { .. }, R::Print { .. })
-                | (R::FileChooser { .. }, R::FileChooser { .. })
-                | (R::Download { .. }, R::Download { .. }) => true,
-                (R::Held { kind: a, .. }, R::Held { kind: b, .. }) => a == b,
-                _ => false,
-            }
-    }
-}
 
 /// A rule the tab's config carries: a page dialog's (the page's engine applies it), a file
 /// chooser's (its debugger session intercepts choosers while the tab has one), or an
@@ -175,13 +137,12 @@ pub struct State {
     pub(super) sync_seen: u64,
     /// The virtual authenticator's passkeys (`passkey_keys.rs`).
     pub passkeys: super::passkey_keys::PasskeyKeys,
-    /// The browser's own app-link dialogs showing in tabs (`app_link.rs`).
+    /// The browser's own app-link dialogs showing in tabs (`kinds/app_link.rs`).
     pub app_dialogs: Vec<super::record::AppDialog>,
-    /// Prints being printed to PDF, by tab and request (`print.rs`), and how many PDFs this
-    /// host wrote.
-    pub print_jobs: HashMap<(i64, u64), super::record::FileJob>,
-    /// Downloads decided and not yet done, by tab and request (`download.rs`).
-    pub download_jobs: HashMap<(i64, u64), super::record::FileJob>,
+    /// Files a kind will write or move once the worker's result comes, by kind, then by tab
+    /// and request (`kinds/`: prints being printed to PDF, downloads decided and not done).
+    pub file_jobs: HashMap<crate::kind::Kind, HashMap<(i64, u64), super::record::FileJob>>,
+    /// How many PDFs this host wrote into the prints directory.
     pub prints_made: u32,
 }
 
@@ -223,8 +184,7 @@ impl State {
             sync_seen: 0,
             passkeys: Default::default(),
             app_dialogs: Vec::new(),
-            print_jobs: HashMap::new(),
-            download_jobs: HashMap::new(),
+            file_jobs: HashMap::new(),
             prints_made: 0,
         }
     }
@@ -292,7 +252,7 @@ impl State {
     }
 
     /// The tab's config as revision `rev`: what its policy and its `in_config` rules say.
-    fn config_at(&self, tab: i64, rev: u64) -> ToBrowser {
+    pub(super) fn config_at(&self, tab: i64, rev: u64) -> ToBrowser {
         let policy = self.policy_of(tab).policy;
         let choosers =
             policy == Policy::MustRespond || self.rules.any(tab, |r| matches!(r, RuleSpec::FileChooser { .. }));
@@ -435,88 +395,6 @@ pub(super) mod tests {
         );
         assert!(s.rules_of(7).is_empty());
         assert_eq!(s.spend_rule(7, r.id), None);
-    }
-
-    /// One rule of every kind (and both sides of each kind's split), so a new kind cannot
-    /// be forgotten: the match below has no wildcard.
-    fn one_of_each() -> Vec<RuleSpec> {
-        use crate::api::{ChooserApi, HeldCall, PermissionName};
-        let m = MatchArg::default;
-        let rules = vec![
-            dialog_rule(RuleTarget::All, true),
-            RuleSpec::Auth { credentials: None, matcher: m() },
-            RuleSpec::Permission { accept: true, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
-            RuleSpec::Permission { accept: false, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
-            RuleSpec::Permission { accept: true, permission: Some(PermissionName::Camera), matcher: m() },
-            RuleSpec::Permission { accept: true, permission: None, matcher: m() },
-            RuleSpec::DeviceChooser { chooser: Some(ChooserApi::Usb), matcher: m() },
-            RuleSpec::AppLink { accept: true, matcher: m() },
-            RuleSpec::Passkey { accept: true, keep: false, matcher: m() },
-            RuleSpec::Print { accept: false, save_to: None, matcher: m() },
-            RuleSpec::Held { kind: HeldCall::SignIn, accept: false, matcher: m() },
-            RuleSpec::Held { kind: HeldCall::Payment, accept: false, matcher: m() },
-            RuleSpec::Held { kind: HeldCall::StorageAccess, accept: false, matcher: m() },
-            RuleSpec::FileChooser { files: Vec::new(), matcher: m() },
-            RuleSpec::Download { accept: false, save_dir: None, matcher: m() },
-        ];
-        for r in &rules {
-            match r {
-                RuleSpec::Dialog { .. }
-                | RuleSpec::Auth { .. }
-                | RuleSpec::Permission { .. }
-                | RuleSpec::DeviceChooser { .. }
-                | RuleSpec::AppLink { .. }
-                | RuleSpec::Passkey { .. }
-                | RuleSpec::Print { .. }
-                | RuleSpec::Held { .. }
-                | RuleSpec::FileChooser { .. }
-                | RuleSpec::Download { .. } => {}
-            }
-        }
-        rules
-    }
-
-    #[test]
-    fn in_config_is_exactly_what_changes_the_config() {
-        for policy in [Policy::Auto, Policy::MustRespond] {
-            for rule in one_of_each() {
-                let mut s = state_with(policy);
-                let without = s.config_at(3, 0);
-                s.add_rule(3, false, rule.clone()).unwrap();
-                let changed = s.config_at(3, 0) != without;
-                // Under must_respond choosers are intercepted anyway: a file chooser's rule
-                // is in the config but changes nothing there until the policy goes.
-                let exact = policy == Policy::Auto;
-                assert!(changed == in_config(&rule) || (!exact && !changed), "{rule:?} under {policy:?}");
-                assert_eq!(s.configured_tabs().any(|t| t == 3), in_config(&rule) || s.policies.contains_key(&3));
-            }
-        }
-    }
-
-    #[test]
-    fn clear_and_spend_resend_the_config_exactly_when_it_changes() {
-        for rule in one_of_each() {
-            let what: DialogTypeArg = serde_json::from_value(json!(rule.dialog_type())).unwrap();
-            let mut s = state_with(Policy::Auto);
-            s.add_rule(3, false, rule.clone()).unwrap();
-            let (removed, msg) = s.clear_rules(3, what);
-            assert_eq!((removed, msg.is_some()), (1, in_config(&rule)), "clear {rule:?} with {what:?}");
-            if let Some(msg) = msg {
-                assert_eq!(msg, s.config_at(3, s.config_rev), "the config without it");
-            }
-            let spent = s.add_rule(3, true, rule.clone()).unwrap().id;
-            assert_eq!(s.spend_rule(3, spent).is_some(), in_config(&rule), "spend {rule:?}");
-        }
-    }
-
-    #[test]
-    fn a_cleared_download_grant_leaves_the_workers_config() {
-        let mut s = state_with(Policy::Auto);
-        let grant = &one_of_each()[2];
-        s.add_rule(3, false, grant.clone()).unwrap();
-        assert!(matches!(s.config_message(3), ToBrowser::Config { downloads: Some(true), .. }));
-        let (_, msg) = s.clear_rules(3, DialogTypeArg::Permission);
-        assert!(matches!(msg, Some(ToBrowser::Config { tab_id: 3, downloads: None, .. })), "{msg:?}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! bridge makes for itself, disposed with its connection: the extension, the pages and the
 //! agent's driver never see it.
 
-use super::super::download::free_name;
+use super::super::kinds::free_name;
 use super::super::protocol::FetchJob;
 use crate::cdp::Conn;
 use serde_json::{Value, json};

@@ -13,17 +13,63 @@
 //! (`app_link_dialog`). It is recorded open and listed in `dialogs_blocking` until the tab
 //! goes to another site, the only thing that clears it.
 
-use super::prompt::{Described, PromptKind, Verdict, url_fits};
-use super::protocol::{AppLinkAsk, PromptDecision};
-use super::record::{
+use super::{
+    Described, EXPIRED_CANCELLED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
+};
+use crate::api::RuleSpec;
+use crate::host::protocol::{AppLinkAsk, PromptDecision};
+use crate::host::record::{
     self, AppDialog, AppLinkDetails, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS,
 };
-use super::state::State;
-use crate::api::RuleSpec;
+use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
 use unmodal_engine::Policy;
+
+/// Each policy's answer; `{scheme}` is the link's.
+const POLICIES: Policies = Policies {
+    hold: "App link ({scheme}:) held for the agent (policy must_respond): the navigation was cancelled and the page \
+stays; open it with interact {action:\"handle_dialog\", dialog_id, accept:true} or leave it with accept:false",
+    auto: Says::Refuse(
+        "App link cancelled by the default policy: the browser would have handed {scheme}: to the OS (for any scheme \
+but mailto:, an \"Open …?\" dialog that, headless, blocks every input to the tab); set up dialog_type \"app_link\" \
+with accept:true to open it",
+    ),
+    auto_accept: Says::Accept("App link opened by the tab's auto_accept policy (the browser hands it to the OS)"),
+    auto_dismiss: Says::Refuse("App link cancelled by the tab's auto_dismiss policy"),
+};
+
+/// An app link once recorded.
+pub(super) struct AppLink;
+
+const WORDS: Words = Words {
+    kind: Kind::AppLink,
+    group: "app link",
+    closed: (
+        "opened (the page navigated to it again; the browser hands it to the OS)",
+        "cancelled (the page stays where it is)",
+    ),
+    expired: EXPIRED_CANCELLED,
+};
+
+impl Spec for AppLink {
+    fn words(&self) -> &Words {
+        &WORDS
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::AppLink { .. })
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::AppLink { accept, matcher } = rule else { return None };
+        let what = matcher.scheme.as_ref().map_or("app link".to_string(), |s| format!("{s}: link"));
+        let will =
+            if *accept { "open it (the browser hands it to the OS)" } else { "cancel it (the page stays where it is)" };
+        Some(configured(&what, will, once))
+    }
+}
 
 impl AppLinkAsk {
     /// The link's scheme, lower case, without the colon.
@@ -72,44 +118,15 @@ impl PromptKind for AppLinkAsk {
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
-        let scheme = self.scheme();
-        match policy {
-            Policy::MustRespond => Verdict::Hold {
-                why: format!(
-                    "App link ({scheme}:) held for the agent (policy must_respond): the navigation was cancelled and \
-the page stays; open it with interact {{action:\"handle_dialog\", dialog_id, accept:true}} or leave it with \
-accept:false"
-                ),
-            },
-            Policy::Auto => Verdict::policy(
-                PromptDecision::Refuse,
-                DecidedBy::DefaultPolicy,
-                format!(
-                    "App link cancelled by the default policy: the browser would have handed {scheme}: to the OS (for \
-any scheme but mailto:, an \"Open …?\" dialog that, headless, blocks every input to the tab); set up dialog_type \
-\"app_link\" with accept:true to open it"
-                ),
-            ),
-            Policy::AutoAccept => Verdict::policy(
-                PromptDecision::Accept,
-                DecidedBy::Policy,
-                "App link opened by the tab's auto_accept policy (the browser hands it to the OS)",
-            ),
-            Policy::AutoDismiss => Verdict::policy(
-                PromptDecision::Refuse,
-                DecidedBy::Policy,
-                "App link cancelled by the tab's auto_dismiss policy",
-            ),
-        }
+        POLICIES.verdict_with(policy, &[("{scheme}", &self.scheme())])
     }
 
     fn pilot_off(&self) -> String {
-        format!(
-            "AI Web Pilot is off: the browser handles the {}: link itself (mailto: goes to the OS mail client; any \
-other scheme raises an \"Open …?\" dialog that, headless, blocks every input to the tab until a navigation to \
-another site); a person must switch the pilot on (`unmodal pilot on` in a terminal)",
+        pilot_off(&format!(
+            "the browser handles the {}: link itself (mailto: goes to the OS mail client; any other scheme raises an \
+\"Open …?\" dialog that, headless, blocks every input to the tab until a navigation to another site)",
             self.scheme()
-        )
+        ))
     }
 }
 
@@ -121,7 +138,7 @@ fn host_of(url: &str) -> &str {
 
 impl State {
     /// The browser showed its own dialog for a link the hook did not cancel.
-    pub(super) fn on_app_link_dialog(&mut self, tab_id: i64, frame_id: i64, target: &str) {
+    pub(in crate::host) fn on_app_link_dialog(&mut self, tab_id: i64, frame_id: i64, target: &str) {
         let ask = AppLinkAsk { target: target.to_owned() };
         if ask.check().is_err() || ask.scheme() == "mailto" {
             return; // mailto: goes to the mail client without a dialog
@@ -155,7 +172,7 @@ it (navigate to about:blank, then back).",
     }
 
     /// Dialogs of tabs that closed or went to another site are gone.
-    pub(super) fn close_app_dialogs_left_behind(&mut self) {
+    pub(in crate::host) fn close_app_dialogs_left_behind(&mut self) {
         let (tabs, mut gone) = (&self.tabs, Vec::new());
         self.app_dialogs.retain(|d| {
             let tab = tabs.iter().find(|t| t.id == d.tab_id);
@@ -180,16 +197,16 @@ it (navigate to about:blank, then back).",
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::State;
-    use super::super::state::tests::{feed, to_json};
     use super::*;
     use crate::api::{DialogCall, MatchArg};
+    use crate::host::state::State;
+    use crate::host::state::tests::{feed, to_json};
     use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 
     fn state(policy: Policy) -> State {
-        super::super::state::tests::state_with(policy)
+        crate::host::state::tests::state_with(policy)
     }
 
     fn link(s: &mut State, tab: i64, n: u64, target: &str) -> Vec<Value> {

@@ -11,11 +11,16 @@
 //! does the rest; here is what is auth's own: matching by realm, refused credentials not
 //! tried again, the attempt limit, and what became of the request.
 
-use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
-use super::protocol::{AuthAsk, AuthDone, PromptDecision, PromptResult};
-use super::record::{self, AuthDetails, AuthOutcome, DecidedBy, Details, DialogState, MAX_MESSAGE_CHARS};
-use super::state::State;
+use super::{
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    configured, pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
+use crate::host::protocol::{AuthAsk, AuthDone, PromptDecision, PromptResult};
+use crate::host::record::{
+    self, AuthDetails, AuthOutcome, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS,
+};
+use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
@@ -32,6 +37,78 @@ fn without_userinfo(url: &str) -> String {
     match url[start..end].rfind('@') {
         Some(at) => format!("{}{}", &url[..start], &url[start + at + 1..]),
         None => url.to_owned(),
+    }
+}
+
+/// Each policy's answer; `{refused}` is `REFUSED` after a challenge that came again.
+const POLICIES: Policies = Policies {
+    hold: "HTTP auth held for the agent (policy must_respond): {refused}answer with interact \
+{action:\"handle_dialog\", dialog_id, accept:true, username, password} or accept:false to cancel",
+    auto: Says::Refuse(
+        "HTTP auth cancelled by the default policy: no auth rule matched; the page gets the 401 (set up dialog_type \
+\"auth\" with username and password to log in)",
+    ),
+    auto_accept: Says::Refuse(
+        "HTTP auth cancelled: {refused}the auto_accept policy has no credentials to give (only an auth rule has); the \
+page gets the 401",
+    ),
+    auto_dismiss: Says::Refuse("HTTP auth cancelled by the tab's auto_dismiss policy; the page gets the 401"),
+};
+const REFUSED: &str = "the credentials given were refused, so ";
+
+/// HTTP auth once recorded.
+pub(super) struct Auth;
+
+const WORDS: Words = Words {
+    kind: Kind::Auth,
+    group: "auth",
+    closed: ("credentials given", "cancelled (the page gets the 401)"),
+    expired: EXPIRED_CANCELLED,
+};
+
+impl Spec for Auth {
+    fn words(&self) -> &Words {
+        &WORDS
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Auth { .. })
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::Auth { credentials, .. } = rule {
+            v.username = credentials.as_ref().map(|c| c.username.as_str());
+        }
+    }
+
+    fn gone(&self, _settled: bool) -> &'static str {
+        "The request ended before the answer reached it."
+    }
+
+    fn carries(&self, with: &With) -> Option<Carries> {
+        matches!(with, With::Login(_)).then_some(Carries {
+            only: "username and password answer only an auth challenge",
+            none_held: "No HTTP auth challenge is held open for the agent (only the must_respond policy holds them; \
+otherwise the request was already answered). To log in, set up a rule first: interact {action:\"handle_dialog\", \
+setup:true, dialog_type:\"auth\", username, password}, then load the page again.",
+        })
+    }
+
+    fn accept_refused(&self, held: &DialogRecord, carrying: bool) -> Option<String> {
+        (!carrying).then(|| {
+            format!(
+                "Dialog {} is an HTTP auth challenge: accept it with username and password, or send accept: false to \
+cancel it (the page gets the 401).",
+                held.id
+            )
+        })
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Auth { credentials, .. } = rule else { return None };
+        let will =
+            if credentials.is_some() { "log in with the username given" } else { "cancel it (the page gets the 401)" };
+        Some(configured("HTTP auth challenge", will, once))
     }
 }
 
@@ -107,44 +184,19 @@ impl PromptKind for AuthAsk {
             );
         }
         let again = self.attempt() > 1;
-        let refused = if again { "the credentials given were refused, so " } else { "" };
         match policy {
-            Policy::MustRespond => Verdict::Hold {
-                why: format!(
-                    "HTTP auth held for the agent (policy must_respond): {refused}answer with interact \
-{{action:\"handle_dialog\", dialog_id, accept:true, username, password}} or accept:false to cancel"
-                ),
-            },
             Policy::Auto if again => cancel(
                 DecidedBy::DefaultPolicy,
                 "HTTP auth cancelled: the credentials given were refused and are not tried again; the page gets the \
 401"
                 .into(),
             ),
-            Policy::Auto => cancel(
-                DecidedBy::DefaultPolicy,
-                "HTTP auth cancelled by the default policy: no auth rule matched; the page gets the 401 (set up \
-dialog_type \"auth\" with username and password to log in)"
-                    .into(),
-            ),
-            Policy::AutoAccept => cancel(
-                DecidedBy::Policy,
-                format!(
-                    "HTTP auth cancelled: {refused}the auto_accept policy has no credentials to give (only an auth \
-rule has); the page gets the 401"
-                ),
-            ),
-            Policy::AutoDismiss => cancel(
-                DecidedBy::Policy,
-                "HTTP auth cancelled by the tab's auto_dismiss policy; the page gets the 401".into(),
-            ),
+            _ => POLICIES.verdict_with(policy, &[("{refused}", if again { REFUSED } else { "" })]),
         }
     }
 
     fn pilot_off(&self) -> String {
-        "AI Web Pilot is off: the browser handles the HTTP auth challenge itself (a human may be asked); a person \
-must switch the pilot on (`unmodal pilot on` in a terminal)"
-            .into()
+        pilot_off("the browser handles the HTTP auth challenge itself (a human may be asked)")
     }
 
     /// The browser's own login prompt stays until the request ends (`on_auth_done`).
@@ -155,7 +207,7 @@ must switch the pilot on (`unmodal pilot on` in a terminal)"
 
 impl State {
     /// The request of a challenge ended: what the page got.
-    pub(super) fn on_auth_done(&mut self, m: &AuthDone) {
+    pub(in crate::host) fn on_auth_done(&mut self, m: &AuthDone) {
         // Still held: the request went away first (navigation, closed tab).
         if let Some(h) = self
             .held
@@ -213,16 +265,16 @@ impl State {
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::tests::{feed, to_json};
     use super::*;
     use crate::api::{Credentials, DialogCall, DialogTypeArg, MatchArg, Secret};
+    use crate::host::state::tests::{feed, to_json};
     use crate::reply::ErrorCode;
     use serde_json::{Value, json};
 
     const PASSWORD: &str = "correct-horse-battery-staple";
 
     fn state(policy: Policy) -> State {
-        super::super::state::tests::state_with(policy)
+        crate::host::state::tests::state_with(policy)
     }
 
     fn creds() -> Credentials {

@@ -11,12 +11,16 @@
 //! The worker reports what became of it (`download_done`); the record then says the file's
 //! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
 
-use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
-use super::protocol::ToBrowser;
-use super::protocol::{DownloadAsk, FetchJob, PromptDecision};
-use super::record::{self, DecidedBy, Details, DownloadDetails, FileJob};
-use super::state::{State, is_downloads_rule};
+use super::{
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    configured, pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
+use crate::host::protocol::ToBrowser;
+use crate::host::protocol::{DownloadAsk, FetchJob, PromptDecision};
+use crate::host::record::{self, Details, DialogRecord, DownloadDetails, FileJob};
+use crate::host::state::{State, is_downloads_rule};
+use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
 use std::path::{Path, PathBuf};
@@ -31,6 +35,70 @@ them all through.";
 
 /// Downloads waiting for their end, at most (the oldest is forgotten past it).
 const MAX_JOBS: usize = 256;
+
+/// Each policy's answer.
+const POLICIES: Policies = Policies {
+    hold: "download held for the agent (policy must_respond): the browser waits for its name; answer with interact \
+{action:\"handle_dialog\", dialog_id, accept, save_dir?} (true: saved; false: cancelled)",
+    auto: Says::Accept(
+        "download saved by the browser as it does without Unmodal (the default policy); a download rule with accept: \
+false cancels downloads, save_dir moves them into a directory of yours",
+    ),
+    auto_accept: Says::Accept("download saved (the tab's auto_accept policy)"),
+    auto_dismiss: Says::Refuse("download cancelled by the tab's auto_dismiss policy, nothing written"),
+};
+
+/// A download once recorded.
+pub(super) struct Download;
+
+const WORDS: Words = Words {
+    kind: Kind::Download,
+    group: "download",
+    closed: ("saved", "cancelled (nothing written)"),
+    expired: EXPIRED_CANCELLED,
+};
+
+impl Spec for Download {
+    fn words(&self) -> &Words {
+        &WORDS
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Download { .. })
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::Download { save_dir, .. } = rule {
+            v.save_dir = save_dir.as_deref();
+        }
+    }
+
+    fn accept_with(&self, _held: &DialogRecord) -> With {
+        With::SaveDir(None)
+    }
+
+    fn carries(&self, with: &With) -> Option<Carries> {
+        matches!(with, With::SaveDir(_)).then_some(Carries {
+            only: "save_dir answers only a download",
+            none_held: "No download is held open for the agent (only the must_respond policy holds them). To save the \
+next one into a directory, set up a rule first: interact {action:\"handle_dialog\", setup:true, \
+dialog_type:\"download\", save_dir}.",
+        })
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Download { accept, save_dir, .. } = rule else { return None };
+        Some(match (accept, save_dir) {
+            (true, Some(d)) => format!(
+                "Auto-response configured for {} download: will save it, then move it into {}.",
+                if once { "the next" } else { "every" },
+                d.display()
+            ),
+            (true, None) => configured("download", "save it where the browser saves", once),
+            _ => configured("download", "cancel it (nothing written)", once),
+        })
+    }
+}
 
 impl PromptKind for DownloadAsk {
     fn describe(&self, redactor: &Redactor, url: &str) -> Described {
@@ -72,57 +140,36 @@ impl PromptKind for DownloadAsk {
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
-        let verdict = match policy {
-            Policy::MustRespond => {
-                return Verdict::Hold {
-                    why: "download held for the agent (policy must_respond): the browser waits for its name; answer \
-with interact {action:\"handle_dialog\", dialog_id, accept, save_dir?} (true: saved; false: cancelled)"
-                        .into(),
-                };
-            }
-            Policy::Auto => Verdict::policy(
-                PromptDecision::Accept,
-                DecidedBy::DefaultPolicy,
-                "download saved by the browser as it does without Unmodal (the default policy); a download rule \
-with accept: false cancels downloads, save_dir moves them into a directory of yours",
-            ),
-            Policy::AutoAccept => Verdict::policy(
-                PromptDecision::Accept,
-                DecidedBy::Policy,
-                "download saved (the tab's auto_accept policy)",
-            ),
-            Policy::AutoDismiss => Verdict::policy(
-                PromptDecision::Refuse,
-                DecidedBy::Policy,
-                "download cancelled by the tab's auto_dismiss policy, nothing written",
-            ),
-        };
-        verdict.carrying(With::SaveDir(None))
+        POLICIES.verdict(policy).carrying(With::SaveDir(None))
+    }
+
+    /// The browser's own way: its end still goes on the record.
+    fn left_to_browser(&self, s: &mut State, tab: i64, id: u64, record: u64) {
+        s.track_download(tab, id, record, None);
     }
 
     fn pilot_off(&self) -> String {
-        "AI Web Pilot is off: the browser saved the download its own way; a person must switch the pilot on \
-(`unmodal pilot on` in a terminal) for rules to decide downloads"
-            .into()
+        pilot_off("the browser saved the download its own way") + " for rules to decide downloads"
     }
 }
 
 impl State {
     /// A decided download's end is awaited: its record, and where a saved file goes.
-    pub(super) fn track_download(&mut self, tab_id: i64, id: u64, record: u64, to: Option<PathBuf>) {
-        if self.download_jobs.len() >= MAX_JOBS
-            && let Some(oldest) = self.download_jobs.iter().min_by_key(|(_, j)| j.record).map(|(k, _)| *k)
+    pub(in crate::host) fn track_download(&mut self, tab_id: i64, id: u64, record: u64, to: Option<PathBuf>) {
+        let jobs = self.file_jobs.entry(Kind::Download).or_default();
+        if jobs.len() >= MAX_JOBS
+            && let Some(oldest) = jobs.iter().min_by_key(|(_, j)| j.record).map(|(k, _)| *k)
         {
-            self.download_jobs.remove(&oldest);
+            jobs.remove(&oldest);
         }
-        self.download_jobs.insert((tab_id, id), FileJob { record, to });
+        jobs.insert((tab_id, id), FileJob { record, to });
     }
 
     /// What became of a download: its record says the state, size and path; a saved file
     /// with a `save_dir` is moved there first. `blocked`: the browser blocks the site's
     /// automatic downloads now (said on the record and in the tab's logs). A once-rule for
     /// automatic downloads has let its batch through: it is spent (the config follows).
-    pub(super) fn on_download_done(
+    pub(in crate::host) fn on_download_done(
         &mut self,
         tab_id: i64,
         id: u64,
@@ -137,7 +184,9 @@ impl State {
         if blocked {
             self.logs.note(tab_id, "download", BLOCKED.into());
         }
-        let Some(job) = self.download_jobs.remove(&(tab_id, id)) else { return out };
+        let Some(job) = self.file_jobs.get_mut(&Kind::Download).and_then(|j| j.remove(&(tab_id, id))) else {
+            return out;
+        };
         let Some(rec) =
             self.held.iter_mut().map(|h| &mut h.record).chain(self.history.iter_mut()).find(|r| r.id == job.record)
         else {
@@ -248,9 +297,10 @@ fn move_into(from: &Path, dir: &Path) -> Result<PathBuf, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::tests::{feed, state_with, to_json};
     use super::*;
     use crate::api::{DialogCall, MatchArg};
+    use crate::host::record::DecidedBy;
+    use crate::host::state::tests::{feed, state_with, to_json};
     use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::json;
@@ -346,7 +396,7 @@ mod tests {
         let done_call =
             s.interact(DialogCall::DownloadTo { tab: None, dialog_id: Some(id), save_dir: tmp.path().into() }).unwrap();
         assert_eq!(to_json(&done_call.msgs)[0]["decision"], "accept");
-        assert_eq!(s.download_jobs[&(3, 1)].to.as_deref(), Some(tmp.path()));
+        assert_eq!(s.file_jobs[&Kind::Download][&(3, 1)].to.as_deref(), Some(tmp.path()));
     }
 
     fn grant() -> RuleSpec {

@@ -10,12 +10,87 @@
 //! Pilot off: the browser's chooser stands, recorded. Rules live in memory. The prompt
 //! pipeline (`prompt.rs`) does the rest; here is what is the chooser's own.
 
-use super::prompt::{Described, PromptKind, Verdict, url_fits};
-use super::protocol::{ChooserAsk, PromptDecision};
-use super::record::{self, ChooserDetails, DecidedBy, Details};
+use super::{
+    Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, Words, configured, pilot_off,
+    url_fits,
+};
 use crate::api::{ChooserApi, RuleSpec};
+use crate::host::protocol::{ChooserAsk, PromptDecision};
+use crate::host::record::{self, ChooserDetails, Details, DialogRecord};
+use crate::kind::Kind;
 use crate::redact::Redactor;
 use unmodal_engine::Policy;
+
+/// Each policy's answer: every answer is a cancel; only `must_respond` waits (for the
+/// agent's cancel, or the browser's chooser).
+const POLICIES: Policies = Policies {
+    hold: "Device chooser held for the agent (policy must_respond): the page's call waits; cancel it with interact \
+{action:\"handle_dialog\", dialog_id, accept:false} (no extension can pick a device)",
+    auto: Says::Refuse(
+        "Device chooser cancelled by the default policy: nobody can pick a device through an extension, and a \
+chooser left open never settles in headless Chromium",
+    ),
+    auto_accept: Says::Refuse(
+        "Device chooser cancelled: the tab's auto_accept policy has no device to pick (no extension can pick one)",
+    ),
+    auto_dismiss: Says::Refuse("Device chooser cancelled by the tab's auto_dismiss policy"),
+};
+
+/// A device chooser once recorded.
+pub(super) struct DeviceChooser;
+
+const WORDS: Words = Words {
+    kind: Kind::DeviceChooser,
+    group: "device chooser",
+    closed: (
+        "cancelled (the page got the browser's cancel result)",
+        "cancelled (the page got the browser's cancel result)",
+    ),
+    expired: EXPIRED_CANCELLED,
+};
+
+impl Spec for DeviceChooser {
+    fn words(&self) -> &Words {
+        &WORDS
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::DeviceChooser { .. })
+    }
+
+    fn same_slot(&self, a: &RuleSpec, b: &RuleSpec) -> bool {
+        matches!((a, b), (RuleSpec::DeviceChooser { chooser: a, .. }, RuleSpec::DeviceChooser { chooser: b, .. }) if a == b)
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::DeviceChooser { chooser, .. } = rule {
+            v.chooser = *chooser;
+        }
+    }
+
+    fn gone(&self, settled: bool) -> &'static str {
+        if settled {
+            "The browser's own chooser settled first (a person picked or cancelled, or the browser ended the call): \
+the page got the browser's answer."
+        } else {
+            "The page was gone before the answer reached it."
+        }
+    }
+
+    fn accept_refused(&self, held: &DialogRecord, _carrying: bool) -> Option<String> {
+        Some(format!(
+            "Dialog {} is a device chooser: no extension can pick a device (Chromium refuses extensions its \
+DeviceAccess domain), so it can only be cancelled; send accept: false.",
+            held.id
+        ))
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::DeviceChooser { chooser, .. } = rule else { return None };
+        let what = chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str()));
+        Some(configured(&what, "cancel it", once))
+    }
+}
 
 impl ChooserAsk {
     fn api(&self) -> ChooserApi {
@@ -50,55 +125,34 @@ impl PromptKind for ChooserAsk {
         Verdict::rule(PromptDecision::Refuse, id, format!("Device chooser cancelled: chooser rule {id} matched"))
     }
 
-    /// Every answer is a cancel; only `must_respond` waits (for the agent's cancel, or the
-    /// browser's chooser).
     fn by_policy(&self, policy: Policy) -> Verdict {
-        let cancel = |by, why: &str| Verdict::policy(PromptDecision::Refuse, by, why);
-        match policy {
-            Policy::MustRespond => Verdict::Hold {
-                why: "Device chooser held for the agent (policy must_respond): the page's call waits; cancel it with \
-interact {action:\"handle_dialog\", dialog_id, accept:false} (no extension can pick a device)"
-                    .into(),
-            },
-            Policy::Auto => cancel(
-                DecidedBy::DefaultPolicy,
-                "Device chooser cancelled by the default policy: nobody can pick a device through an extension, and \
-a chooser left open never settles in headless Chromium",
-            ),
-            Policy::AutoAccept => cancel(
-                DecidedBy::Policy,
-                "Device chooser cancelled: the tab's auto_accept policy has no device to pick (no extension can pick one)",
-            ),
-            Policy::AutoDismiss => {
-                cancel(DecidedBy::Policy, "Device chooser cancelled by the tab's auto_dismiss policy")
-            }
-        }
+        POLICIES.verdict(policy)
     }
 
     fn pilot_off(&self) -> String {
-        format!(
-            "AI Web Pilot is off: the browser's {} stands (in headless Chromium it never settles, and the page's \
-call waits); a person must switch the pilot on (`unmodal pilot on` in a terminal)",
+        pilot_off(&format!(
+            "the browser's {} stands (in headless Chromium it never settles, and the page's call waits)",
             self.api().describe().0
-        )
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::State;
-    use super::super::state::tests::{feed, to_json};
     use super::*;
     use crate::api::DialogCall;
     use crate::api::MatchArg;
+    use crate::host::record::DecidedBy;
     use crate::host::record::DialogRecord;
+    use crate::host::state::State;
+    use crate::host::state::tests::{feed, to_json};
     use crate::kind::Kind;
     use crate::reply::ErrorCode;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 
     fn state(policy: Policy) -> State {
-        super::super::state::tests::state_with(policy)
+        crate::host::state::tests::state_with(policy)
     }
 
     fn ask(s: &mut State, tab: i64, n: u64, api: &str) -> Vec<Value> {

@@ -12,13 +12,89 @@
 //! The prompt pipeline (`prompt.rs`) does the rest; here is what is the passkey's own.
 //! Pilot off: the browser's way, recorded.
 
-use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
-use super::protocol::{PasskeyAsk, PromptDecision};
-use super::record::{self, DecidedBy, Details, PasskeyDetails};
-use super::state::State;
+use super::{
+    Described, EXPIRED_REFUSED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words, configured,
+    pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
+use crate::host::protocol::{PasskeyArming, PasskeyAsk, PromptDecision};
+use crate::host::record::{self, Details, DialogRecord, PasskeyDetails};
+use crate::host::state::State;
+use crate::kind::Kind;
 use crate::redact::Redactor;
 use unmodal_engine::Policy;
+
+/// Each policy's answer.
+const POLICIES: Policies = Policies {
+    hold: "Passkey request held for the agent (policy must_respond): the page's call waits; answer with interact \
+{action:\"handle_dialog\", dialog_id, accept} (true: Unmodal's virtual authenticator answers; false: the page gets \
+NotAllowedError)",
+    auto: Says::Refuse(
+        "Passkey request refused by the default policy, as a person's cancel (NotAllowedError): the browser's \
+passkey sheet, invisible in headless, would have dropped every input to the tab until a reload; a passkey rule with \
+accept: true answers it with Unmodal's virtual authenticator",
+    ),
+    auto_accept: Says::Accept(
+        "Passkey request answered by Unmodal's virtual authenticator (the tab's auto_accept policy)",
+    ),
+    auto_dismiss: Says::Refuse("Passkey request refused by the tab's auto_dismiss policy"),
+};
+
+/// A passkey request once recorded.
+pub(super) struct Passkey;
+
+const WORDS: Words = Words {
+    kind: Kind::Passkey,
+    group: "passkey",
+    closed: (
+        "answered by Unmodal's virtual authenticator (the page's call went to the browser)",
+        "refused (the page got NotAllowedError, as after a person's cancel)",
+    ),
+    expired: EXPIRED_REFUSED,
+};
+
+impl Spec for Passkey {
+    fn words(&self) -> &Words {
+        &WORDS
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Passkey { .. })
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::Passkey { keep, .. } = rule {
+            v.keep = keep.then_some(true);
+        }
+    }
+
+    /// The agent's accept arms the authenticator with the relying party's passkeys.
+    fn accept_with(&self, held: &DialogRecord) -> With {
+        match &held.details {
+            Some(Details::Passkey(p)) => With::Passkeys { rp_id: p.rp_id.clone(), keep: false },
+            _ => With::Nothing,
+        }
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Passkey { accept, keep, matcher } = rule else { return None };
+        let what = matcher.rp_id.as_ref().map_or("passkey request".to_string(), |r| format!("passkey request for {r}"));
+        let will = match (accept, keep) {
+            (true, true) => {
+                "answer it with Unmodal's virtual authenticator, keeping the passkeys made for this profile"
+            }
+            (true, false) => "answer it with Unmodal's virtual authenticator (passkeys last for the browser session)",
+            _ => "refuse it (the page gets NotAllowedError, as after a person's cancel)",
+        };
+        Some(configured(&what, will, once))
+    }
+}
+
+/// What arms the virtual authenticator for `rp_id`: its passkeys, and whether what it makes
+/// is kept for the profile.
+pub(super) fn arming(s: &State, rp_id: &str, keep: bool) -> PasskeyArming {
+    PasskeyArming { keep, credentials: s.passkeys.for_rp(rp_id) }
+}
 
 impl PasskeyAsk {
     /// The keys an accept arms the authenticator with: the relying party's.
@@ -71,42 +147,21 @@ impl PromptKind for PasskeyAsk {
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
-        let refuse = |by, why: &str| Verdict::policy(PromptDecision::Refuse, by, why);
-        match policy {
-            Policy::MustRespond => Verdict::Hold {
-                why: "Passkey request held for the agent (policy must_respond): the page's call waits; answer with \
-interact {action:\"handle_dialog\", dialog_id, accept} (true: Unmodal's virtual authenticator answers; false: the \
-page gets NotAllowedError)"
-                    .into(),
-            },
-            Policy::Auto => refuse(
-                DecidedBy::DefaultPolicy,
-                "Passkey request refused by the default policy, as a person's cancel (NotAllowedError): the browser's \
-passkey sheet, invisible in headless, would have dropped every input to the tab until a reload; a passkey rule \
-with accept: true answers it with Unmodal's virtual authenticator",
-            ),
-            Policy::AutoAccept => Verdict::policy(
-                PromptDecision::Accept,
-                DecidedBy::Policy,
-                "Passkey request answered by Unmodal's virtual authenticator (the tab's auto_accept policy)",
-            )
-            .carrying(self.arming(false)),
-            Policy::AutoDismiss => {
-                refuse(DecidedBy::Policy, "Passkey request refused by the tab's auto_dismiss policy")
-            }
-        }
+        // Only an accept arms the authenticator: a refusal carries nothing.
+        POLICIES.verdict(policy).carrying(self.arming(false))
     }
 
     fn pilot_off(&self) -> String {
-        "AI Web Pilot is off: the browser handles the passkey request itself (in headless its sheet is invisible and \
-drops every input to the tab until a reload); a person must switch the pilot on (`unmodal pilot on` in a terminal)"
-            .into()
+        pilot_off(
+            "the browser handles the passkey request itself (in headless its sheet is invisible and drops every \
+input to the tab until a reload)",
+        )
     }
 }
 
 impl State {
     /// The keys an armed authenticator held when the call was done (made or signed with).
-    pub(super) fn on_passkeys_saved(&mut self, keep: bool, credentials: Vec<serde_json::Value>) {
+    pub(in crate::host) fn on_passkeys_saved(&mut self, keep: bool, credentials: Vec<serde_json::Value>) {
         let keys = credentials
             .into_iter()
             .filter_map(|v| match serde_json::from_value(v) {
@@ -123,16 +178,17 @@ impl State {
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::State;
-    use super::super::state::tests::{feed, to_json};
     use super::*;
     use crate::api::{DialogCall, MatchArg};
+    use crate::host::record::DecidedBy;
+    use crate::host::state::State;
+    use crate::host::state::tests::{feed, to_json};
     use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 
     fn state(policy: Policy) -> State {
-        super::super::state::tests::state_with(policy)
+        crate::host::state::tests::state_with(policy)
     }
 
     fn ask(s: &mut State, n: u64, operation: &str, rp_id: &str) -> Vec<Value> {

@@ -13,11 +13,15 @@
 //!
 //! Pilot off: the browser's print(), recorded.
 
-use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
-use super::protocol::{PrintAsk, PromptDecision};
-use super::record::{self, DecidedBy, Details, PrintDetails};
-use super::state::State;
+use super::{
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    configured, pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
+use crate::host::protocol::{PrintAsk, PromptDecision};
+use crate::host::record::{self, Details, DialogRecord, FileJob, PrintDetails};
+use crate::host::state::State;
+use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
 use std::path::PathBuf;
@@ -28,6 +32,70 @@ const MAX_PDF: usize = 32 * 1024 * 1024;
 /// New files a host writes into the prints directory, at most: a page printing in a loop
 /// under `auto_accept` must not fill the disk (a `save_to` file is written over instead).
 const MAX_NEW_PRINTS: u32 = 200;
+
+/// Each policy's answer.
+const POLICIES: Policies = Policies {
+    hold: "print() held for the agent (policy must_respond): the page's call returned as after a cancel; interact \
+{action:\"handle_dialog\", dialog_id, accept:true, save_to?} prints the page to a PDF file, accept:false leaves it \
+cancelled",
+    auto: Says::Refuse(
+        "print() answered by the default policy as a person's cancel of the preview: the call returned, no print job \
+was left behind (the browser's own would never end in headless, and would block PDF printing); a print rule with \
+accept: true prints the page to a PDF file",
+    ),
+    auto_accept: Says::Accept(
+        "print() printed to a PDF file in Unmodal's prints directory (the tab's auto_accept policy)",
+    ),
+    auto_dismiss: Says::Refuse("print() cancelled by the tab's auto_dismiss policy"),
+};
+
+/// A print once recorded.
+pub(super) struct Print;
+
+const WORDS: Words = Words {
+    kind: Kind::Print,
+    group: "print",
+    closed: (
+        "printed to a PDF file (the page got beforeprint and afterprint)",
+        "cancelled (as a person closes the preview)",
+    ),
+    expired: EXPIRED_CANCELLED,
+};
+
+impl Spec for Print {
+    fn words(&self) -> &Words {
+        &WORDS
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Print { .. })
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::Print { save_to, .. } = rule {
+            v.save_to = save_to.as_deref();
+        }
+    }
+
+    fn accept_with(&self, _held: &DialogRecord) -> With {
+        With::Pdf { to: None }
+    }
+
+    fn carries(&self, with: &With) -> Option<Carries> {
+        matches!(with, With::Pdf { .. }).then_some(Carries {
+            only: "save_to answers only a print",
+            none_held: "No print is held open for the agent (only the must_respond policy holds them). To print the \
+next one to a file, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"print\", \
+save_to}.",
+        })
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Print { accept, .. } = rule else { return None };
+        let will = if *accept { "print the page to a PDF file" } else { "cancel it (as a person closes the preview)" };
+        Some(configured("print()", will, once))
+    }
+}
 
 impl PromptKind for PrintAsk {
     fn describe(&self, _: &Redactor, url: &str) -> Described {
@@ -58,28 +126,8 @@ impl PromptKind for PrintAsk {
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
-        let cancel = |by, why: &str| Verdict::policy(PromptDecision::Refuse, by, why);
-        match policy {
-            Policy::MustRespond => Verdict::Hold {
-                why: "print() held for the agent (policy must_respond): the page's call returned as after a cancel; \
-interact {action:\"handle_dialog\", dialog_id, accept:true, save_to?} prints the page to a PDF file, accept:false \
-leaves it cancelled"
-                    .into(),
-            },
-            Policy::Auto => cancel(
-                DecidedBy::DefaultPolicy,
-                "print() answered by the default policy as a person's cancel of the preview: the call returned, no \
-print job was left behind (the browser's own would never end in headless, and would block PDF printing); a print \
-rule with accept: true prints the page to a PDF file",
-            ),
-            Policy::AutoAccept => Verdict::policy(
-                PromptDecision::Accept,
-                DecidedBy::Policy,
-                "print() printed to a PDF file in Unmodal's prints directory (the tab's auto_accept policy)",
-            )
-            .carrying(With::Pdf { to: None }),
-            Policy::AutoDismiss => cancel(DecidedBy::Policy, "print() cancelled by the tab's auto_dismiss policy"),
-        }
+        // Only an accept leaves a print job: a refusal carries nothing.
+        POLICIES.verdict(policy).carrying(With::Pdf { to: None })
     }
 
     fn not_shown(&self) -> Option<String> {
@@ -93,18 +141,24 @@ did nothing, as without Unmodal (no rule or policy applies)",
     }
 
     fn pilot_off(&self) -> String {
-        "AI Web Pilot is off: the browser's own print() ran (headless: a print job that never ends and blocks PDF \
-printing until the page navigates; headful: the preview, which blocks the page's script until a person closes \
-it); a person must switch the pilot on (`unmodal pilot on` in a terminal)"
-            .into()
+        pilot_off(
+            "the browser's own print() ran (headless: a print job that never ends and blocks PDF printing until the \
+page navigates; headful: the preview, which blocks the page's script until a person closes it)",
+        )
     }
+}
+
+/// An accepted print waits for its PDF: the record, and the file the agent named (none:
+/// the prints directory).
+pub(super) fn leave_job(s: &mut State, (tab, id, record): (i64, u64, u64), to: Option<PathBuf>) {
+    s.file_jobs.entry(Kind::Print).or_default().insert((tab, id), FileJob { record, to });
 }
 
 impl State {
     /// An accepted print's PDF came (or why it could not be made): written, and its record
     /// says where.
-    pub(super) fn on_print_pdf(&mut self, tab_id: i64, id: u64, data: Option<&str>, error: Option<&str>) {
-        let Some(job) = self.print_jobs.remove(&(tab_id, id)) else { return };
+    pub(in crate::host) fn on_print_pdf(&mut self, tab_id: i64, id: u64, data: Option<&str>, error: Option<&str>) {
+        let Some(job) = self.file_jobs.get_mut(&Kind::Print).and_then(|j| j.remove(&(tab_id, id))) else { return };
         let fresh = job.to.is_none();
         let outcome = match (data, error) {
             (Some(_), _) if job.to.is_none() && self.prints_made >= MAX_NEW_PRINTS => Err(format!(
@@ -158,9 +212,10 @@ fn save(to: Option<PathBuf>, record: u64, data: &str) -> Result<(PathBuf, u64), 
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::State;
-    use super::super::state::tests::{feed, to_json};
     use super::*;
+    use crate::host::record::DecidedBy;
+    use crate::host::state::State;
+    use crate::host::state::tests::{feed, to_json};
     use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::json;
@@ -211,7 +266,7 @@ mod tests {
 
     #[test]
     fn a_print_the_browser_shows_nothing_for_is_recorded_as_its_own_whatever_the_policy() {
-        let mut s = super::super::state::tests::state_with(Policy::AutoAccept);
+        let mut s = crate::host::state::tests::state_with(Policy::AutoAccept);
         let ask = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":1,"url":"http://a/f","native":true,
                          "no_dialog":"sandboxed"});
         let out = to_json(&feed(&mut s, ask).unwrap());
@@ -219,7 +274,7 @@ mod tests {
         let rec = s.history.iter().last().unwrap();
         assert_eq!((rec.decided_by, rec.closed_by, rec.accepted), (DecidedBy::Browser, Some(DecidedBy::Browser), None));
         assert!(rec.explanation.contains("sandboxed without allow-modals"), "{}", rec.explanation);
-        assert!(s.print_jobs.is_empty());
+        assert!(s.file_jobs.get(&Kind::Print).is_none_or(|j| j.is_empty()));
         let bad = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":2,"url":"http://a/f","native":true,
                          "no_dialog":"because"});
         assert!(feed(&mut s, bad).is_err());
@@ -227,7 +282,7 @@ mod tests {
 
     #[test]
     fn a_page_printing_in_a_loop_cannot_fill_the_prints_directory() {
-        let mut s = super::super::state::tests::state_with(Policy::AutoAccept);
+        let mut s = crate::host::state::tests::state_with(Policy::AutoAccept);
         s.prints_made = MAX_NEW_PRINTS;
         let ask = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":1,"url":"http://a/r"});
         assert_eq!(to_json(&feed(&mut s, ask).unwrap())[1]["decision"], "accept");

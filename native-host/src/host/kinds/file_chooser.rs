@@ -12,10 +12,13 @@
 //! checked again here when a rule gives them. Elsewhere (no rule, no policy, pilot off)
 //! choosers are the browser's, so another driver's upload tool keeps working.
 
-use super::prompt::{Described, PromptKind, Verdict, With, url_fits};
-use super::protocol::{FileChooserAsk, PromptDecision, ToBrowser};
-use super::record::{self, DecidedBy, Details, FileChooserDetails, GivenFile};
+use super::{
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    configured, pilot_off, url_fits,
+};
 use crate::api::RuleSpec;
+use crate::host::protocol::{FileChooserAsk, PromptDecision, ToBrowser};
+use crate::host::record::{self, Details, DialogRecord, FileChooserDetails, GivenFile};
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer as _;
@@ -24,6 +27,104 @@ use std::time::{Duration, Instant};
 use unmodal_engine::Policy;
 
 const MAX_LABEL_CHARS: usize = 200;
+
+/// Each policy's answer to an `<input type=file>`'s chooser.
+const POLICIES: Policies = Policies {
+    hold: "file chooser held for the agent (policy must_respond): the page waits as for a person at the file dialog; \
+answer with interact {action:\"handle_dialog\", dialog_id, files:[absolute paths]} or accept: false to cancel it",
+    auto: Says::Refuse(
+        "file chooser cancelled by the default policy, as a person's cancel (the tab's file_chooser rule did not \
+match it)",
+    ),
+    auto_accept: Says::Refuse(
+        "file chooser cancelled: the tab's auto_accept policy has no files to give (a file_chooser rule with files \
+gives some)",
+    ),
+    auto_dismiss: Says::Refuse("file chooser cancelled by the tab's auto_dismiss policy"),
+};
+
+/// Each policy's answer to a File System Access picker; `{call}` is the page's call.
+const PICKER: Policies = Policies {
+    hold: "{call}() held for the agent (policy must_respond): the page waits as for a person at the file dialog; \
+answer with interact {action:\"handle_dialog\", dialog_id, accept: false} (no protocol gives a picker files)",
+    auto: Says::Refuse(
+        "{call}() refused by the default policy as a person's cancel (AbortError): headless, the browser refuses it \
+the same way; headful, it would open the OS file dialog and wait for a person",
+    ),
+    auto_accept: Says::Refuse("{call}() refused as a person's cancel (the tab's policy)"),
+    auto_dismiss: Says::Refuse("{call}() refused as a person's cancel (the tab's policy)"),
+};
+
+/// A file chooser once recorded.
+pub(super) struct FileChooser;
+
+const WORDS: Words = Words {
+    kind: Kind::FileChooser,
+    group: "file chooser",
+    closed: (
+        "the page got the files (input and change events)",
+        "cancelled (the page got a cancel event, as after a person's cancel)",
+    ),
+    expired: EXPIRED_CANCELLED,
+};
+
+impl Spec for FileChooser {
+    fn words(&self) -> &Words {
+        &WORDS
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::FileChooser { .. })
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::FileChooser { files, .. } = rule {
+            v.files = files.iter().map(|f| f.display().to_string()).collect();
+        }
+    }
+
+    fn needs_file_access(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::FileChooser { files, .. } if !files.is_empty())
+    }
+
+    fn carries(&self, with: &With) -> Option<Carries> {
+        matches!(with, With::Files(_)).then_some(Carries {
+            only: "files answer only a file chooser",
+            none_held: "No file chooser is held open for the agent (only the must_respond policy holds them). To give \
+the next one files, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"file_chooser\", \
+files}.",
+        })
+    }
+
+    fn accept_refused(&self, held: &DialogRecord, carrying: bool) -> Option<String> {
+        let id = held.id;
+        if matches!(&held.details, Some(Details::FileChooser(d)) if d.mode.ends_with("_picker")) {
+            return Some(format!(
+                "Dialog {id} is a File System Access picker: no protocol gives a picker files, so it can only be \
+refused as a person's cancel; send accept: false. (A page's <input type=file> takes files.)"
+            ));
+        }
+        (!carrying).then(|| {
+            format!(
+                "Dialog {id} is a file chooser: answer it with files (absolute paths inside your roots), or send \
+accept: false to cancel it."
+            )
+        })
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::FileChooser { files, .. } = rule else { return None };
+        let will = if files.is_empty() { "cancel it (as a person's cancel)" } else { "give the page the rule's files" };
+        Some(configured("file chooser", will, once))
+    }
+}
+
+/// A file chooser's record names the files an accept gives it (paths and sizes).
+pub(super) fn name_files(details: &mut Option<Details>, files: &[PathBuf]) {
+    if let Some(Details::FileChooser(d)) = details {
+        d.files = GivenFile::of(files);
+    }
+}
 
 impl FileChooserAsk {
     fn folder(&self) -> bool {
@@ -129,50 +230,17 @@ gives a File System Access picker files"
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
-        let cancel = |by, why: &str| Verdict::policy(PromptDecision::Refuse, by, why);
-        if let Some(call) = self.picker() {
-            return match policy {
-                Policy::MustRespond => Verdict::Hold {
-                    why: format!(
-                        "{call}() held for the agent (policy must_respond): the page waits as for a person at the file \
-dialog; answer with interact {{action:\"handle_dialog\", dialog_id, accept: false}} (no protocol gives a picker files)"
-                    ),
-                },
-                Policy::Auto => cancel(
-                    DecidedBy::DefaultPolicy,
-                    &format!(
-                        "{call}() refused by the default policy as a person's cancel (AbortError): headless, the browser \
-refuses it the same way; headful, it would open the OS file dialog and wait for a person"
-                    ),
-                ),
-                _ => cancel(DecidedBy::Policy, &format!("{call}() refused as a person's cancel (the tab's policy)")),
-            };
-        }
-        match policy {
-            Policy::MustRespond => Verdict::Hold {
-                why: "file chooser held for the agent (policy must_respond): the page waits as for a person at the \
-file dialog; answer with interact {action:\"handle_dialog\", dialog_id, files:[absolute paths]} or accept: false to \
-cancel it"
-                    .into(),
-            },
-            Policy::Auto => cancel(
-                DecidedBy::DefaultPolicy,
-                "file chooser cancelled by the default policy, as a person's cancel (the tab's file_chooser rule did \
-not match it)",
-            ),
-            Policy::AutoAccept => cancel(
-                DecidedBy::Policy,
-                "file chooser cancelled: the tab's auto_accept policy has no files to give (a file_chooser rule with \
-files gives some)",
-            ),
-            Policy::AutoDismiss => cancel(DecidedBy::Policy, "file chooser cancelled by the tab's auto_dismiss policy"),
+        match self.picker() {
+            Some(call) => PICKER.verdict_with(policy, &[("{call}", call)]),
+            None => POLICIES.verdict(policy),
         }
     }
 
     fn pilot_off(&self) -> String {
-        "AI Web Pilot is off: the browser's own file chooser (headless: cancelled at once; headful: the OS file \
-dialog, which waits for a person); a person must switch the pilot on (`unmodal pilot on` in a terminal)"
-            .into()
+        pilot_off(
+            "the browser's own file chooser (headless: cancelled at once; headful: the OS file dialog, which waits \
+for a person)",
+        )
     }
 }
 
@@ -196,7 +264,7 @@ impl FileChooserAsk {
     }
 }
 
-impl super::state::State {
+impl crate::host::state::State {
     /// A remote browser's chooser could not be given its files: the bridge could not copy
     /// them onto the browser's machine (`transport/remote_uploads.rs`). An agent's answer
     /// fails as one the browser refused, and the chooser stays held for another; a rule's
@@ -209,7 +277,7 @@ impl super::state::State {
             h.closing = None;
             // The worker waited for the copy; it holds the chooser for the watchdog again.
             let left = h.deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(Instant::now()));
-            let wait_ms = u64::try_from((left + super::prompt::HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX);
+            let wait_ms = u64::try_from((left + super::HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX);
             return vec![ToBrowser::PromptHold { kind: Kind::FileChooser, tab_id, id, wait_ms }];
         }
         if let Some(rec) = self.history.iter_mut().find(|r| r.id == record) {
@@ -236,9 +304,10 @@ fn named(files: &[PathBuf]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::tests::{feed, state_with, to_json};
     use super::*;
     use crate::api::{DialogCall, MatchArg};
+    use crate::host::record::DecidedBy;
+    use crate::host::state::tests::{feed, state_with, to_json};
     use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::json;

@@ -12,12 +12,62 @@
 //! Pilot off: the browser's own behaviour, recorded. Rules live in memory, like auth rules.
 //! The prompt pipeline (`prompt.rs`) does the rest; here is what is the permission's own.
 
-use super::prompt::{Described, PromptKind, Verdict, url_fits};
-use super::protocol::{PermissionAsk, PromptDecision};
-use super::record::{self, DecidedBy, Details, PermissionDetails};
+use super::{Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, Words, configured, pilot_off, url_fits};
 use crate::api::{PermissionName, RuleSpec};
+use crate::host::protocol::{PermissionAsk, PromptDecision};
+use crate::host::record::{self, Details, PermissionDetails};
+use crate::kind::Kind;
 use crate::redact::Redactor;
 use unmodal_engine::Policy;
+
+/// Each policy's answer. Under `auto` the safe default is deny: nothing is granted that
+/// nobody chose, and nothing waits.
+const POLICIES: Policies = Policies {
+    hold: "Permission request held for the agent (policy must_respond): the page's call waits; answer with interact \
+{action:\"handle_dialog\", dialog_id, accept} (true = grant, false = deny)",
+    auto: Says::Refuse(
+        "Permission denied by the default policy: no permission rule matched (set up dialog_type \"permission\" with \
+accept:true to grant)",
+    ),
+    auto_accept: Says::Accept("Permission granted by the tab's auto_accept policy"),
+    auto_dismiss: Says::Refuse("Permission denied by the tab's auto_dismiss policy"),
+};
+
+/// A permission prompt once recorded.
+pub(super) struct Permission;
+
+const WORDS: Words = Words {
+    kind: Kind::Permission,
+    group: "permission",
+    closed: ("granted", "denied"),
+    expired: "The extension denied it: no answer came from the host in time.",
+};
+
+impl Spec for Permission {
+    fn words(&self) -> &Words {
+        &WORDS
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Permission { .. })
+    }
+
+    fn same_slot(&self, a: &RuleSpec, b: &RuleSpec) -> bool {
+        matches!((a, b), (RuleSpec::Permission { permission: a, .. }, RuleSpec::Permission { permission: b, .. }) if a == b)
+    }
+
+    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
+        if let RuleSpec::Permission { permission, .. } = rule {
+            v.permission = *permission;
+        }
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Permission { accept, permission, .. } = rule else { return None };
+        let what = permission.map_or("permission request".to_string(), |p| format!("{} request", p.as_str()));
+        Some(configured(&what, if *accept { "grant it" } else { "deny it" }, once))
+    }
+}
 
 impl PermissionAsk {
     /// The names asked for, known ones only (`check` refused the rest).
@@ -61,32 +111,8 @@ impl PromptKind for PermissionAsk {
         Verdict::rule(decision, id, format!("Permission {what}: permission rule {id} matched"))
     }
 
-    /// Under `auto` the safe default is deny: nothing is granted that nobody chose, and
-    /// nothing waits.
     fn by_policy(&self, policy: Policy) -> Verdict {
-        match policy {
-            Policy::MustRespond => Verdict::Hold {
-                why: "Permission request held for the agent (policy must_respond): the page's call waits; answer with \
-interact {action:\"handle_dialog\", dialog_id, accept} (true = grant, false = deny)"
-                    .into(),
-            },
-            Policy::Auto => Verdict::policy(
-                PromptDecision::Refuse,
-                DecidedBy::DefaultPolicy,
-                "Permission denied by the default policy: no permission rule matched (set up dialog_type \
-\"permission\" with accept:true to grant)",
-            ),
-            Policy::AutoAccept => Verdict::policy(
-                PromptDecision::Accept,
-                DecidedBy::Policy,
-                "Permission granted by the tab's auto_accept policy",
-            ),
-            Policy::AutoDismiss => Verdict::policy(
-                PromptDecision::Refuse,
-                DecidedBy::Policy,
-                "Permission denied by the tab's auto_dismiss policy",
-            ),
-        }
+        POLICIES.verdict(policy)
     }
 
     /// No rule, and the browser would not prompt (granted or blocked before): its stored
@@ -97,26 +123,27 @@ interact {action:\"handle_dialog\", dialog_id, accept} (true = grant, false = de
 
     fn pilot_off(&self) -> String {
         let listed = self.names().iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ");
-        format!(
-            "AI Web Pilot is off: the browser answers the {listed} permission request itself (headless Chromium \
-denies at once; a headful one asks a human); a person must switch the pilot on (`unmodal pilot on` in a terminal)"
-        )
+        pilot_off(&format!(
+            "the browser answers the {listed} permission request itself (headless Chromium denies at once; a headful \
+one asks a human)"
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::State;
-    use super::super::state::tests::{feed, to_json};
     use super::*;
     use crate::api::DialogCall;
     use crate::api::MatchArg;
+    use crate::host::record::DecidedBy;
+    use crate::host::state::State;
+    use crate::host::state::tests::{feed, to_json};
     use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 
     fn state(policy: Policy) -> State {
-        super::super::state::tests::state_with(policy)
+        crate::host::state::tests::state_with(policy)
     }
 
     fn ask(s: &mut State, n: u64, names: &[&str], stored: &str) -> Vec<Value> {

@@ -1,0 +1,323 @@
+//! Calls the page hook holds and refuses itself (`manifest/held_in_page.js`): FedCM
+//! sign-ins, Payment Request's `show()`, `requestStorageAccess()`. They differ only in
+//! words, so they are one kind of code with three descriptions (data below). A refusal
+//! rejects the page's call at once with the browser's own error; an accept lets the
+//! browser have it. Pilot off: the browser's way, recorded.
+//!
+//! - **Sign-in** (`navigator.credentials.get({identity})`, from `48-passkeys.js`):
+//!   headless Chromium refuses it with `NetworkError` after a random 0.2–31 s (FedCM's
+//!   anti-probing delay; MODAL-FACTS 6); a headful one shows an account chooser that waits
+//!   for a person.
+//! - **Payment** (`48-payment.js`): headless Chromium refuses it by itself within ~25 ms
+//!   (no payment app); a headful browser with a payment app for the request's methods
+//!   shows a payment sheet that waits for a person. The hook asks the browser's own
+//!   `canMakePayment()` first (`able`: a sheet would show); a refusal is a person's
+//!   closing of the sheet (`AbortError`).
+//! - **Storage access** (`48-storage-access.js`): in another site's frame without access,
+//!   a headful browser that blocks third-party cookies asks the person; headless refuses
+//!   at once with `NotAllowedError`; a frame with access is granted without a prompt. The
+//!   hook asks the browser's own `hasStorageAccess()` first (`granted`); a frame with
+//!   access is left to the browser unrecorded unless a rule says otherwise.
+
+use super::{
+    Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
+};
+use crate::api::RuleSpec;
+use crate::host::protocol::{HeldAsk, PromptDecision};
+use crate::host::record::{self, DecidedBy, MAX_MESSAGE_CHARS};
+use crate::kind::Kind;
+use crate::redact::Redactor;
+use unmodal_engine::Policy;
+
+/// One kind of held call, as data.
+pub(super) struct HeldInPage {
+    /// Its kind, rule group and closed record's answers.
+    words: Words,
+    /// What the call is, as explanations begin ("Payment request").
+    what: &'static str,
+    /// What the record says of it.
+    message: Message,
+    /// A rule's name in explanations ("payment").
+    rule_name: &'static str,
+    /// What an accept leaves it to.
+    browsers: &'static str,
+    /// The page's error on a refusal.
+    refusal: &'static str,
+    policies: Policies,
+    /// The default policy's answer when the browser refuses it itself, without a prompt
+    /// (payment: no app can take it): left to the browser, and why.
+    auto_when_unable: Option<&'static str>,
+    /// A frame that has what it asks for already (storage access) is left to the browser,
+    /// unrecorded: nothing would prompt.
+    unprompted_when_granted: bool,
+    /// What the browser does itself while the pilot is off.
+    pilot_off: &'static str,
+    /// What a rule will do, as its setup says: (what, accepted, refused).
+    rule_set: (&'static str, &'static str, &'static str),
+}
+
+/// What a held call's record says.
+enum Message {
+    /// By one flag of the request: (when set, when not).
+    Flag(fn(&HeldAsk) -> bool, &'static str, &'static str),
+    /// The provider the page named (cut, redacted) in `with`, at `{}`; `without` when none.
+    Provider { with: (&'static str, &'static str), without: &'static str },
+}
+
+pub(super) static SIGN_IN: HeldInPage = HeldInPage {
+    words: Words {
+        kind: Kind::SignIn,
+        group: "sign-in",
+        closed: ("left to the browser's account chooser", "refused (the page got NetworkError)"),
+        expired: EXPIRED_REFUSED,
+    },
+    what: "Sign-in",
+    message: Message::Provider { with: ("sign in with ", " (FedCM)"), without: "sign in (FedCM)" },
+    rule_name: "sign-in",
+    browsers: "the browser's account chooser",
+    refusal: "NetworkError",
+    policies: Policies {
+        hold: "Sign-in held for the agent (policy must_respond): the page's call waits; answer with interact \
+{action:\"handle_dialog\", dialog_id, accept} (true: the browser's account chooser; false: NetworkError at once)",
+        auto: Says::Refuse(
+            "Sign-in refused at once by the default policy (NetworkError, the browser's own refusal): headless, the \
+browser would have refused it after a random delay of up to 31 s; a headful one would show an account chooser that \
+waits for a person; a sign_in rule with accept: true leaves it to the browser",
+        ),
+        auto_accept: Says::Accept("Sign-in left to the browser's account chooser (the tab's auto_accept policy)"),
+        auto_dismiss: Says::Refuse("Sign-in refused by the tab's auto_dismiss policy"),
+    },
+    auto_when_unable: None,
+    unprompted_when_granted: false,
+    pilot_off: "the browser handles the sign-in itself (headless: a NetworkError after up to 31 s; headful: an \
+account chooser that waits for a person)",
+    rule_set: (
+        "sign-in (FedCM)",
+        "leave it to the browser's account chooser",
+        "refuse it at once (the page gets NetworkError)",
+    ),
+};
+
+pub(super) static PAYMENT: HeldInPage = HeldInPage {
+    words: Words {
+        kind: Kind::Payment,
+        group: "payment",
+        closed: (
+            "left to the browser (its payment sheet, or its own refusal)",
+            "refused (the page got AbortError, as after a person closes the payment sheet)",
+        ),
+        expired: EXPIRED_REFUSED,
+    },
+    what: "Payment request",
+    message: Message::Flag(
+        |a| a.able,
+        "payment request (show): a payment app can take it",
+        "payment request (show): no payment app can take it",
+    ),
+    rule_name: "payment",
+    browsers: "the browser",
+    refusal: "AbortError",
+    policies: Policies {
+        hold: "Payment request held for the agent (policy must_respond): the page's show() waits; answer with \
+interact {action:\"handle_dialog\", dialog_id, accept} (true: the browser's payment sheet; false: AbortError at once)",
+        auto: Says::Refuse(
+            "Payment request refused at once by the default policy (AbortError, as when a person closes the payment \
+sheet): a payment app can take it, so the browser would show its payment sheet and wait for a person; a payment rule \
+with accept: true leaves it to the browser",
+        ),
+        auto_accept: Says::Accept("Payment request left to the browser (the tab's auto_accept policy)"),
+        auto_dismiss: Says::Refuse("Payment request refused by the tab's auto_dismiss policy"),
+    },
+    auto_when_unable: Some(
+        "Payment request left to the browser: no payment app can take it, so the browser refuses it itself at once \
+(NotSupportedError), without a payment sheet",
+    ),
+    unprompted_when_granted: false,
+    pilot_off: "the browser handles the payment request itself (headless: refused at once; headful, with a payment \
+app: a payment sheet that waits for a person)",
+    rule_set: (
+        "payment request (show)",
+        "leave it to the browser (headful, with a payment app: its payment sheet)",
+        "refuse it at once (the page gets AbortError, as after a person closes the sheet)",
+    ),
+};
+
+pub(super) static STORAGE_ACCESS: HeldInPage = HeldInPage {
+    words: Words {
+        kind: Kind::StorageAccess,
+        group: "storage access",
+        closed: ("left to the browser (its grant, prompt or refusal)", "refused (the page got NotAllowedError)"),
+        expired: EXPIRED_REFUSED,
+    },
+    what: "Storage access",
+    message: Message::Flag(
+        |a| a.granted,
+        "storage access request (the frame has access already)",
+        "storage access request (requestStorageAccess)",
+    ),
+    rule_name: "storage_access",
+    browsers: "the browser",
+    refusal: "NotAllowedError",
+    policies: Policies {
+        hold: "Storage access request held for the agent (policy must_respond): the page's call waits; answer with \
+interact {action:\"handle_dialog\", dialog_id, accept} (true: the browser's own way; false: NotAllowedError at once)",
+        auto: Says::Refuse(
+            "Storage access refused at once by the default policy (NotAllowedError, the browser's own refusal): \
+headless, the browser refuses it too; a headful one that blocks third-party cookies would ask the person; a \
+storage_access rule with accept: true leaves it to the browser",
+        ),
+        auto_accept: Says::Accept("Storage access left to the browser (the tab's auto_accept policy)"),
+        auto_dismiss: Says::Refuse("Storage access refused by the tab's auto_dismiss policy"),
+    },
+    auto_when_unable: None,
+    unprompted_when_granted: true,
+    pilot_off: "the browser handles the storage access request itself (headless: refused at once; headful, \
+third-party cookies blocked: a prompt that waits for a person)",
+    rule_set: (
+        "storage access request",
+        "leave it to the browser (its grant, prompt or refusal)",
+        "refuse it at once (the page gets NotAllowedError, the browser's own refusal)",
+    ),
+};
+
+impl Spec for HeldInPage {
+    fn words(&self) -> &Words {
+        &self.words
+    }
+
+    fn owns(&self, rule: &RuleSpec) -> bool {
+        matches!(rule, RuleSpec::Held { kind, .. } if Kind::from(*kind) == self.words.kind)
+    }
+
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
+        let RuleSpec::Held { kind, accept, .. } = rule else { return None };
+        let (what, accepted, refused) = self.rule_set;
+        (Kind::from(*kind) == self.words.kind).then(|| configured(what, if *accept { accepted } else { refused }, once))
+    }
+}
+
+/// A held call's request, with its kind's description.
+pub(super) struct Asked<'a> {
+    pub of: &'static HeldInPage,
+    pub ask: &'a HeldAsk,
+}
+
+impl PromptKind for Asked<'_> {
+    fn describe(&self, redactor: &Redactor, url: &str) -> Described {
+        match self.of.message {
+            Message::Flag(flag, set, unset) => Described::plain(if flag(self.ask) { set } else { unset }, url),
+            Message::Provider { with: (before, after), without } => {
+                let (provider, truncated) = record::clip(&self.ask.provider, MAX_MESSAGE_CHARS);
+                let (provider, redacted) = redactor.apply(&provider);
+                let message =
+                    if provider.is_empty() { without.to_string() } else { format!("{before}{provider}{after}") };
+                Described { message, truncated, redacted, url: record::clip(url, 2048).0, details: None }
+            }
+        }
+    }
+
+    fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
+        let RuleSpec::Held { kind, matcher, .. } = rule else { return None };
+        (Kind::from(*kind) == self.of.words.kind && url_fits(matcher.url_contains.as_ref(), url))
+            .then(|| usize::from(matcher.url_contains.is_some()))
+    }
+
+    fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
+        let HeldInPage { what, rule_name, browsers, refusal, .. } = self.of;
+        if rule.accept() {
+            let why = format!("{what} left to {browsers}: {rule_name} rule {id} matched");
+            return Verdict::rule(PromptDecision::Accept, id, why);
+        }
+        Verdict::rule(PromptDecision::Refuse, id, format!("{what} refused: {rule_name} rule {id} matched ({refusal})"))
+    }
+
+    fn by_policy(&self, policy: Policy) -> Verdict {
+        match self.of.auto_when_unable {
+            Some(why) if policy == Policy::Auto && !self.ask.able => {
+                Verdict::policy(PromptDecision::Accept, DecidedBy::DefaultPolicy, why)
+            }
+            _ => self.of.policies.verdict(policy),
+        }
+    }
+
+    fn unprompted(&self) -> Option<PromptDecision> {
+        (self.of.unprompted_when_granted && self.ask.granted).then_some(PromptDecision::Accept)
+    }
+
+    fn pilot_off(&self) -> String {
+        pilot_off(self.of.pilot_off)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{DialogCall, HeldCall, MatchArg};
+    use crate::host::state::tests::{feed, state_with, to_json};
+    use ringbuf::traits::Consumer;
+    use serde_json::json;
+
+    fn ask(n: u64, able: bool) -> serde_json::Value {
+        json!({"type":"prompt_request","kind":"payment","tab_id":3,"id":n,"url":"https://shop/pay","able":able})
+    }
+
+    fn storage_ask(n: u64, granted: bool) -> serde_json::Value {
+        json!({"type":"prompt_request","kind":"storage_access","tab_id":3,"id":n,"url":"https://widget/","granted":granted})
+    }
+
+    #[test]
+    fn the_default_refuses_a_rule_leaves_it_to_the_browser_and_page_text_is_redacted() {
+        let mut s = state_with(Policy::Auto);
+        let ask = |n: u64| {
+            json!({"type":"prompt_request","kind":"sign_in","tab_id":3,"id":n,"url":"http://a/login",
+                   "provider":"https://idp.example/config.json?token=s3cretvalue1"})
+        };
+        assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["decision"], "refuse");
+        let rec = s.history.iter().last().unwrap();
+        assert_eq!((rec.kind, rec.decided_by), (Kind::SignIn, DecidedBy::DefaultPolicy));
+        assert!(rec.message.starts_with("sign in with https://idp.example/") && !rec.message.contains("s3cret"));
+        let rule = RuleSpec::Held { kind: HeldCall::SignIn, accept: true, matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
+        assert_eq!(to_json(&feed(&mut s, ask(2)).unwrap())[1]["decision"], "accept");
+        assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);
+    }
+    #[test]
+    fn the_default_refuses_what_would_show_a_sheet_and_leaves_the_rest_to_the_browser() {
+        let mut s = state_with(Policy::Auto);
+        assert_eq!(to_json(&feed(&mut s, ask(1, true)).unwrap())[1]["decision"], "refuse");
+        assert_eq!(to_json(&feed(&mut s, ask(2, false)).unwrap())[1]["decision"], "accept");
+        let recs: Vec<_> = s.history.iter().map(|r| (r.kind, r.decided_by, r.message.clone())).collect();
+        assert_eq!(recs.len(), 2, "both recorded");
+        assert!(recs.iter().all(|r| r.0 == Kind::Payment && r.1 == DecidedBy::DefaultPolicy), "{recs:?}");
+        assert!(recs[0].2.contains("a payment app can take it"), "{recs:?}");
+        let rule = RuleSpec::Held { kind: HeldCall::Payment, accept: true, matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
+        assert_eq!(to_json(&feed(&mut s, ask(3, true)).unwrap())[1]["decision"], "accept");
+        assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);
+    }
+
+    #[test]
+    fn must_respond_holds_every_one() {
+        let mut s = state_with(Policy::MustRespond);
+        for (n, able) in [(1, false), (2, true)] {
+            let out = feed(&mut s, ask(n, able)).unwrap();
+            assert!(to_json(&out).iter().all(|m| m["decision"].is_null()), "nothing answered: {out:?}");
+        }
+        assert_eq!(s.held.len(), 2);
+    }
+    #[test]
+    fn the_default_refuses_a_frame_without_access_and_a_rule_decides_even_one_with_it() {
+        let mut s = state_with(Policy::MustRespond);
+        // Access already: nothing would prompt, nothing is held or recorded.
+        assert_eq!(to_json(&feed(&mut s, storage_ask(1, true)).unwrap())[0]["decision"], "accept");
+        assert_eq!((s.held.len(), s.history.iter().count()), (0, 0));
+        let mut s = state_with(Policy::Auto);
+        assert_eq!(to_json(&feed(&mut s, storage_ask(2, false)).unwrap())[1]["decision"], "refuse");
+        let rec = s.history.iter().last().unwrap();
+        assert_eq!((rec.kind, rec.decided_by), (Kind::StorageAccess, DecidedBy::DefaultPolicy));
+        let rule = RuleSpec::Held { kind: HeldCall::StorageAccess, accept: false, matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
+        assert_eq!(to_json(&feed(&mut s, storage_ask(3, true)).unwrap())[1]["decision"], "refuse");
+        assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);
+    }
+}

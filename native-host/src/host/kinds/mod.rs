@@ -1,0 +1,540 @@
+//! The kinds of browser prompt (what the browser shows and the host decides), one file
+//! each, and the one list of them. A kind owns what is its own: its wire request's
+//! `PromptKind` (how it is described, which rules fit it, its answer to each policy, its
+//! pilot-off sentence) and its `Spec` (what its record says once it is answered, gone or
+//! expired, what an agent's accept must carry). The pipeline (`prompt.rs`), the held
+//! prompts (`held.rs`) and the sentences (`explain.rs`) ask this registry and never name
+//! a kind.
+
+mod app_link;
+mod auth;
+mod device_chooser;
+mod download;
+pub(in crate::host) use download::free_name;
+mod file_chooser;
+mod held_in_page;
+mod passkey;
+mod permission;
+mod print;
+
+use crate::api::{ChooserApi, Credentials, MatchArg, PermissionName, RuleSpec};
+use crate::host::protocol::{PasskeyArming, PromptAsk, PromptDecision};
+use crate::host::record::{DecidedBy, Details, DialogRecord};
+use crate::host::rules;
+use crate::host::state::Rule;
+use crate::host::state::State;
+use crate::kind::Kind;
+use crate::redact::Redactor;
+use serde::Serialize;
+use std::time::Duration;
+use unmodal_engine::Policy;
+
+/// Every kind's `Spec`, once.
+static ALL: [&dyn Spec; 11] = [
+    &auth::Auth,
+    &permission::Permission,
+    &device_chooser::DeviceChooser,
+    &app_link::AppLink,
+    &passkey::Passkey,
+    &print::Print,
+    &held_in_page::SIGN_IN,
+    &held_in_page::PAYMENT,
+    &held_in_page::STORAGE_ACCESS,
+    &file_chooser::FileChooser,
+    &download::Download,
+];
+
+/// The kind a rule is of (none: a page dialog's rule).
+fn owner(rule: &RuleSpec) -> Option<&'static dyn Spec> {
+    ALL.iter().copied().find(|k| k.owns(rule))
+}
+
+/// A rule that gives the page files: refused while the extension cannot reach them.
+pub(in crate::host) fn needs_file_access(rule: &RuleSpec) -> bool {
+    owner(rule).is_some_and(|k| k.needs_file_access(rule))
+}
+
+/// The rule store's slots and limits: a page dialog's rules by target, a kind's as it says.
+impl rules::Rule for RuleSpec {
+    fn group(&self) -> &'static str {
+        match self {
+            Self::Dialog { .. } => "dialog",
+            rule => owner(rule).map_or("", |k| k.group()),
+        }
+    }
+
+    fn same_slot(&self, other: &Self) -> bool {
+        self.matcher() == other.matcher()
+            && match (self, other) {
+                (Self::Dialog { target: a, .. }, Self::Dialog { target: b, .. }) => a == b,
+                (a, b) => owner(a).is_some_and(|k| k.owns(b) && k.same_slot(a, b)),
+            }
+    }
+}
+
+/// A rule of any kind as answers show it: what it answers, never a password.
+#[derive(Serialize)]
+pub struct RuleView<'a> {
+    rule_id: u32,
+    dialog_type: &'static str,
+    accept: bool,
+    once: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    username: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission: Option<PermissionName>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chooser: Option<ChooserApi>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keep: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    save_to: Option<&'a std::path::Path>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    files: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    save_dir: Option<&'a std::path::Path>,
+    #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
+    matcher: &'a MatchArg,
+}
+
+impl<'a> From<&'a Rule> for RuleView<'a> {
+    fn from(r: &'a Rule) -> Self {
+        let mut v = RuleView {
+            rule_id: r.id,
+            dialog_type: r.rule.dialog_type(),
+            accept: r.rule.accept(),
+            once: r.once,
+            text: None,
+            username: None,
+            permission: None,
+            chooser: None,
+            keep: None,
+            save_to: None,
+            files: Vec::new(),
+            save_dir: None,
+            matcher: r.rule.matcher(),
+        };
+        match &r.rule {
+            RuleSpec::Dialog { text, .. } => v.text = text.as_deref(),
+            rule => {
+                if let Some(k) = owner(rule) {
+                    k.view(rule, &mut v);
+                }
+            }
+        }
+        v
+    }
+}
+
+/// What kind `kind` is, if it is a browser prompt (page dialogs are the engine's).
+pub(in crate::host) fn spec(kind: Kind) -> Option<&'static dyn Spec> {
+    ALL.iter().copied().find(|s| s.kind() == kind)
+}
+
+/// `go` with the request's kind, as the pipeline takes it.
+pub(in crate::host) fn asked<R>(ask: &PromptAsk, go: impl FnOnce(&dyn PromptKind) -> R) -> R {
+    match ask {
+        PromptAsk::Auth(a) => go(a),
+        PromptAsk::Permission(p) => go(p),
+        PromptAsk::DeviceChooser(c) => go(c),
+        PromptAsk::AppLink(l) => go(l),
+        PromptAsk::Passkey(p) => go(p),
+        PromptAsk::Print(p) => go(p),
+        PromptAsk::SignIn(ask) => go(&held_in_page::Asked { of: &held_in_page::SIGN_IN, ask }),
+        PromptAsk::Payment(ask) => go(&held_in_page::Asked { of: &held_in_page::PAYMENT, ask }),
+        PromptAsk::StorageAccess(ask) => go(&held_in_page::Asked { of: &held_in_page::STORAGE_ACCESS, ask }),
+        PromptAsk::FileChooser(p) => go(p),
+        PromptAsk::Download(p) => go(p),
+    }
+}
+
+/// What a kind is once its prompt is recorded: known from the record's `Kind` alone.
+pub(in crate::host) trait Spec: Sync {
+    /// What it is called and what its record says, as data.
+    fn words(&self) -> &Words;
+    fn kind(&self) -> Kind {
+        self.words().kind
+    }
+    /// Whether `rule` is one of this kind's.
+    fn owns(&self, rule: &RuleSpec) -> bool;
+    /// Its rules' name in the rule store's per-tab limit.
+    fn group(&self) -> &'static str {
+        self.words().group
+    }
+    /// Whether two of its rules with the same match take one slot (the new replaces the old).
+    fn same_slot(&self, _a: &RuleSpec, _b: &RuleSpec) -> bool {
+        true
+    }
+    /// A rule's own fields as answers show it (never a password).
+    fn view<'a>(&self, _rule: &'a RuleSpec, _v: &mut RuleView<'a>) {}
+    /// A rule that gives the page files (refused while the extension cannot reach them).
+    fn needs_file_access(&self, _rule: &RuleSpec) -> bool {
+        false
+    }
+    /// The answer a closed record names ("Closed by the agent after 3 ms: {this}.").
+    fn closed(&self, accepted: bool) -> &'static str {
+        let (yes, no) = self.words().closed;
+        if accepted { yes } else { no }
+    }
+    /// The end of the explanation when the answer did not reach the prompt (`settled`: the
+    /// browser's own prompt settled first).
+    fn gone(&self, _settled: bool) -> &'static str {
+        "The page was gone before the answer reached it."
+    }
+    /// The end of the explanation when the extension answered it on its own.
+    fn expired(&self) -> &'static str {
+        self.words().expired
+    }
+    /// Why the agent cannot accept `held` as it tried (`carrying`: with a login or files).
+    fn accept_refused(&self, _held: &DialogRecord, _carrying: bool) -> Option<String> {
+        None
+    }
+    /// What an accept carries when the agent gave nothing more (a print's file: the prints
+    /// directory; the passkeys of the record's relying party).
+    fn accept_with(&self, _held: &DialogRecord) -> With {
+        With::Nothing
+    }
+    /// The answer field this kind alone takes, if `with` is it: what the agent is told when
+    /// it sends it to another kind, or when none of this kind is held.
+    fn carries(&self, _with: &With) -> Option<Carries> {
+        None
+    }
+    /// What a new rule will do, as the setup answers it, if `rule` is of this kind.
+    fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String>;
+}
+
+/// What a kind is called and what its record says.
+pub(in crate::host) struct Words {
+    pub kind: Kind,
+    /// Its rules' name in the rule store's per-tab limit ("file chooser").
+    pub group: &'static str,
+    /// A closed record's answer: (accepted, refused).
+    pub closed: (&'static str, &'static str),
+    /// The end of the explanation when the extension answered on its own
+    /// (`EXPIRED_CANCELLED`, `EXPIRED_REFUSED`, or the kind's own).
+    pub expired: &'static str,
+}
+
+/// An answer field of one kind's own (`Spec::carries`).
+pub(in crate::host) struct Carries {
+    /// "save_to answers only a print".
+    pub only: &'static str,
+    /// Why nothing could take it: none of the kind is held for the agent.
+    pub none_held: &'static str,
+}
+
+/// The kind that alone takes `with`, and what it says of it.
+pub(in crate::host) fn carrier(with: &With) -> Option<(Kind, Carries)> {
+    ALL.iter().find_map(|k| k.carries(with).map(|c| (k.kind(), c)))
+}
+
+/// What a new rule of a browser prompt's kind will do, as the setup answers it.
+pub(in crate::host) fn rule_set(rule: &RuleSpec, once: bool) -> String {
+    ALL.iter().find_map(|k| k.rule_set(rule, once)).unwrap_or_default()
+}
+
+/// The setup's sentence for a rule: `what` it answers and what it `will` do.
+pub(in crate::host) fn configured(what: &str, will: &str, once: bool) -> String {
+    if once {
+        format!("Auto-response configured for the next {what}: will {will}, then revert to default.")
+    } else {
+        format!("Auto-response configured for every {what} until cleared: will {will}.")
+    }
+}
+
+pub(in crate::host) const EXPIRED_CANCELLED: &str = "The extension cancelled it: no answer came from the host in time.";
+pub(in crate::host) const EXPIRED_REFUSED: &str = "The extension refused it: no answer came from the host in time.";
+
+/// The pilot-off sentence: `what` the browser does itself.
+pub(in crate::host) fn pilot_off(what: &str) -> String {
+    format!("AI Web Pilot is off: {what}; a person must switch the pilot on (`unmodal pilot on` in a terminal)")
+}
+
+/// A policy's answer, as data: the decision and why.
+#[derive(Clone, Copy)]
+pub(in crate::host) enum Says {
+    Accept(&'static str),
+    Refuse(&'static str),
+}
+
+/// A kind's answer to each policy when no rule fits it. `{name}` in the words is filled
+/// in by `verdict_with`.
+pub(in crate::host) struct Policies {
+    /// `must_respond` holds it for the agent: why, and how to answer.
+    pub hold: &'static str,
+    /// The default policy's (`auto`).
+    pub auto: Says,
+    pub auto_accept: Says,
+    pub auto_dismiss: Says,
+}
+
+impl Policies {
+    pub fn verdict(&self, policy: Policy) -> Verdict {
+        self.verdict_with(policy, &[])
+    }
+
+    pub fn verdict_with(&self, policy: Policy, fill: &[(&str, &str)]) -> Verdict {
+        let words = |w: &str| fill.iter().fold(w.to_string(), |w, (name, value)| w.replace(name, value));
+        let (says, by) = match policy {
+            Policy::MustRespond => return Verdict::Hold { why: words(self.hold) },
+            Policy::Auto => (self.auto, DecidedBy::DefaultPolicy),
+            Policy::AutoAccept => (self.auto_accept, DecidedBy::Policy),
+            Policy::AutoDismiss => (self.auto_dismiss, DecidedBy::Policy),
+        };
+        match says {
+            Says::Accept(why) => Verdict::policy(PromptDecision::Accept, by, words(why)),
+            Says::Refuse(why) => Verdict::policy(PromptDecision::Refuse, by, words(why)),
+        }
+    }
+}
+
+/// The extension waits this much longer than the watchdog before it refuses a held prompt
+/// on its own (so the watchdog's answer, recorded, comes first).
+pub(in crate::host) const HOLD_MARGIN: Duration = Duration::from_secs(5);
+
+/// What an accept carries to the worker besides the decision.
+pub(in crate::host) enum With {
+    Nothing,
+    /// HTTP auth's login.
+    Login(Credentials),
+    /// A passkey request's: the relying party's keys arm the virtual authenticator; `keep`:
+    /// what it makes is kept for the profile.
+    Passkeys {
+        rp_id: String,
+        keep: bool,
+    },
+    /// A print's: the PDF file to write (none: Unmodal's prints directory).
+    Pdf {
+        to: Option<std::path::PathBuf>,
+    },
+    /// A download's: the directory a saved download is moved to (none: where the browser
+    /// saved it).
+    SaveDir(Option<std::path::PathBuf>),
+    /// A file chooser's: the files the page gets (checked against the allowed directories
+    /// by `unmodal mcp`, canonical).
+    Files(Vec<std::path::PathBuf>),
+}
+
+/// What an answer's message carries to the worker.
+#[derive(Default)]
+pub(in crate::host) struct Carried {
+    pub credentials: Option<Credentials>,
+    pub passkeys: Option<PasskeyArming>,
+    pub files: Option<Vec<String>>,
+}
+
+impl With {
+    /// Applies what an answer to prompt `id` of `tab` (its record: `record`) carries: what
+    /// goes to the worker, and what the kind keeps for the worker's result (where a print's
+    /// PDF goes, a download's end).
+    pub fn apply(self, s: &mut State, (tab, id, record): (i64, u64, u64), accept: bool) -> Carried {
+        let mut carried = Carried::default();
+        match self {
+            Self::Login(c) if accept => carried.credentials = Some(c),
+            Self::Passkeys { rp_id, keep } if accept => carried.passkeys = Some(passkey::arming(s, &rp_id, keep)),
+            Self::Pdf { to } if accept => print::leave_job(s, (tab, id, record), to),
+            Self::Files(f) if accept => carried.files = Some(f.iter().map(|p| p.display().to_string()).collect()),
+            Self::SaveDir(to) => s.track_download(tab, id, record, to.filter(|_| accept)),
+            _ => {}
+        }
+        carried
+    }
+
+    /// What an accept gives the prompt, on its record (a file chooser's files).
+    pub fn name_on(&self, details: &mut Option<Details>) {
+        if let Self::Files(files) = self {
+            file_chooser::name_files(details, files);
+        }
+    }
+}
+
+/// How a prompt is answered as it comes.
+pub(in crate::host) enum Verdict {
+    Answer {
+        decision: PromptDecision,
+        with: With,
+        by: DecidedBy,
+        rule: Option<u32>,
+        why: String,
+    },
+    /// Held for the agent (`must_respond`).
+    Hold {
+        why: String,
+    },
+}
+
+impl Verdict {
+    /// The policy's answer, for kinds whose words are all the kind's own.
+    pub fn policy(decision: PromptDecision, by: DecidedBy, why: impl Into<String>) -> Self {
+        Self::Answer { decision, with: With::Nothing, by, rule: None, why: why.into() }
+    }
+
+    /// Rule `id`'s answer.
+    pub fn rule(decision: PromptDecision, id: u32, why: String) -> Self {
+        Self::Answer { decision, with: With::Nothing, by: DecidedBy::Rule, rule: Some(id), why }
+    }
+
+    /// The same answer, carrying `with` to the worker (a login, passkeys, a PDF's file).
+    pub fn carrying(self, with: With) -> Self {
+        match self {
+            Self::Answer { decision, by, rule, why, .. } => Self::Answer { decision, with, by, rule, why },
+            hold => hold,
+        }
+    }
+}
+
+/// What a prompt's record says of it (page text already cut and redacted).
+pub(in crate::host) struct Described {
+    pub message: String,
+    pub truncated: bool,
+    pub redacted: Vec<String>,
+    /// The URL rules match and the record shows.
+    pub url: String,
+    pub details: Option<Details>,
+}
+
+/// What a kind of browser prompt brings to the pipeline: implemented by its wire request.
+pub(in crate::host) trait PromptKind {
+    /// Checks what the worker passed on; `Err` refuses the message whole.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Runs as the request comes, before anything is decided (auth: a challenge that came
+    /// again means the last answer was refused).
+    fn arrived(&self, _s: &mut State) {}
+    fn describe(&self, redactor: &Redactor, url: &str) -> Described;
+    /// How specific `rule` is, if it answers this prompt.
+    fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize>;
+    /// A fitting rule's answer.
+    fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict;
+    /// The tab's policy's answer when no rule fits.
+    fn by_policy(&self, policy: Policy) -> Verdict;
+    /// With no rule fitting: an answer that needs no record (the browser would not prompt).
+    fn unprompted(&self) -> Option<PromptDecision> {
+        None
+    }
+    /// Why it is left to the browser while the pilot is off.
+    fn pilot_off(&self) -> String;
+    /// Left to the browser (sent `native`) because it shows nothing here: why, in words.
+    fn not_shown(&self) -> Option<String> {
+        None
+    }
+    /// Left to the browser unanswered (pilot off, or not shown), recorded as `record`.
+    fn left_to_browser(&self, _s: &mut State, _tab: i64, _id: u64, _record: u64) {}
+    /// Pilot off, the browser's own prompt stays open until the request ends (auth).
+    fn open_until_done(&self) -> bool {
+        false
+    }
+}
+
+/// A rule's `url_contains`, case-insensitive; none matches every URL.
+pub(in crate::host) fn url_fits(url_contains: Option<&String>, url: &str) -> bool {
+    url_contains.is_none_or(|u| url.to_lowercase().contains(&u.to_lowercase()))
+}
+
+impl Described {
+    /// A record with only the kind's own words and the frame's URL (no page text).
+    pub fn plain(message: &str, url: &str) -> Self {
+        Self {
+            message: message.into(),
+            truncated: false,
+            redacted: Vec::new(),
+            url: crate::host::record::clip(url, 2048).0,
+            details: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::api::{DialogTypeArg, MatchArg, RuleSpec};
+    use crate::host::protocol::ToBrowser;
+    use crate::host::state::in_config;
+    use crate::host::state::tests::{dialog_rule, state_with};
+    use serde_json::json;
+    use unmodal_engine::{Policy, RuleTarget};
+
+    /// One rule of every kind (and both sides of each kind's split), so a new kind cannot
+    /// be forgotten: the match below has no wildcard.
+    fn one_of_each() -> Vec<RuleSpec> {
+        use crate::api::{ChooserApi, HeldCall, PermissionName};
+        let m = MatchArg::default;
+        let rules = vec![
+            dialog_rule(RuleTarget::All, true),
+            RuleSpec::Auth { credentials: None, matcher: m() },
+            RuleSpec::Permission { accept: true, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
+            RuleSpec::Permission { accept: false, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
+            RuleSpec::Permission { accept: true, permission: Some(PermissionName::Camera), matcher: m() },
+            RuleSpec::Permission { accept: true, permission: None, matcher: m() },
+            RuleSpec::DeviceChooser { chooser: Some(ChooserApi::Usb), matcher: m() },
+            RuleSpec::AppLink { accept: true, matcher: m() },
+            RuleSpec::Passkey { accept: true, keep: false, matcher: m() },
+            RuleSpec::Print { accept: false, save_to: None, matcher: m() },
+            RuleSpec::Held { kind: HeldCall::SignIn, accept: false, matcher: m() },
+            RuleSpec::Held { kind: HeldCall::Payment, accept: false, matcher: m() },
+            RuleSpec::Held { kind: HeldCall::StorageAccess, accept: false, matcher: m() },
+            RuleSpec::FileChooser { files: Vec::new(), matcher: m() },
+            RuleSpec::Download { accept: false, save_dir: None, matcher: m() },
+        ];
+        for r in &rules {
+            match r {
+                RuleSpec::Dialog { .. }
+                | RuleSpec::Auth { .. }
+                | RuleSpec::Permission { .. }
+                | RuleSpec::DeviceChooser { .. }
+                | RuleSpec::AppLink { .. }
+                | RuleSpec::Passkey { .. }
+                | RuleSpec::Print { .. }
+                | RuleSpec::Held { .. }
+                | RuleSpec::FileChooser { .. }
+                | RuleSpec::Download { .. } => {}
+            }
+        }
+        rules
+    }
+
+    #[test]
+    fn in_config_is_exactly_what_changes_the_config() {
+        for policy in [Policy::Auto, Policy::MustRespond] {
+            for rule in one_of_each() {
+                let mut s = state_with(policy);
+                let without = s.config_at(3, 0);
+                s.add_rule(3, false, rule.clone()).unwrap();
+                let changed = s.config_at(3, 0) != without;
+                // Under must_respond choosers are intercepted anyway: a file chooser's rule
+                // is in the config but changes nothing there until the policy goes.
+                let exact = policy == Policy::Auto;
+                assert!(changed == in_config(&rule) || (!exact && !changed), "{rule:?} under {policy:?}");
+                assert_eq!(s.configured_tabs().any(|t| t == 3), in_config(&rule) || s.policies.contains_key(&3));
+            }
+        }
+    }
+
+    #[test]
+    fn clear_and_spend_resend_the_config_exactly_when_it_changes() {
+        for rule in one_of_each() {
+            let what: DialogTypeArg = serde_json::from_value(json!(rule.dialog_type())).unwrap();
+            let mut s = state_with(Policy::Auto);
+            s.add_rule(3, false, rule.clone()).unwrap();
+            let (removed, msg) = s.clear_rules(3, what);
+            assert_eq!((removed, msg.is_some()), (1, in_config(&rule)), "clear {rule:?} with {what:?}");
+            if let Some(msg) = msg {
+                assert_eq!(msg, s.config_at(3, s.config_rev), "the config without it");
+            }
+            let spent = s.add_rule(3, true, rule.clone()).unwrap().id;
+            assert_eq!(s.spend_rule(3, spent).is_some(), in_config(&rule), "spend {rule:?}");
+        }
+    }
+
+    #[test]
+    fn a_cleared_download_grant_leaves_the_workers_config() {
+        let mut s = state_with(Policy::Auto);
+        let grant = &one_of_each()[2];
+        s.add_rule(3, false, grant.clone()).unwrap();
+        assert!(matches!(s.config_message(3), ToBrowser::Config { downloads: Some(true), .. }));
+        let (_, msg) = s.clear_rules(3, DialogTypeArg::Permission);
+        assert!(matches!(msg, Some(ToBrowser::Config { tab_id: 3, downloads: None, .. })), "{msg:?}");
+    }
+}
