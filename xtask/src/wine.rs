@@ -65,11 +65,11 @@ pub fn test() -> Result<()> {
         eprintln!("xtask: warning: {what}");
         return Ok(());
     }
-    let built = build()?;
-    let wine = Wine::ready()?;
-    wine.unit_tests(&built.tests)?;
-    wine.cli(&built.unmodal)?;
-    wine.round_trip(&built.unmodal)
+    let built = sh::timed("Wine: the Windows build", build)?;
+    let wine = sh::timed("Wine: the prefix", Wine::ready)?;
+    sh::timed("Wine: unit tests", || wine.unit_tests(&built.tests))?;
+    sh::timed("Wine: install, doctor, pilot, uninstall", || wine.cli(&built.unmodal))?;
+    sh::timed("Wine: the named-pipe round trip", || wine.round_trip(&built.unmodal))
 }
 
 /// The Rust target, mingw (the linker, and the stand-in's compiler) and Wine.
