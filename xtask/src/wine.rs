@@ -203,9 +203,14 @@ impl Wine {
                 .with_context(|| format!("reading the manifest HKCU\\{key} names ({manifest})"))?;
             let host: Value = serde_json::from_str(&text)?;
             ensure!(
-                host["path"].as_str().is_some_and(|p| p.to_lowercase().ends_with("unmodal.exe"))
-                    && host["allowed_origins"][0].as_str().is_some_and(|o| o.starts_with("chrome-extension://")),
+                host["allowed_origins"][0].as_str().is_some_and(|o| o.starts_with("chrome-extension://")),
                 "the manifest HKCU\\{key} names is not Unmodal's: {text}"
+            );
+            let binary = host["path"].as_str().context("the manifest names no binary")?;
+            ensure!(
+                fs::canonicalize(self.unix_path(binary)?).with_context(|| format!("{binary}: no such file"))?
+                    == fs::canonicalize(exe)?,
+                "the manifest HKCU\\{key} names {binary}, not the unmodal.exe that ran install"
             );
         }
 
