@@ -93,6 +93,9 @@ fn build() -> Result<Built> {
         if std::env::var_os(&linker).is_none() {
             cmd.env(linker, MINGW);
         }
+        // Line tables are enough for a failing test's backtrace; full debug info makes
+        // each of the two binaries some 200 MB and their links slow.
+        cmd.env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only");
         cmd
     };
     eprintln!("xtask: building unmodal.exe and its unit tests for {TARGET}");
