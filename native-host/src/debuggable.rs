@@ -1,6 +1,6 @@
 //! Browsers started for a CDP driver (Playwright MCP `--cdp-endpoint`, chrome-devtools-mcp
 //! `--browserUrl`, a script's `connectOverCDP`): running Chromium browser processes with
-//! `--remote-debugging-port`. `unmodal doctor` finds them in `/proc` and says, for each,
+//! `--remote-debugging-port`. `unmodal doctor` finds them in the process list and says, for each,
 //! whether Unmodal works beside the driver there: the extension loaded, the host
 //! registered for that browser's profile.
 
@@ -46,22 +46,10 @@ pub fn parse(pid: u32, args: &[String]) -> Option<Debuggable> {
     Some(Debuggable { pid, port, user_data_dir, extensions, silent_debugger })
 }
 
-/// Every such browser running now (Linux: `/proc`; elsewhere none are found).
+/// Every such browser running now (none when the process list cannot be read).
 pub fn running() -> Vec<Debuggable> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let mut found: Vec<Debuggable> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let raw = std::fs::read(e.path().join("cmdline")).ok()?;
-            let args: Vec<String> = raw
-                .split(|b| *b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            parse(pid, &args)
-        })
-        .collect();
+    let all = crate::platform::command_lines().unwrap_or_default();
+    let mut found: Vec<Debuggable> = all.iter().filter_map(|(pid, args)| parse(*pid, args)).collect();
     found.sort_by_key(|d| d.pid);
     found
 }

@@ -258,17 +258,22 @@ mod tests {
     }
 
     #[tokio::test]
-    #[cfg(unix)]
     async fn no_host_means_extension_not_connected() {
         let dir = tempfile::tempdir().unwrap();
-        // A stale socket file (nobody listening, its process gone) is skipped and cleaned up.
-        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        // A stale socket file (nobody listening, its process gone) is skipped and cleaned up:
+        // a listener dropped leaves its file (Windows: the pipe goes with it).
+        let mut gone = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--list", "--exact", "no such test"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
         gone.wait().unwrap();
         let stale = paths::socket_path(dir.path(), gone.id());
-        drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+        drop(crate::platform::listen(&stale).unwrap());
         // One whose process lives (a host that is starting) is skipped and kept.
         let starting = paths::socket_path(dir.path(), std::process::id());
-        drop(std::os::unix::net::UnixListener::bind(&starting).unwrap());
+        drop(crate::platform::listen(&starting).unwrap());
+        assert!(stale.exists() && starting.exists());
         let err = call_in(dir.path(), Tool::Info, Value::Null).await.unwrap_err();
         assert!(!stale.exists());
         assert!(starting.exists(), "a live process's socket is not removed");

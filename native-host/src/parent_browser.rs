@@ -180,7 +180,7 @@ mod tests {
         assert!(b.has_profile(Path::new("/b")) && !b.has_profile(Path::new("/a")));
         let dflt = browser(&["/usr/lib/chromium/chromium", "--headless"]);
         if let Ok(config) = crate::paths::config_dir() {
-            assert_eq!(dflt.profile, Some(config.join("chromium")));
+            assert_eq!(dflt.profile, Some(crate::paths::Browser::Chromium.user_data_dir(&config)));
         }
         assert_eq!(browser(&["/opt/x/unknown-browser"]).profile, None);
     }

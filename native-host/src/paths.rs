@@ -126,9 +126,11 @@ mod tests {
         let config = Path::new("/home/u/.config");
         let dirs: std::collections::HashSet<_> = Browser::ALL.iter().map(|b| b.manifest_dir(config)).collect();
         assert_eq!(dirs.len(), 4);
-        assert!(dirs.iter().all(|d| d.starts_with(config) && d.ends_with("NativeMessagingHosts")));
+        assert!(dirs.iter().all(|d| d.starts_with(config) && d.iter().any(|c| c == "NativeMessagingHosts")));
         let chromium = Browser::Chromium.manifest_dir(config);
-        if cfg!(target_os = "macos") {
+        if cfg!(windows) {
+            assert_eq!(chromium, config.join(r"unmodal\NativeMessagingHosts\chromium"));
+        } else if cfg!(target_os = "macos") {
             assert_eq!(chromium, config.join("Chromium/NativeMessagingHosts"));
         } else {
             assert_eq!(chromium, config.join("chromium/NativeMessagingHosts"));

@@ -65,20 +65,13 @@ pub struct Waits<'a> {
 }
 
 /// A Chromium-family browser process (not one of its helpers) on this machine, in the
-/// profile `profile` if one is named. Linux only (`/proc`); elsewhere `Unknown`.
+/// profile `profile` if one is named; `Unknown` when the process list cannot be read.
 pub fn browser_seen(profile: Option<&Path>) -> Seen {
     if let Some(pid) = profile.and_then(crate::browser::profile::locked_by) {
         return Seen::Running(pid);
     }
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Seen::Unknown };
-    let found = entries.filter_map(Result::ok).find_map(|e| {
-        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        let raw = std::fs::read(e.path().join("cmdline")).ok()?;
-        let args: Vec<String> =
-            raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-        is_browser(&args, profile).then_some(pid)
-    });
-    found.map_or(Seen::None, Seen::Running)
+    let Some(all) = crate::platform::command_lines() else { return Seen::Unknown };
+    all.iter().find(|(_, args)| is_browser(args, profile)).map_or(Seen::None, |(pid, _)| Seen::Running(*pid))
 }
 
 /// Whether a command line is a browser's main process (in `profile`, if named).
@@ -216,11 +209,11 @@ mod tests {
     /// A stand-in host on `socket` serving the profile `profile`: answers `pilot_switch` as a
     /// host does (the status, switched when asked; another profile is `other_browser`).
     fn fake_host(socket: PathBuf, profile: &'static str) {
-        let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+        let mut listener = crate::platform::listen(&socket).unwrap();
         tokio::spawn(async move {
             let mut on = false;
-            while let Ok((stream, _)) = listener.accept().await {
-                let (r, mut w) = stream.into_split();
+            while let Ok(stream) = listener.accept().await {
+                let (r, mut w) = tokio::io::split(stream);
                 let mut lines = BufReader::new(r).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
                     let req: Value = serde_json::from_str(&line).unwrap();

@@ -22,15 +22,22 @@ pub fn rust_target(target: &str) -> Result<()> {
 /// A C compiler on PATH (`program`), from Debian's `package` when it is missing and we can
 /// install it; else an error naming the package.
 pub fn c_compiler(program: &str, package: &str) -> Result<()> {
+    self::program(program, &[package])
+}
+
+/// `program` on PATH, from Debian's `packages` when it is missing and we can install them
+/// (as root, with apt-get); else an error naming them.
+pub fn program(program: &str, packages: &[&str]) -> Result<()> {
     if on_path(program) {
         return Ok(());
     }
     let root = sh::output(Command::new("id").arg("-u")).unwrap_or_default().trim() == "0";
+    let named = packages.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(" and ");
     if !(root && sh::have("apt-get")) {
-        bail!("{program} is missing: install Debian's `{package}`");
+        bail!("{program} is missing: install Debian's {named}");
     }
-    eprintln!("xtask: installing {package} from Debian's packages");
-    apt_install(&[package])
+    eprintln!("xtask: installing {named} from Debian's packages");
+    apt_install(packages)
 }
 
 pub fn node_tools() -> Result<()> {

@@ -16,7 +16,7 @@ pub const TARGETS: [&str; 3] = ["x86_64-pc-windows-gnu", "aarch64-apple-darwin",
 /// fails.
 pub fn check() -> Result<()> {
     let mut cmd = sh::cargo();
-    cmd.args(["check", "--quiet", "-p", "unmodal"]);
+    cmd.args(["check", "--quiet", "-p", "unmodal", "--all-targets"]);
     let mut ready = Vec::new();
     for target in TARGETS {
         if let Err(e) = bootstrap::rust_target(target).and_then(|()| compiler_for(target, &mut cmd)) {

@@ -6,6 +6,7 @@ mod cross;
 mod dist;
 mod hook_parts;
 mod sh;
+mod wine;
 
 use anyhow::{Result, bail};
 
@@ -13,8 +14,12 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
   build   build the wasm engine, assemble target/extension/, build target/release/unmodal
-  test    build the extension, typecheck the host for Windows and macOS, then run every test
-          (unit and real-Chromium end-to-end, against the test build's target/debug/unmodal)
+  test    build the extension, typecheck the host for Windows and macOS, run the Windows
+          build's unit and CLI tests under Wine (x86_64 Linux), then run every test (unit and
+          real-Chromium end-to-end, against the test build's target/debug/unmodal)
+  wine    the Windows build's tests under Wine, as `test` runs them: the host's unit tests,
+          install (read back with `reg query`), doctor, pilot status, uninstall, and a
+          named-pipe round trip between `unmodal mcp` and a host
   dist    build, then make the release in target/dist/: an archive per target this machine can
           build (Linux x64 tar.gz, Windows x64 zip with mingw; macOS only with a linker for it),
           SHA256SUMS, and the npm packages (unmodal + @unmodal/<os>-<cpu>) packed in
@@ -33,6 +38,7 @@ fn main() -> Result<()> {
         Some("build") => build::all(),
         Some("test") => test(rest),
         Some("dist") => dist::all(),
+        Some("wine") => sh::timed("Windows build under Wine", wine::test),
         Some("demo") => harness_bin("demo", rest),
         Some("bench") => harness_bin("bench", rest),
         Some("stress-startup") => harness_bin("startup_stress", rest),
@@ -50,6 +56,7 @@ fn test(rest: &[String]) -> Result<()> {
     // the dependencies are not compiled a second time with optimisations.
     sh::timed("build the extension", build::extension)?;
     sh::timed("typecheck for the other systems", cross::check)?;
+    sh::timed("Windows build under Wine", wine::test)?;
     sh::timed("test tools", || {
         bootstrap::chromium()?;
         bootstrap::display_tools()?;

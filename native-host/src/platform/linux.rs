@@ -16,6 +16,15 @@ pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+pub fn command_lines() -> Option<Vec<(u32, Vec<String>)>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let all = entries.filter_map(Result::ok).filter_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        Some((pid, command_line(pid)?))
+    });
+    Some(all.collect())
+}
+
 pub fn command_line(pid: u32) -> Option<Vec<String>> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let args: Vec<String> =

@@ -2,6 +2,7 @@
 //! `/Applications` and their data in `~/Library/Application Support`.
 
 use super::Browser;
+pub use super::process_list::command_lines;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 mod linux;
 #[cfg(target_os = "macos")]
 mod macos;
+#[cfg(any(windows, target_os = "macos"))]
+mod process_list;
 #[cfg(unix)]
 mod unix;
 #[cfg(windows)]
@@ -80,6 +82,12 @@ pub fn write_private(file: &Path, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
+/// The path a `file://` URI's path names, percent-decoded (`/home/a`; on Windows
+/// `/C:/Users/a` is `C:/Users/a`).
+pub fn path_of_file_uri(decoded: &str) -> PathBuf {
+    os::path_of_file_uri(decoded)
+}
+
 /// Whether `a` and `b` name the same directory, however written (symlinks, `..`).
 pub fn same_dir(a: &Path, b: &Path) -> bool {
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
@@ -132,6 +140,12 @@ pub fn launcher_pid() -> Option<u32> {
 /// Process `pid`'s command line, `None` when it cannot be read.
 pub fn command_line(pid: u32) -> Option<Vec<String>> {
     os::command_line(pid)
+}
+
+/// Every running process whose command line can be read, as (pid, arguments); `None` when
+/// the process list cannot be read here (Linux: `/proc`; macOS and Windows: `sysinfo`).
+pub fn command_lines() -> Option<Vec<(u32, Vec<String>)>> {
+    os::command_lines()
 }
 
 /// Resolves when this process is asked to end (Unix: SIGTERM or SIGINT; Windows: Ctrl-C,
@@ -247,4 +261,13 @@ pub fn unregister_host(browser: Option<Browser>, manifest: &Path) -> io::Result<
 /// The host manifest `browser` would read, if it is registered at all.
 pub fn registered_manifest(browser: Browser, browsers_dir: &Path) -> Option<PathBuf> {
     os::registered_manifest(browser, browsers_dir)
+}
+
+// ---- For tests -------------------------------------------------------------------------
+
+/// `path`'s permission bits where the OS has them (Unix), `None` elsewhere (Windows: the
+/// ACL inherited from the user's directory keeps a file private).
+#[cfg(test)]
+pub fn permission_bits(path: &Path) -> Option<u32> {
+    os::permission_bits(path)
 }

@@ -13,7 +13,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 use tokio::net::{UnixListener, UnixStream};
 
-pub use this::{browser_candidates, command_line};
+pub use this::{browser_candidates, command_line, command_lines};
 
 fn uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -54,6 +54,10 @@ pub fn check_peer(stream: &ServerStream) -> Result<(), String> {
 
 pub async fn connect(path: &Path) -> io::Result<ClientStream> {
     UnixStream::connect(path).await
+}
+
+pub fn path_of_file_uri(decoded: &str) -> PathBuf {
+    PathBuf::from(decoded)
 }
 
 pub fn process_exists(pid: u32) -> Option<bool> {
@@ -202,4 +206,22 @@ pub fn unregister_host(_browser: Option<Browser>, _manifest: &Path) -> io::Resul
 
 pub fn registered_manifest(browser: Browser, browsers_dir: &Path) -> Option<PathBuf> {
     Some(manifest_dir(browser, browsers_dir).join(super::manifest_file_name()))
+}
+
+/// A missing file reads as 0: no test takes that for private.
+#[cfg(test)]
+pub fn permission_bits(path: &Path) -> Option<u32> {
+    Some(fs::metadata(path).map_or(0, |m| m.permissions().mode() & 0o777))
+}
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test]
+    async fn the_host_file_is_the_socket_itself() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("host-1.sock");
+        let _listener = super::listen(&path).unwrap();
+        assert!(std::fs::metadata(&path).unwrap().file_type().is_socket());
+    }
 }

@@ -2,6 +2,7 @@
 //! processes through the Windows API and `sysinfo`. Typechecked here; run only under Wine.
 
 use super::Browser;
+pub use super::process_list::command_lines;
 use std::ffi::c_void;
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -236,6 +237,12 @@ pub async fn connect(path: &Path) -> io::Result<ClientStream> {
     Ok(client)
 }
 
+pub fn path_of_file_uri(decoded: &str) -> PathBuf {
+    let b = decoded.as_bytes();
+    let drive = b.len() >= 3 && b[0] == b'/' && b[1].is_ascii_alphabetic() && b[2] == b':';
+    PathBuf::from(if drive { &decoded[1..] } else { decoded })
+}
+
 // ---- Processes -------------------------------------------------------------------------
 
 pub fn process_exists(pid: u32) -> Option<bool> {
@@ -449,4 +456,20 @@ pub fn unregister_host(browser: Option<Browser>, manifest: &Path) -> io::Result<
 
 pub fn registered_manifest(browser: Browser, _browsers_dir: &Path) -> Option<PathBuf> {
     registry_value(browser)
+}
+
+#[cfg(test)]
+pub fn permission_bits(_path: &Path) -> Option<u32> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn file_uris_name_drive_paths() {
+        let p = super::path_of_file_uri;
+        assert_eq!(p("/C:/Users/a b"), std::path::Path::new(r"C:\Users\a b"));
+        assert_eq!(p("/c:/w"), std::path::Path::new("c:/w"));
+        assert_eq!(p("/srv/x"), std::path::Path::new("/srv/x"));
+    }
 }
