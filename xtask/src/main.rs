@@ -55,7 +55,8 @@ fn test(rest: &[String]) -> Result<()> {
     // below makes anyway (cargo builds a package's binary for its integration tests), so
     // the dependencies are not compiled a second time with optimisations.
     sh::timed("build the extension", build::extension)?;
-    sh::timed("typecheck for the other systems", cross::check)?;
+    let under_wine: Vec<&str> = wine::target_if_ready().into_iter().collect();
+    sh::timed("typecheck for the other systems", || cross::check(&under_wine))?;
     sh::timed("Windows build under Wine", wine::test)?;
     sh::timed("test tools", || {
         bootstrap::chromium()?;

@@ -56,7 +56,7 @@ pub fn test() -> Result<()> {
         eprintln!("xtask: note: the Windows tests under Wine run on x86_64 Linux only: skipped");
         return Ok(());
     }
-    if let Err(e) = tools() {
+    if let Err(e) = tools_ready() {
         let what =
             format!("the Windows tests under Wine (unit tests, install/doctor/pilot, the named pipe) skipped: {e:#}");
         if std::env::var("CI").is_ok_and(|v| v == "true") {
@@ -72,8 +72,13 @@ pub fn test() -> Result<()> {
     sh::timed("Wine: the named-pipe round trip", || wine.round_trip(&built.unmodal))
 }
 
+/// The target whose build `test` runs under Wine, if it will (the typecheck then leaves it out).
+pub fn target_if_ready() -> Option<&'static str> {
+    (cfg!(target_os = "linux") && cfg!(target_arch = "x86_64") && tools_ready().is_ok()).then_some(TARGET)
+}
+
 /// The Rust target, mingw (the linker, and the stand-in's compiler) and Wine.
-fn tools() -> Result<()> {
+fn tools_ready() -> Result<()> {
     bootstrap::rust_target(TARGET)?;
     bootstrap::c_compiler(MINGW, "gcc-mingw-w64-x86-64")?;
     // Debian: `wine` is the `wine` command, `wine64` the 64-bit loader it runs.
@@ -93,9 +98,10 @@ fn build() -> Result<Built> {
         if std::env::var_os(&linker).is_none() {
             cmd.env(linker, MINGW);
         }
-        // Line tables are enough for a failing test's backtrace; full debug info makes
-        // each of the two binaries some 200 MB and their links slow.
-        cmd.env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only");
+        // Warnings are errors, as in the typecheck this build stands in for.
+        let mut flags = std::env::var("RUSTFLAGS").unwrap_or_default();
+        flags.push_str(" -D warnings");
+        cmd.env("RUSTFLAGS", flags.trim());
         cmd
     };
     eprintln!("xtask: building unmodal.exe and its unit tests for {TARGET}");
