@@ -4,6 +4,9 @@
 
 use anyhow::Result;
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -24,13 +27,30 @@ pub const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\
 /// What a protected route answers without the right credentials.
 pub const UNAUTHORIZED: &str = "401: log in first";
 
-pub struct WebServer {
-    server: Arc<tiny_http::Server>,
-    routes: Arc<Mutex<HashMap<String, Route>>>,
+/// A request head longer than this is refused (the connection is closed).
+const MAX_HEAD: usize = 64 * 1024;
+
+/// What the connections share.
+#[derive(Default)]
+struct Site {
+    routes: Mutex<HashMap<String, Route>>,
     /// Every path requested, in order (CSP reports arrive here as POSTs).
-    hits: Arc<Mutex<Vec<String>>>,
+    hits: Mutex<Vec<String>>,
     /// Per protected path: (requests with the right credentials, with wrong ones, with none).
     auth_hits: AuthHits,
+    /// Open connections, so that dropping the server closes them.
+    open: Mutex<HashMap<u64, TcpStream>>,
+    stopping: AtomicBool,
+}
+
+/// One thread per connection, for as long as the browser keeps it open. (tiny_http, used
+/// before, ran each keep-alive connection on a thread of its pool and queued a new
+/// connection when its count of idle threads was stale: with 5 or more connections opened
+/// at once, one could wait, its request unread, until another closed. A page starting many
+/// fetches at once lost one that way.)
+pub struct WebServer {
+    site: Arc<Site>,
+    addr: SocketAddr,
     thread: Option<JoinHandle<()>>,
     pub origin: String,
 }
@@ -46,53 +66,29 @@ impl WebServer {
     }
 
     fn start_as(host: &str) -> Result<Self> {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").map_err(|e| anyhow::anyhow!("{e}"))?);
-        let port = server.server_addr().to_ip().map(|a| a.port()).unwrap_or_default();
-        let routes: Arc<Mutex<HashMap<String, Route>>> = Arc::default();
-        let hits: Arc<Mutex<Vec<String>>> = Arc::default();
-        let auth_hits: AuthHits = Arc::default();
-        let (s, r, h, a) = (server.clone(), routes.clone(), hits.clone(), auth_hits.clone());
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let site: Arc<Site> = Arc::default();
+        let s = site.clone();
         let thread = std::thread::spawn(move || {
-            for req in s.incoming_requests() {
-                let path = req.url().split('?').next().unwrap_or("/").to_owned();
-                h.lock().unwrap().push(path.clone());
-                let route = r.lock().unwrap().get(&path).cloned();
-                let given =
-                    req.headers().iter().find(|h| h.field.equiv("Authorization")).map(|h| h.value.as_str().to_owned());
-                let resp = match route {
-                    Some(Route { auth: Some((realm, want)), .. }) if given.as_deref() != Some(&want) => {
-                        let mut counts = a.lock().unwrap();
-                        let c = counts.entry(path.clone()).or_default();
-                        if given.is_some() {
-                            c.1 += 1
-                        } else {
-                            c.2 += 1
-                        }
-                        tiny_http::Response::from_string(UNAUTHORIZED)
-                            .with_status_code(401)
-                            .with_header(header("WWW-Authenticate", &format!("Basic realm=\"{realm}\"")))
-                            .with_header(header("Content-Type", "text/html; charset=utf-8"))
-                            .with_header(header("Cache-Control", "no-store"))
-                            .boxed()
-                    }
-                    Some(route) => {
-                        if route.auth.is_some() {
-                            a.lock().unwrap().entry(path.clone()).or_default().0 += 1;
-                        }
-                        let mut resp = tiny_http::Response::from_data(route.body)
-                            .with_header(header("Content-Type", &route.content_type));
-                        for (k, v) in &route.headers {
-                            resp.add_header(header(k, v));
-                        }
-                        resp.add_header(header("Cache-Control", "no-store"));
-                        resp.boxed()
-                    }
-                    None => tiny_http::Response::from_string("not found").with_status_code(404).boxed(),
-                };
-                let _ = req.respond(resp);
+            let ids = AtomicU64::new(0);
+            for conn in listener.incoming() {
+                if s.stopping.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let id = ids.fetch_add(1, Ordering::Relaxed);
+                if let Ok(c) = conn.try_clone() {
+                    s.open.lock().unwrap().insert(id, c);
+                }
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    serve(&s, conn);
+                    s.open.lock().unwrap().remove(&id);
+                });
             }
         });
-        Ok(Self { server, routes, hits, auth_hits, thread: Some(thread), origin: format!("http://{host}:{port}") })
+        Ok(Self { site, addr, thread: Some(thread), origin: format!("http://{host}:{}", addr.port()) })
     }
 
     /// Serves `html` at `path` with extra response headers; returns the page's URL.
@@ -103,7 +99,7 @@ impl WebServer {
             headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             auth: None,
         };
-        self.routes.lock().unwrap().insert(path.to_owned(), route);
+        self.site.routes.lock().unwrap().insert(path.to_owned(), route);
         format!("{}{path}", self.origin)
     }
 
@@ -126,32 +122,172 @@ impl WebServer {
             headers: Vec::new(),
             auth: Some((realm.to_owned(), format!("Basic {token}"))),
         };
-        self.routes.lock().unwrap().insert(path.to_owned(), route);
+        self.site.routes.lock().unwrap().insert(path.to_owned(), route);
         format!("{}{path}", self.origin)
     }
 
     /// Requests that reached protected `path`: (with the right credentials, wrong ones, none).
     pub fn auth_hits(&self, path: &str) -> (usize, usize, usize) {
-        self.auth_hits.lock().unwrap().get(path).copied().unwrap_or_default()
+        self.site.auth_hits.lock().unwrap().get(path).copied().unwrap_or_default()
     }
-}
 
-impl WebServer {
     /// How many requests reached `path` so far.
     pub fn hits(&self, path: &str) -> usize {
-        self.hits.lock().unwrap().iter().filter(|p| *p == path).count()
+        self.site.hits.lock().unwrap().iter().filter(|p| *p == path).count()
     }
 }
 
-fn header(k: &str, v: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("valid header")
+/// A request as far as the routes care.
+struct Request {
+    method: String,
+    path: String,
+    authorization: Option<String>,
+    /// The client keeps the connection for another request.
+    keep_alive: bool,
+}
+
+/// Answers the requests of one connection, in order, until it closes or sends what this
+/// server does not read.
+fn serve(site: &Site, conn: TcpStream) {
+    let _ = conn.set_nodelay(true);
+    let Ok(mut out) = conn.try_clone() else { return };
+    let mut input = BufReader::new(conn);
+    while let Some(req) = read_request(&mut input) {
+        site.hits.lock().unwrap().push(req.path.clone());
+        let route = site.routes.lock().unwrap().get(&req.path).cloned();
+        let (status, content_type, headers, body) = respond(site, &req, route);
+        let mut head =
+            format!("HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n", body.len());
+        for (k, v) in &headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str(if req.keep_alive { "\r\n" } else { "Connection: close\r\n\r\n" });
+        let mut bytes = head.into_bytes();
+        if req.method != "HEAD" {
+            bytes.extend_from_slice(&body);
+        }
+        if out.write_all(&bytes).and_then(|()| out.flush()).is_err() || !req.keep_alive {
+            break;
+        }
+    }
+    let _ = out.shutdown(Shutdown::Both);
+}
+
+/// The status line's rest, the content type, other headers and the body for `req`.
+fn respond(site: &Site, req: &Request, route: Option<Route>) -> (&'static str, String, Vec<(String, String)>, Vec<u8>) {
+    let no_store = ("Cache-Control".to_owned(), "no-store".to_owned());
+    match route {
+        Some(Route { auth: Some((realm, want)), .. }) if req.authorization.as_deref() != Some(&want) => {
+            let mut counts = site.auth_hits.lock().unwrap();
+            let c = counts.entry(req.path.clone()).or_default();
+            if req.authorization.is_some() {
+                c.1 += 1
+            } else {
+                c.2 += 1
+            }
+            let challenge = ("WWW-Authenticate".to_owned(), format!("Basic realm=\"{realm}\""));
+            let headers = vec![challenge, no_store];
+            ("401 Unauthorized", "text/html; charset=utf-8".into(), headers, UNAUTHORIZED.as_bytes().to_vec())
+        }
+        Some(route) => {
+            if route.auth.is_some() {
+                site.auth_hits.lock().unwrap().entry(req.path.clone()).or_default().0 += 1;
+            }
+            // A Content-Type the test gives replaces the route's (a download's text/csv).
+            let (mut content_type, mut headers) = (route.content_type, Vec::new());
+            for (k, v) in route.headers {
+                if k.eq_ignore_ascii_case("Content-Type") { content_type = v } else { headers.push((k, v)) }
+            }
+            headers.push(no_store);
+            ("200 OK", content_type, headers, route.body)
+        }
+        None => ("404 Not Found", "text/plain; charset=utf-8".into(), Vec::new(), b"not found".to_vec()),
+    }
+}
+
+/// The next request on the connection, its body read and dropped; None at its end or on
+/// anything malformed.
+fn read_request(input: &mut BufReader<TcpStream>) -> Option<Request> {
+    let mut head = Vec::new();
+    let mut line = String::new();
+    let mut size = 0;
+    loop {
+        line.clear();
+        // `take` bounds a line a client never ends.
+        let n = input.by_ref().take((MAX_HEAD + 1 - size) as u64).read_line(&mut line).ok()?;
+        size += n;
+        if n == 0 || !line.ends_with('\n') || size > MAX_HEAD {
+            return None;
+        }
+        let l = line.trim_end_matches(['\r', '\n']);
+        if l.is_empty() {
+            if head.is_empty() {
+                continue; // a stray blank line between requests
+            }
+            break;
+        }
+        head.push(l.to_owned());
+    }
+    let mut parts = head[0].split(' ');
+    let (method, target, version) = (parts.next()?.to_owned(), parts.next()?, parts.next()?);
+    let path = target.split('?').next().unwrap_or("/").to_owned();
+    let header = |name: &str| {
+        head[1..].iter().find_map(|h| {
+            let (k, v) = h.split_once(':')?;
+            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    };
+    let connection = header("Connection").unwrap_or_default().to_ascii_lowercase();
+    let keep_alive =
+        if version == "HTTP/1.0" { connection.contains("keep-alive") } else { !connection.contains("close") };
+    let chunked = header("Transfer-Encoding").is_some_and(|t| t.to_ascii_lowercase().contains("chunked"));
+    if chunked {
+        skip_chunked(input)?;
+    } else if let Some(len) = header("Content-Length") {
+        let len: u64 = len.parse().ok()?;
+        if std::io::copy(&mut input.by_ref().take(len), &mut std::io::sink()).ok()? != len {
+            return None;
+        }
+    }
+    Some(Request { method, path, authorization: header("Authorization"), keep_alive })
+}
+
+/// Reads a chunked body to its end (trailers included) and drops it.
+fn skip_chunked(input: &mut BufReader<TcpStream>) -> Option<()> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        input.by_ref().take(1024).read_line(&mut line).ok()?;
+        let size = u64::from_str_radix(line.trim().split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            // Trailers, up to the blank line.
+            loop {
+                line.clear();
+                if input.by_ref().take(MAX_HEAD as u64).read_line(&mut line).ok()? == 0 {
+                    return None;
+                }
+                if line.trim_end_matches(['\r', '\n']).is_empty() {
+                    return Some(());
+                }
+            }
+        }
+        // The chunk and its CRLF.
+        if std::io::copy(&mut input.by_ref().take(size + 2), &mut std::io::sink()).ok()? != size + 2 {
+            return None;
+        }
+    }
 }
 
 impl Drop for WebServer {
     fn drop(&mut self) {
-        self.server.unblock();
+        self.site.stopping.store(true, Ordering::SeqCst);
+        // Wakes the accepting thread, which then sees `stopping`.
+        let _ = TcpStream::connect(self.addr);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        for c in self.site.open.lock().unwrap().values() {
+            let _ = c.shutdown(Shutdown::Both);
         }
     }
 }
@@ -185,3 +321,38 @@ function ask(k, call) {
   }
 }
 </script>"#;
+
+#[cfg(test)]
+mod tests {
+    use super::WebServer;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+
+    /// A browser opens several connections to a site at once and keeps each open after its
+    /// response: every one is answered, whatever the others do.
+    #[test]
+    fn connections_opened_together_are_all_answered() {
+        let web = WebServer::start().unwrap();
+        web.page("/p", "ok", &[]);
+        let addr = web.origin.trim_start_matches("http://").to_owned();
+        let mut kept = Vec::new();
+        for round in 0..10 {
+            let conns: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+            for c in &conns {
+                let mut c = c;
+                c.write_all(b"GET /p HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n").unwrap();
+            }
+            for (i, mut c) in conns.into_iter().enumerate() {
+                // A deadline, not a pause: the answer comes at once or never.
+                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = [0; 12];
+                let read = c.read_exact(&mut buf);
+                assert!(read.is_ok(), "round {round}, connection {i}: no answer ({read:?})");
+                assert_eq!(&buf, b"HTTP/1.1 200");
+                kept.push(c);
+            }
+        }
+        assert_eq!(web.hits("/p"), 80);
+    }
+}
