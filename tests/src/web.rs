@@ -3,12 +3,20 @@
 //! site, so its frames run in their own renderer (out-of-process iframes).
 
 use anyhow::Result;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue, TRANSFER_ENCODING};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 
 #[derive(Clone)]
 struct Route {
@@ -27,8 +35,10 @@ pub const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\
 /// What a protected route answers without the right credentials.
 pub const UNAUTHORIZED: &str = "401: log in first";
 
-/// A request head longer than this is refused (the connection is closed).
-const MAX_HEAD: usize = 64 * 1024;
+/// How long a dropped server lets a connection finish the request it is in. hyper closes
+/// idle and never-used connections at once; one that sent half a request is closed when
+/// this has passed.
+const GRACE: Duration = Duration::from_millis(500);
 
 /// What the connections share.
 #[derive(Default)]
@@ -38,19 +48,16 @@ struct Site {
     hits: Mutex<Vec<String>>,
     /// Per protected path: (requests with the right credentials, with wrong ones, with none).
     auth_hits: AuthHits,
-    /// Open connections, so that dropping the server closes them.
-    open: Mutex<HashMap<u64, TcpStream>>,
-    stopping: AtomicBool,
 }
 
-/// One thread per connection, for as long as the browser keeps it open. (tiny_http, used
-/// before, ran each keep-alive connection on a thread of its pool and queued a new
-/// connection when its count of idle threads was stale: with 5 or more connections opened
-/// at once, one could wait, its request unread, until another closed. A page starting many
-/// fetches at once lost one that way.)
+/// hyper on a runtime of its own thread, one task per connection for as long as the browser
+/// keeps it open. (tiny_http, used before, ran each keep-alive connection on a thread of its
+/// pool and queued a new connection when its count of idle threads was stale: with 5 or
+/// more connections opened at once, one could wait, its request unread, until another
+/// closed. A page starting many fetches at once lost one that way.)
 pub struct WebServer {
     site: Arc<Site>,
-    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     pub origin: String,
 }
@@ -66,29 +73,21 @@ impl WebServer {
     }
 
     fn start_as(host: &str) -> Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        std_listener.set_nonblocking(true)?;
+        let port = std_listener.local_addr()?.port();
+        let listener = {
+            let _in_runtime = runtime.enter();
+            TcpListener::from_std(std_listener)?
+        };
         let site: Arc<Site> = Arc::default();
+        let (stop, stopped) = oneshot::channel();
         let s = site.clone();
-        let thread = std::thread::spawn(move || {
-            let ids = AtomicU64::new(0);
-            for conn in listener.incoming() {
-                if s.stopping.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let id = ids.fetch_add(1, Ordering::Relaxed);
-                if let Ok(c) = conn.try_clone() {
-                    s.open.lock().unwrap().insert(id, c);
-                }
-                let s = s.clone();
-                std::thread::spawn(move || {
-                    serve(&s, conn);
-                    s.open.lock().unwrap().remove(&id);
-                });
-            }
-        });
-        Ok(Self { site, addr, thread: Some(thread), origin: format!("http://{host}:{}", addr.port()) })
+        // The runtime lives and dies on this thread: tests that drop a server run in a runtime
+        // of their own, where dropping another one would panic.
+        let thread = std::thread::spawn(move || runtime.block_on(serve(listener, s, stopped)));
+        Ok(Self { site, stop: Some(stop), thread: Some(thread), origin: format!("http://{host}:{port}") })
     }
 
     /// Serves `html` at `path` with extra response headers; returns the page's URL.
@@ -137,61 +136,83 @@ impl WebServer {
     }
 }
 
-/// A request as far as the routes care.
-struct Request {
-    method: String,
-    path: String,
-    authorization: Option<String>,
-    /// The client keeps the connection for another request.
-    keep_alive: bool,
-}
-
-/// Answers the requests of one connection, in order, until it closes or sends what this
-/// server does not read.
-fn serve(site: &Site, conn: TcpStream) {
-    let _ = conn.set_nodelay(true);
-    let Ok(mut out) = conn.try_clone() else { return };
-    let mut input = BufReader::new(conn);
-    while let Some(req) = read_request(&mut input) {
-        site.hits.lock().unwrap().push(req.path.clone());
-        let route = site.routes.lock().unwrap().get(&req.path).cloned();
-        let (status, content_type, headers, body) = respond(site, &req, route);
-        let mut head =
-            format!("HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n", body.len());
-        for (k, v) in &headers {
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-        head.push_str(if req.keep_alive { "\r\n" } else { "Connection: close\r\n\r\n" });
-        let mut bytes = head.into_bytes();
-        if req.method != "HEAD" {
-            bytes.extend_from_slice(&body);
-        }
-        if out.write_all(&bytes).and_then(|()| out.flush()).is_err() || !req.keep_alive {
-            break;
+/// Accepts connections until `stop`, then shuts the open ones down.
+async fn serve(listener: TcpListener, site: Arc<Site>, mut stop: oneshot::Receiver<()>) {
+    let mut http = http1::Builder::new();
+    http.keep_alive(true);
+    let graceful = GracefulShutdown::new();
+    loop {
+        tokio::select! {
+            conn = listener.accept() => {
+                let Ok((stream, _)) = conn else { continue };
+                let _ = stream.set_nodelay(true);
+                let site = site.clone();
+                let conn = http.serve_connection(TokioIo::new(stream), service_fn(move |req| answer(site.clone(), req)));
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            _ = &mut stop => break,
         }
     }
-    let _ = out.shutdown(Shutdown::Both);
+    drop(listener);
+    // Whatever is still open then closes with the runtime.
+    let _ = tokio::time::timeout(GRACE, graceful.shutdown()).await;
 }
 
-/// The status line's rest, the content type, other headers and the body for `req`.
-fn respond(site: &Site, req: &Request, route: Option<Route>) -> (&'static str, String, Vec<(String, String)>, Vec<u8>) {
+/// Answers one request, its body read to the end and dropped.
+async fn answer(site: Arc<Site>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, hyper::Error> {
+    let path = req.uri().path().to_owned();
+    let authorization = req.headers().get(AUTHORIZATION).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let mut body = req.into_body();
+    while let Some(frame) = body.frame().await {
+        frame?;
+    }
+    site.hits.lock().unwrap().push(path.clone());
+    let route = site.routes.lock().unwrap().get(&path).cloned();
+    let (status, content_type, headers, body) = respond(&site, &path, authorization.as_deref(), route);
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&content_type) {
+        h.insert(CONTENT_TYPE, v);
+    }
+    for (k, v) in headers {
+        // A test's header hyper cannot send is left out (hyper checks names and values).
+        let (Ok(k), Ok(v)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(&v)) else { continue };
+        // The body's length frames the response, whatever a test says.
+        if k != CONTENT_LENGTH && k != TRANSFER_ENCODING {
+            h.append(k, v);
+        }
+    }
+    Ok(resp)
+}
+
+/// The status, the content type, other headers and the body for a request to `path`.
+fn respond(
+    site: &Site,
+    path: &str,
+    authorization: Option<&str>,
+    route: Option<Route>,
+) -> (StatusCode, String, Vec<(String, String)>, Vec<u8>) {
     let no_store = ("Cache-Control".to_owned(), "no-store".to_owned());
     match route {
-        Some(Route { auth: Some((realm, want)), .. }) if req.authorization.as_deref() != Some(&want) => {
+        Some(Route { auth: Some((realm, want)), .. }) if authorization != Some(&want) => {
             let mut counts = site.auth_hits.lock().unwrap();
-            let c = counts.entry(req.path.clone()).or_default();
-            if req.authorization.is_some() {
+            let c = counts.entry(path.to_owned()).or_default();
+            if authorization.is_some() {
                 c.1 += 1
             } else {
                 c.2 += 1
             }
             let challenge = ("WWW-Authenticate".to_owned(), format!("Basic realm=\"{realm}\""));
             let headers = vec![challenge, no_store];
-            ("401 Unauthorized", "text/html; charset=utf-8".into(), headers, UNAUTHORIZED.as_bytes().to_vec())
+            (StatusCode::UNAUTHORIZED, "text/html; charset=utf-8".into(), headers, UNAUTHORIZED.as_bytes().to_vec())
         }
         Some(route) => {
             if route.auth.is_some() {
-                site.auth_hits.lock().unwrap().entry(req.path.clone()).or_default().0 += 1;
+                site.auth_hits.lock().unwrap().entry(path.to_owned()).or_default().0 += 1;
             }
             // A Content-Type the test gives replaces the route's (a download's text/csv).
             let (mut content_type, mut headers) = (route.content_type, Vec::new());
@@ -199,95 +220,19 @@ fn respond(site: &Site, req: &Request, route: Option<Route>) -> (&'static str, S
                 if k.eq_ignore_ascii_case("Content-Type") { content_type = v } else { headers.push((k, v)) }
             }
             headers.push(no_store);
-            ("200 OK", content_type, headers, route.body)
+            (StatusCode::OK, content_type, headers, route.body)
         }
-        None => ("404 Not Found", "text/plain; charset=utf-8".into(), Vec::new(), b"not found".to_vec()),
-    }
-}
-
-/// The next request on the connection, its body read and dropped; None at its end or on
-/// anything malformed.
-fn read_request(input: &mut BufReader<TcpStream>) -> Option<Request> {
-    let mut head = Vec::new();
-    let mut line = String::new();
-    let mut size = 0;
-    loop {
-        line.clear();
-        // `take` bounds a line a client never ends.
-        let n = input.by_ref().take((MAX_HEAD + 1 - size) as u64).read_line(&mut line).ok()?;
-        size += n;
-        if n == 0 || !line.ends_with('\n') || size > MAX_HEAD {
-            return None;
-        }
-        let l = line.trim_end_matches(['\r', '\n']);
-        if l.is_empty() {
-            if head.is_empty() {
-                continue; // a stray blank line between requests
-            }
-            break;
-        }
-        head.push(l.to_owned());
-    }
-    let mut parts = head[0].split(' ');
-    let (method, target, version) = (parts.next()?.to_owned(), parts.next()?, parts.next()?);
-    let path = target.split('?').next().unwrap_or("/").to_owned();
-    let header = |name: &str| {
-        head[1..].iter().find_map(|h| {
-            let (k, v) = h.split_once(':')?;
-            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-        })
-    };
-    let connection = header("Connection").unwrap_or_default().to_ascii_lowercase();
-    let keep_alive =
-        if version == "HTTP/1.0" { connection.contains("keep-alive") } else { !connection.contains("close") };
-    let chunked = header("Transfer-Encoding").is_some_and(|t| t.to_ascii_lowercase().contains("chunked"));
-    if chunked {
-        skip_chunked(input)?;
-    } else if let Some(len) = header("Content-Length") {
-        let len: u64 = len.parse().ok()?;
-        if std::io::copy(&mut input.by_ref().take(len), &mut std::io::sink()).ok()? != len {
-            return None;
-        }
-    }
-    Some(Request { method, path, authorization: header("Authorization"), keep_alive })
-}
-
-/// Reads a chunked body to its end (trailers included) and drops it.
-fn skip_chunked(input: &mut BufReader<TcpStream>) -> Option<()> {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        input.by_ref().take(1024).read_line(&mut line).ok()?;
-        let size = u64::from_str_radix(line.trim().split(';').next()?.trim(), 16).ok()?;
-        if size == 0 {
-            // Trailers, up to the blank line.
-            loop {
-                line.clear();
-                if input.by_ref().take(MAX_HEAD as u64).read_line(&mut line).ok()? == 0 {
-                    return None;
-                }
-                if line.trim_end_matches(['\r', '\n']).is_empty() {
-                    return Some(());
-                }
-            }
-        }
-        // The chunk and its CRLF.
-        if std::io::copy(&mut input.by_ref().take(size + 2), &mut std::io::sink()).ok()? != size + 2 {
-            return None;
-        }
+        None => (StatusCode::NOT_FOUND, "text/plain; charset=utf-8".into(), Vec::new(), b"not found".to_vec()),
     }
 }
 
 impl Drop for WebServer {
     fn drop(&mut self) {
-        self.site.stopping.store(true, Ordering::SeqCst);
-        // Wakes the accepting thread, which then sees `stopping`.
-        let _ = TcpStream::connect(self.addr);
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
-        }
-        for c in self.site.open.lock().unwrap().values() {
-            let _ = c.shutdown(Shutdown::Both);
         }
     }
 }
@@ -324,10 +269,93 @@ function ask(k, call) {
 
 #[cfg(test)]
 mod tests {
-    use super::WebServer;
-    use std::io::{Read, Write};
+    use super::{UNAUTHORIZED, WebServer};
+    use std::io::{ErrorKind, Read, Write};
     use std::net::TcpStream;
     use std::time::Duration;
+
+    /// Sends `request` on a new connection and reads until the server closes it.
+    fn exchange(web: &WebServer, request: &str) -> String {
+        let mut c = TcpStream::connect(web.origin.trim_start_matches("http://")).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(request.as_bytes()).unwrap();
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        out.to_ascii_lowercase()
+    }
+
+    fn get(web: &WebServer, method: &str, path: &str, extra: &str) -> String {
+        exchange(web, &format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{extra}\r\n"))
+    }
+
+    #[test]
+    fn routes_answer_with_their_headers_and_bodies() {
+        let web = WebServer::start().unwrap();
+        web.page("/a", "<p>hi", &[("Content-Security-Policy", "default-src 'none'")]);
+        web.page("/f.csv", "x,y", &[("Content-Type", "text/csv"), ("Content-Disposition", "attachment")]);
+        let a = get(&web, "GET", "/a?q=1", "");
+        assert!(a.starts_with("http/1.1 200 ok\r\n"), "{a}");
+        for h in [
+            "content-type: text/html; charset=utf-8",
+            "content-security-policy: default-src 'none'",
+            "cache-control: no-store",
+            "content-length: 5",
+            "connection: close",
+        ] {
+            assert!(a.contains(&format!("\r\n{h}\r\n")), "{h} in {a}");
+        }
+        assert!(a.ends_with("\r\n\r\n<p>hi"), "{a}");
+        let f = get(&web, "GET", "/f.csv", "");
+        assert!(f.contains("\r\ncontent-type: text/csv\r\n") && !f.contains("text/html"), "{f}");
+        assert!(f.contains("\r\ncontent-disposition: attachment\r\n"), "{f}");
+        let head = get(&web, "HEAD", "/a", "");
+        assert!(head.contains("\r\ncontent-length: 5\r\n") && head.ends_with("\r\n\r\n"), "{head}");
+        let missing = get(&web, "POST", "/report", "Content-Length: 4\r\n\r\nbody");
+        assert!(missing.starts_with("http/1.1 404") && missing.ends_with("not found"), "{missing}");
+        assert_eq!((web.hits("/a"), web.hits("/f.csv"), web.hits("/report")), (2, 1, 1));
+    }
+
+    #[test]
+    fn protected_routes_challenge_and_count() {
+        let web = WebServer::start().unwrap();
+        web.protected("/s", b"secret", "text/plain", "R", "u", "p");
+        let none = get(&web, "GET", "/s", "");
+        assert!(none.starts_with("http/1.1 401"), "{none}");
+        assert!(none.contains("\r\nwww-authenticate: basic realm=\"r\"\r\n"), "{none}");
+        assert!(none.ends_with(&UNAUTHORIZED.to_ascii_lowercase()), "{none}");
+        let wrong = get(&web, "GET", "/s", "Authorization: Basic eDp5\r\n");
+        assert!(wrong.starts_with("http/1.1 401"), "{wrong}");
+        let right = get(&web, "GET", "/s", "Authorization: Basic dTpw\r\n");
+        assert!(right.starts_with("http/1.1 200") && right.ends_with("\r\n\r\nsecret"), "{right}");
+        assert_eq!(web.auth_hits("/s"), (1, 1, 1));
+    }
+
+    /// Dropping the server closes what is open: a connection kept after an answer, one that
+    /// never sent anything, one that sent half a request.
+    #[test]
+    fn dropping_the_server_closes_its_connections() {
+        let web = WebServer::start().unwrap();
+        web.page("/p", "ok", &[]);
+        let addr = web.origin.trim_start_matches("http://").to_owned();
+        let mut used = TcpStream::connect(&addr).unwrap();
+        used.write_all(b"GET /p HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        used.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0; 12];
+        used.read_exact(&mut buf).unwrap();
+        let unused = TcpStream::connect(&addr).unwrap();
+        unused.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut half = TcpStream::connect(&addr).unwrap();
+        half.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        half.write_all(b"GET /p HTTP/1.1\r\nHost:").unwrap();
+        drop(web);
+        // Closed: the end of the stream, or a reset for one the server had not accepted yet;
+        // the read timeout makes one left open fail.
+        for (name, mut c) in [("used", used), ("unused", unused), ("half", half)] {
+            let end = c.read_to_end(&mut Vec::new());
+            let closed = end.is_ok() || end.as_ref().is_err_and(|e| e.kind() == ErrorKind::ConnectionReset);
+            assert!(closed, "{name}: {end:?}");
+        }
+    }
 
     /// A browser opens several connections to a site at once and keeps each open after its
     /// response: every one is answered, whatever the others do.
