@@ -291,3 +291,42 @@ async fn credentials_never_reach_an_answer_a_log_or_a_file() -> anyhow::Result<(
     assert!(places[0].1.contains(USER));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_logs_in_a_hundred_fetches_started_at_once() -> anyhow::Result<()> {
+    const N: u64 = 100;
+    let s = session().await?;
+    s.agent.ok("interact", rule(json!({"once": false}))).await?;
+    // All at once: the browser opens its 6 connections to the site together, and each
+    // waiting request takes the next free one.
+    s.page_value(&format!(
+        "window.got = {{}}; for (let i = 0; i < {N}; i++) fetch('/f/api?' + i, {{cache: 'no-store'}})
+           .then((r) => r.status, (e) => e.name).then((v) => {{ got[v] = (got[v] || 0) + 1; }}); 0"
+    ))
+    .await?;
+    let all = eventually(Duration::from_secs(30), &format!("all {N} fetches settled"), || async {
+        let got = s.page_value("got").await?;
+        let n: u64 = got.as_object().into_iter().flatten().filter_map(|(_, v)| v.as_u64()).sum();
+        Ok((n == N).then_some(got))
+    })
+    .await;
+    let got = match all {
+        Ok(got) => got,
+        Err(e) => {
+            let (hits, dialogs) = (s.web.hits("/f/api"), s.dialogs().await?);
+            let open: Vec<&Value> =
+                dialogs["pending_dialogs"].as_array().into_iter().flatten().filter(|p| p["type"] == "auth").collect();
+            anyhow::bail!(
+                "{e}: {}; the server saw {hits} requests; auth prompts still open: {open:?}",
+                s.page_value("got").await?
+            )
+        }
+    };
+    assert_eq!(got, json!({"200": N}));
+    // Each fetch reached the server with the credentials once; the browser sends what it
+    // was given to later requests unasked, so only the first few were challenged.
+    let (good, wrong, none) = s.web.auth_hits("/f/api");
+    assert_eq!((good, wrong), (N as usize, 0), "{:?}", s.web.auth_hits("/f/api"));
+    assert!((1..=N as usize).contains(&none), "{none} challenges");
+    Ok(())
+}

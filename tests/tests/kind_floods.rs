@@ -29,10 +29,6 @@ const PAGE: &str = "<!doctype html><title>floods</title>
     let p; try { p = Promise.resolve(call()); } catch (e) { p = Promise.reject(e); }
     p.then((v) => note(Array.isArray(v) ? 'list ' + v.length : v && v.status ? 'status ' + v.status : 'ok'),
       (e) => note(e.name)); } return 0; };
-  // `lanes` loops of calls, each call after the one before it: `n` calls, `lanes` at a time.
-  window.lanes = (n, lanes, call) => { for (let l = 0; l < lanes; l++) (async () => {
-    for (let i = l; i < n; i += lanes) { try { const v = await call(); note(v && v.status ? 'status ' + v.status : 'ok'); }
-      catch (e) { note(e.name); } } })(); return 0; };
   document.getElementById('go').onclick = () => window.pending && window.pending();</script>";
 
 async fn session(args: Vec<String>) -> Result<Session> {
@@ -150,12 +146,10 @@ async fn a_loop_of_fetches_that_each_raise_http_auth() -> Result<()> {
     const N: u64 = 100;
     let s = session(Vec::new()).await?;
     s.web.protected("/api", b"{\"ok\":true}", "application/json", "Flood", "u", "p");
-    // One after another, as a page's loop awaits them. With all 100 at once about half the
-    // runs left one request that never reached the server (99 hits, 99 challenges recorded
-    // and answered, none open), and five at a time once in a CI run (80 hits in 30 s): no
-    // prompt Unmodal holds; cause not found (README, Limits). One at a time: 17 of 17 runs,
-    // 12 of them 4 at once.
-    s.page_value(&format!("lanes({N}, 1, () => fetch('/api?' + Math.random(), {{cache: 'no-store'}}))")).await?;
+    // All at once: the browser opens 6 connections to the site together. (The test web
+    // server used to leave one of them unread now and then, and a request on it never
+    // settled: tests/src/web.rs.)
+    s.page_value(&format!("flood({N}, () => fetch('/api?' + Math.random(), {{cache: 'no-store'}}))")).await?;
     let tally = all_settled(&s, N).await?;
     // Cancelled by default: the page gets each 401 the server sent.
     ensure!(tally == json!({"status 401": N}), "{tally}");
