@@ -3,7 +3,7 @@
 //! for each site the tab goes to) must stop the moment `clear` says it is gone, and when
 //! its tab closes. (A host restart forgetting it: `restarts.rs`.)
 
-use super::downloads::names;
+use super::downloads::{names, settled};
 use serde_json::{Value, json};
 use unmodal_e2e::browser::Options;
 use unmodal_e2e::web::WebServer;
@@ -76,7 +76,7 @@ pub(crate) async fn only_the_first_is_saved(
         "the grant outlived {why}: {first}; saved {:?}",
         names(dir)
     );
-    assert_eq!(names(dir), ["a.csv"], "only the first, as without a rule ({why})");
+    assert_eq!(settled(dir).await?, ["a.csv"], "only the first, as without a rule ({why})");
     Ok(())
 }
 

@@ -51,6 +51,17 @@ async fn ended(s: &Session, n: usize) -> anyhow::Result<Value> {
     .await
 }
 
+/// The directory's names once the browser has removed its own temporary files
+/// (`.org.chromium.Chromium.*`): it removes the one of a cancelled or moved download a
+/// little after reporting it ended, later still on a busy machine.
+pub(crate) async fn settled(dir: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    eventually(LIMIT, &format!("the browser's temporary files in {} to go", dir.display()), || async {
+        let v = names(dir);
+        Ok((!v.iter().any(|n| n.starts_with(".org.chromium."))).then_some(v))
+    })
+    .await
+}
+
 pub(crate) fn names(dir: &std::path::Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
@@ -93,7 +104,7 @@ async fn a_rule_cancels_or_saves_into_a_directory_of_the_agents() -> anyhow::Res
     s.page.click("#get").await?;
     let r = ended(&s, 0).await?;
     assert_eq!((r["decided_by"].as_str(), r["download_state"].as_str()), (Some("rule"), Some("cancelled")), "{r}");
-    assert_eq!(names(dir.path()), Vec::<String>::new(), "nothing written");
+    assert_eq!(settled(dir.path()).await?, Vec::<String>::new(), "nothing written");
     // Outside the roots: refused, naming them; nothing set.
     let outside = json!({"action": "handle_dialog", "setup": true, "dialog_type": "download", "save_dir": dir.path()});
     let reply = format!("{:?}", agent.call("interact", outside).await?);
@@ -108,7 +119,7 @@ async fn a_rule_cancels_or_saves_into_a_directory_of_the_agents() -> anyhow::Res
     let moved = work.path().canonicalize()?.join("report.csv");
     assert_eq!((r["decided_by"].as_str(), r["path"].as_str()), (Some("rule"), moved.to_str()), "{r}");
     assert_eq!(std::fs::read_to_string(&moved)?, BODY);
-    assert_eq!(names(dir.path()), Vec::<String>::new(), "moved, not copied");
+    assert_eq!(settled(dir.path()).await?, Vec::<String>::new(), "moved, not copied");
     Ok(())
 }
 
@@ -133,7 +144,7 @@ async fn must_respond_holds_it_for_the_agent_and_the_watchdog_cancels() -> anyho
     s.held(1).await?;
     let r = ended(&s, 1).await?;
     assert_eq!((r["closed_by"].as_str(), r["download_state"].as_str()), (Some("watchdog"), Some("cancelled")), "{r}");
-    assert_eq!(names(dir.path()), Vec::<String>::new(), "nothing left in the browser's directory");
+    assert_eq!(settled(dir.path()).await?, Vec::<String>::new(), "nothing left in the browser's directory");
     Ok(())
 }
 
@@ -179,7 +190,7 @@ async fn another_sites_frame_under_a_strict_csp_and_twelve_in_a_row_counted_exac
         paths.push(r["path"].as_str().unwrap_or_default().rsplit('/').next().unwrap_or_default().to_owned());
     }
     paths.sort();
-    assert_eq!(paths, names(dir.path()), "each record names its own file, and nothing else was saved");
+    assert_eq!(paths, settled(dir.path()).await?, "each record names its own file, and nothing else was saved");
     let d = s.dialogs().await?;
     let count = d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["type"] == "download").count();
     assert_eq!(count, CLICKS, "one record each");
@@ -254,7 +265,7 @@ async fn three_at_once_are_blocked_and_reported_unless_a_rule_grants_them() -> a
     assert!(r["explanation"].as_str().is_some_and(|e| e.contains("blocks this site's automatic downloads")), "{r}");
     let logs = s.agent.ok("observe", json!({"what": "logs"})).await?;
     assert!(logs.to_string().contains("automatic-downloads"), "{logs}");
-    assert_eq!(names(dir.path()), ["a.csv"], "only the first");
+    assert_eq!(settled(dir.path()).await?, ["a.csv"], "only the first");
     // A grant, set before the page starts them: the whole batch, without a reload.
     let grant = json!({"action": "handle_dialog", "setup": true, "dialog_type": "permission", "permission": "automatic-downloads"});
     let v = s.agent.ok("interact", grant).await?;
@@ -263,7 +274,7 @@ async fn three_at_once_are_blocked_and_reported_unless_a_rule_grants_them() -> a
     for n in 1..4 {
         assert_eq!(ended(&s, n).await?["download_state"], "complete");
     }
-    assert_eq!(names(dir.path()), ["a (1).csv", "a.csv", "b.csv", "c.csv"], "all three, counted exactly");
+    assert_eq!(settled(dir.path()).await?, ["a (1).csv", "a.csv", "b.csv", "c.csv"], "all three, counted exactly");
     let d = s.dialogs().await?;
     let count = d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["type"] == "download").count();
     assert_eq!(count, 4, "one record per download");
@@ -288,7 +299,7 @@ async fn ask_where_to_save_cancels_every_download_and_doctor_says_so() -> anyhow
         .output()?;
     let text = String::from_utf8_lossy(&doctor.stdout);
     assert!(text.contains("MISS downloads can be saved") && text.contains("chrome://settings/downloads"), "{text}");
-    assert_eq!(names(dir.path()), Vec::<String>::new());
+    assert_eq!(settled(dir.path()).await?, Vec::<String>::new());
     Ok(())
 }
 
@@ -309,7 +320,7 @@ async fn window_open_of_a_file_is_recorded_for_the_opening_tab() -> anyhow::Resu
         (Some("rule"), Some("cancelled"), Some(file.as_str())),
         "{r}"
     );
-    assert_eq!(names(dir.path()), Vec::<String>::new());
+    assert_eq!(settled(dir.path()).await?, Vec::<String>::new());
     s.takes_input().await?;
     Ok(())
 }
@@ -348,7 +359,7 @@ async fn a_hostile_file_name_stays_inside_the_directory() -> anyhow::Result<()> 
         }
     }
     assert!(!work.path().join("../.ssh").exists() && !dir.path().join("../.ssh").exists(), "nothing written outside");
-    assert_eq!(names(dir.path()), Vec::<String>::new());
-    assert_eq!(names(work.path()).len(), 1, "{:?}", names(work.path()));
+    assert_eq!(settled(dir.path()).await?, Vec::<String>::new());
+    assert_eq!(settled(work.path()).await?.len(), 1, "{:?}", names(work.path()));
     Ok(())
 }
