@@ -1476,7 +1476,7 @@ mod tests {
 
     /// Characterisation: a broad table of `interact` inputs through `validate`, every result
     /// (the `DialogCall`, or the error's parameter and message) recorded in
-    /// `api_validate.snap`. Set UNMODAL_UPDATE_SNAPSHOT=1 to rewrite it.
+    /// `api_validate.snap` (insta: `INSTA_UPDATE=always` rewrites it; read the diff).
     #[test]
     fn validate_matches_its_snapshot() {
         use serde_json::{Map, Value};
@@ -1659,16 +1659,8 @@ mod tests {
         }
         out += "# rows\n";
         out += &rows;
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/api_validate.snap");
-        if std::env::var_os("UNMODAL_UPDATE_SNAPSHOT").is_some() {
-            std::fs::write(path, &out).unwrap();
-            return;
-        }
-        let want = std::fs::read_to_string(path).unwrap_or_default();
-        if want != out {
-            std::fs::write(format!("{path}.new"), &out).unwrap();
-            let diff = want.lines().zip(out.lines()).find(|(w, o)| w != o);
-            panic!("validate's results changed (see {path}.new); first difference: {diff:?}");
-        }
+        insta::with_settings!({snapshot_path => ".", prepend_module_to_snapshot => false, omit_expression => true}, {
+            insta::assert_snapshot!("api_validate", out);
+        });
     }
 }

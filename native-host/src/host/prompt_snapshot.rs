@@ -2,7 +2,7 @@
 //! sample request under each policy and with the pilot off, the agent's and the
 //! watchdog's answers to a held one and the worker's results, the answers a kind refuses,
 //! and the rules' setup sentences and verdicts. Recorded in `prompt_snapshot.snap`; set
-//! UNMODAL_UPDATE_SNAPSHOT=1 to rewrite it. What a kind says must not change by accident.
+//! INSTA_UPDATE=always to rewrite it (insta), and read the diff. What a kind says must not change by accident.
 
 use super::state::State;
 use super::state::tests::{feed, state_with, to_json};
@@ -301,15 +301,7 @@ fn every_prompt_kind_matches_its_snapshot() {
         }
     }
     let out = steady(&out.replace(&d, "<dir>"));
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/host/prompt_snapshot.snap");
-    if std::env::var_os("UNMODAL_UPDATE_SNAPSHOT").is_some() {
-        std::fs::write(path, &out).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(path).unwrap_or_default();
-    if want != out {
-        std::fs::write(format!("{path}.new"), &out).unwrap();
-        let diff = want.lines().zip(out.lines()).find(|(w, o)| w != o);
-        panic!("a prompt kind's behaviour changed (see {path}.new); first difference: {diff:?}");
-    }
+    insta::with_settings!({snapshot_path => ".", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!("prompt_snapshot", out);
+    });
 }
