@@ -47,7 +47,10 @@ const PILOT_ON = 'U1E1';
 const configFor = (tabId) => (pilot ? hostConfigs.get(tabId)?.config ?? PILOT_ON : PILOT_OFF);
 const wantsSession = (tabId) => pilot && hostConfigs.get(tabId)?.debugger === true;
 const intercepts = (tabId) => wantsSession(tabId) && hostConfigs.get(tabId)?.choosers === true;
-const holds = createHolds(toHost, wantsSession, configFor, intercepts, (target, params) => fileChoosers.opened(target, params));
+const holds = createHolds(toHost, wantsSession, configFor, intercepts, {
+  opened: (target, params) => fileChoosers.opened(target, params),
+  settled: (tabId) => fileChoosers.settled(tabId),
+});
 // Browser prompts held for the host's answer while the pilot is on (prompts.js): HTTP auth
 // challenges, permission requests the page hook holds (applied as content settings), device
 // choosers the page hook saw open (cancelled or held).

@@ -21,9 +21,11 @@ const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
 
 // `wanted(tabId)`: whether the tab should have a session now; `configFor(tabId)`: its config;
 // `intercept(tabId)`: whether its session intercepts file choosers, each of which goes to
-// `onChooser(target, params)` (file_chooser.js). All are read when a queued step runs, so
-// whatever order steps were queued in, the tab ends in the newest wanted state.
-export function createHolds(toHost, wanted, configFor, intercept = () => false, onChooser = () => {}) {
+// `choosers.opened(target, params)` (file_chooser.js; `choosers.settled(tabId)` resolves once
+// no cancel is under way in the tab). All are read when a queued step runs, so whatever
+// order steps were queued in, the tab ends in the newest wanted state.
+const NO_CHOOSERS = { opened: () => {}, settled: () => Promise.resolve() };
+export function createHolds(toHost, wanted, configFor, intercept = () => false, choosers = NO_CHOOSERS) {
   const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null, children, choosers }
   // AI Web Pilot calls borrow the tab's debugger for a call (pilot_tools.js): the policy's
   // session when there is one, else a session of their own (`owned`), detached when the
@@ -84,7 +86,14 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
   // File choosers are intercepted (held, answered by file_chooser.js) in the tab's session
   // and its frames' child sessions, only while the tab wants it (MODAL-FACTS 1c: an
   // intercepted chooser nobody answers stays open for good).
+  // A cancel under way keeps its target in the browser-cancels mode until the browser has
+  // reported the chooser it reopened, which opens only once the page's own is cancelled. A
+  // change made before then left that chooser held for good, and every later chooser of
+  // the page queued behind it (seen under load). So a change waits for the tab's cancels;
+  // each puts the tab's mode back as it ends.
   const interceptChoosers = async (tabId, s) => {
+    if (s.choosers === intercept(tabId)) return;
+    await choosers.settled(tabId);
     const want = intercept(tabId);
     if (s.choosers === want) return;
     s.choosers = want;
@@ -128,18 +137,21 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
     if (!wanted(tabId)) {
       if (s) {
         sessions.delete(tabId);
+        // The borrower detaches when done. Until then the browser's report of a chooser it
+        // reopens (a file chooser's cancel) must still reach it: `leftOver`. Marked before
+        // `hear()`, so the listener is never let go meanwhile: the browser drops an event
+        // that comes between a removal and the next adding (seen under load: a cancel's
+        // report lost, the cancel waiting out its 10 s).
+        const lease = leases.get(tabId);
+        if (lease) {
+          lease.owned = true;
+          lease.leftOver = true;
+        }
         hear();
         remember();
         // A dialog it holds would stay open with nobody to catch it.
         if (s.open !== null) await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
-        const lease = leases.get(tabId);
-        if (lease) {
-          // The borrower detaches when done. Until then the browser's report of a chooser
-          // it reopens (a file chooser's cancel) must still reach it: `leftOver`.
-          lease.owned = true;
-          lease.leftOver = true;
-          hear();
-        } else await chrome.debugger.detach({ tabId }).catch(() => {});
+        if (!lease) await chrome.debugger.detach({ tabId }).catch(() => {});
       }
       return { attached: false };
     }
@@ -183,7 +195,7 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
     if (!params) return;
     if (!s) {
       if (method === 'Page.fileChooserOpened' && leases.get(tabId)?.leftOver) {
-        onChooser(source.sessionId ? { tabId, sessionId: source.sessionId } : { tabId }, params);
+        choosers.opened(source.sessionId ? { tabId, sessionId: source.sessionId } : { tabId }, params);
       }
       return;
     }
@@ -199,7 +211,7 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
       return;
     }
     if (method === 'Page.fileChooserOpened') {
-      onChooser(source.sessionId ? { tabId, sessionId: source.sessionId } : { tabId }, params);
+      choosers.opened(source.sessionId ? { tabId, sessionId: source.sessionId } : { tabId }, params);
       return;
     }
     if (source.sessionId) return;

@@ -101,6 +101,10 @@ export function createFileChoosers(prompts, holds) {
   };
 
   return {
+    // Resolves once no cancel is under way in the tab (its own session or its frames').
+    settled(tabId) {
+      return Promise.all([...lines].filter(([key]) => key.startsWith(`${tabId}/`)).map(([, kept]) => kept));
+    },
     // A chooser the session intercepted (`params`: backendNodeId, frameId, mode).
     async opened(target, params) {
       const { backendNodeId, frameId } = params;

@@ -220,7 +220,7 @@ impl Browser {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log)?);
-        let child = cmd.spawn().context("starting Chromium")?;
+        let child = crate::chromium_group::spawn(&mut cmd).context("starting Chromium")?;
         let ws = devtools_url(&profile, &log).await?;
         let cdp = Cdp::connect(&ws).await?;
         let browser = Self { child, cdp, profile, runtime, log, art, _slot: slot };
@@ -295,8 +295,14 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::chromium_group::kill(&mut self.child);
+        // `UNMODAL_TEST_KEEP_LOGS=<dir>`: every browser's log (with its host's) kept there,
+        // named for its profile, for tracing a failure after the profile is gone.
+        if let Some(dir) = std::env::var_os("UNMODAL_TEST_KEEP_LOGS") {
+            let name = self.profile.path().file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let _ = std::fs::create_dir_all(&dir);
+            let _ = std::fs::copy(&self.log, std::path::Path::new(&dir).join(format!("{name}.log")));
+        }
     }
 }
 

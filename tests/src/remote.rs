@@ -53,9 +53,7 @@ struct ChildGuard(Mutex<Child>);
 
 impl ChildGuard {
     fn kill(&self) {
-        let mut child = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let _ = child.kill();
-        let _ = child.wait();
+        crate::chromium_group::kill(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner));
     }
 }
 
@@ -98,24 +96,25 @@ impl RemoteBrowser {
         }
 
         let log = profile.path().join("chromium.log");
-        let child = Command::new(chromium_binary()?)
-            .arg("--headless=new")
-            .args(QUIET_ARGS)
-            .args(["--remote-debugging-port=0", "--window-size=1024,768"])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg(format!("--load-extension={}", ext_dir.display()))
-            .arg(format!("--disable-extensions-except={}", ext_dir.display()))
-            .arg("about:blank")
-            // A machine of its own: nothing of this user's config, so no host registered.
-            .env("HOME", home.path())
-            .env("XDG_CONFIG_HOME", home.path().join(".config"))
-            .env("XDG_CACHE_HOME", home.path().join(".cache"))
-            .env("XDG_DATA_HOME", home.path().join(".local/share"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log)?)
-            .spawn()
-            .context("starting Chromium")?;
+        let child = crate::chromium_group::spawn(
+            Command::new(chromium_binary()?)
+                .arg("--headless=new")
+                .args(QUIET_ARGS)
+                .args(["--remote-debugging-port=0", "--window-size=1024,768"])
+                .arg(format!("--user-data-dir={}", profile.path().display()))
+                .arg(format!("--load-extension={}", ext_dir.display()))
+                .arg(format!("--disable-extensions-except={}", ext_dir.display()))
+                .arg("about:blank")
+                // A machine of its own: nothing of this user's config, so no host registered.
+                .env("HOME", home.path())
+                .env("XDG_CONFIG_HOME", home.path().join(".config"))
+                .env("XDG_CACHE_HOME", home.path().join(".cache"))
+                .env("XDG_DATA_HOME", home.path().join(".local/share"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log)?),
+        )
+        .context("starting Chromium")?;
         let child = ChildGuard(Mutex::new(child));
 
         let direct_url = devtools_url(profile.path(), &log).await?;

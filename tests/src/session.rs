@@ -188,7 +188,14 @@ impl Session {
             .ok("configure", json!({"action": "dialog_policy", "policy": policy, "timeout_s": timeout_s}))
             .await?;
         if v["policy_in_force"] != json!(true) {
-            bail!("policy {policy} not in force: {v}");
+            // The host answers after at most 3 s; a loaded machine's worker can take longer
+            // to say the tab holds it. The agent would read `in_force` again, as here.
+            eventually(LIMIT, &format!("policy {policy} in force (the answer said not yet: {v})"), || async {
+                let d = self.dialogs().await?;
+                let p = &d["dialog_policy"];
+                Ok((p["policy"] == policy && p["in_force"] == json!(true)).then_some(()))
+            })
+            .await?;
         }
         Ok(v)
     }
@@ -196,12 +203,16 @@ impl Session {
     /// Waits until at least `n` dialogs are held open for the agent (as every answer's
     /// `dialogs_blocking` note lists them) and returns them.
     pub async fn held(&self, n: usize) -> Result<Vec<Value>> {
-        eventually(LIMIT, &format!("{n} dialog(s) held open"), || async {
+        let found = eventually(LIMIT, &format!("{n} dialog(s) held open"), || async {
             let v = self.agent.ok("observe", json!({"what": "tabs"})).await?;
             let held = v["dialogs_blocking"]["dialogs"].as_array().cloned().unwrap_or_default();
             Ok((held.len() >= n).then_some(held))
         })
-        .await
+        .await;
+        match found {
+            Ok(held) => Ok(held),
+            Err(e) => bail!("{e}: {}", self.dialogs().await?),
+        }
     }
 
     /// Runs `expr` in the page on a fresh task, so a dialog it opens can stay open.

@@ -14,6 +14,10 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
   build   build the wasm engine, assemble target/extension/, build target/release/unmodal
+  extension
+          build the wasm engine, assemble target/extension/ and build the test build's
+          target/debug/unmodal, which carries it: the quick loop before `cargo test -p
+          unmodal-e2e` with UNMODAL_TEST_HOST=target/debug/unmodal
   test    build the extension, typecheck the host for Windows and macOS, run the Windows
           build's unit and CLI tests under Wine (x86_64 Linux), then run every test (unit and
           real-Chromium end-to-end, against the test build's target/debug/unmodal)
@@ -36,6 +40,10 @@ fn main() -> Result<()> {
     let rest = args.get(1..).unwrap_or_default();
     match args.first().map(String::as_str) {
         Some("build") => build::all(),
+        Some("extension") => {
+            sh::timed("build the extension", build::extension)?;
+            sh::run(sh::cargo().args(["build", "-p", "unmodal"]))
+        }
         Some("test") => test(rest),
         Some("dist") => dist::all(),
         Some("wine") => sh::timed("Windows build under Wine", wine::test),

@@ -221,20 +221,21 @@ impl BareBrowser {
         let (profile, runtime) = registered_profile(&art, "unmodal-stress-")?;
         let log = profile.path().join("chromium.log");
         let ext = extension.unwrap_or_else(|| art.extension.clone()).display().to_string();
-        let child = Command::new(chromium_binary()?)
-            .arg("--headless=new")
-            .args(QUIET_ARGS)
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg(format!("--load-extension={ext}"))
-            .arg(format!("--disable-extensions-except={ext}"))
-            .args(extra_args())
-            .arg(url)
-            .env("UNMODAL_RUNTIME_DIR", &runtime)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log)?)
-            .spawn()
-            .context("starting Chromium")?;
+        let child = unmodal_e2e::chromium_group::spawn(
+            Command::new(chromium_binary()?)
+                .arg("--headless=new")
+                .args(QUIET_ARGS)
+                .arg(format!("--user-data-dir={}", profile.path().display()))
+                .arg(format!("--load-extension={ext}"))
+                .arg(format!("--disable-extensions-except={ext}"))
+                .args(extra_args())
+                .arg(url)
+                .env("UNMODAL_RUNTIME_DIR", &runtime)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log)?),
+        )
+        .context("starting Chromium")?;
         Ok(Self { child, art, runtime, log, _profile: profile })
     }
 }
@@ -246,7 +247,6 @@ fn extra_args() -> Vec<String> {
 
 impl Drop for BareBrowser {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        unmodal_e2e::chromium_group::kill(&mut self.child);
     }
 }
