@@ -87,10 +87,10 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
   // and its frames' child sessions, only while the tab wants it (MODAL-FACTS 1c: an
   // intercepted chooser nobody answers stays open for good).
   // A cancel under way keeps its target in the browser-cancels mode until the browser has
-  // reported the chooser it reopened, which opens only once the page's own is cancelled. A
-  // change made before then left that chooser held for good, and every later chooser of
-  // the page queued behind it (seen under load). So a change waits for the tab's cancels;
-  // each puts the tab's mode back as it ends.
+  // reported the chooser it reopened, which may come after the page has its cancel. A
+  // change made before then left that chooser held for good, and no later click on the
+  // input opened one (seen under load). So a change waits for the tab's cancels; each puts
+  // the tab's mode back as it ends.
   const interceptChoosers = async (tabId, s) => {
     if (s.choosers === intercept(tabId)) return;
     await choosers.settled(tabId);

@@ -71,23 +71,9 @@ pub fn browser_seen(profile: Option<&Path>) -> Seen {
         return Seen::Running(pid);
     }
     let Some(all) = crate::platform::command_lines() else { return Seen::Unknown };
-    all.iter().find(|(_, args)| is_browser(args, profile)).map_or(Seen::None, |(pid, _)| Seen::Running(*pid))
-}
-
-/// Whether a command line is a browser's main process (in `profile`, if named).
-fn is_browser(args: &[String], profile: Option<&Path>) -> bool {
-    let Some(exe) = args.first().and_then(|a| Path::new(a).file_name()).map(|n| n.to_string_lossy().to_lowercase())
-    else {
-        return false;
-    };
-    let family = ["chrome", "chromium", "brave", "msedge"].iter().any(|b| exe.contains(b))
-        && !exe.contains("crashpad")
-        && !exe.contains("driver");
-    let helper = args.iter().any(|a| a.starts_with("--type="));
-    let in_profile = profile.is_none_or(|p| {
-        args.iter().filter_map(|a| a.strip_prefix("--user-data-dir=")).any(|d| paths::same_dir(Path::new(d), p))
-    });
-    family && !helper && in_profile
+    all.iter()
+        .find(|(_, args)| crate::browser::profile::is_browser(args, profile))
+        .map_or(Seen::None, |(pid, _)| Seen::Running(*pid))
 }
 
 /// What to print, one line per browser; an error says what to do instead. Asks once.
@@ -268,18 +254,6 @@ mod tests {
         let err = switch_waiting(dir.path(), Action::Status, None, &waits, &quiet).await.unwrap_err().to_string();
         assert!(start.elapsed() < Duration::from_secs(30), "no minute's wait for nothing");
         assert!(err.contains("No browser with the Unmodal extension") && err.contains("unmodal doctor"), "{err}");
-    }
-
-    #[test]
-    fn browsers_are_told_from_their_helpers_and_other_programs() {
-        let a = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        assert!(is_browser(&a(&["/usr/lib/chromium/chromium", "--user-data-dir=/p"]), None));
-        assert!(!is_browser(&a(&["/usr/lib/chromium/chrome_crashpad_handler", "--monitor-self"]), None));
-        assert!(is_browser(&a(&["/opt/google/chrome/chrome", "--user-data-dir=/p"]), Some(Path::new("/p"))));
-        assert!(!is_browser(&a(&["/opt/google/chrome/chrome", "--user-data-dir=/p"]), Some(Path::new("/q"))));
-        assert!(!is_browser(&a(&["/usr/lib/chromium/chromium", "--type=renderer"]), None));
-        assert!(!is_browser(&a(&["/usr/bin/node", "chrome.js"]), None));
-        assert!(!is_browser(&[], None));
     }
 
     #[tokio::test]

@@ -148,6 +148,23 @@ pub fn command_lines() -> Option<Vec<(u32, Vec<String>)>> {
     os::command_lines()
 }
 
+/// What a browser profile's lock says of the browser holding it (Chromium's, while it runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProfileLock {
+    /// No browser holds it.
+    Free,
+    /// Held by this process (Linux and macOS: the `SingletonLock` symlink names it).
+    HeldBy(u32),
+    /// Held, by a process the lock does not name (Windows: `lockfile`, kept open and
+    /// shared with no one).
+    Held,
+}
+
+/// The lock of the browser profile `profile`.
+pub fn profile_lock(profile: &Path) -> ProfileLock {
+    os::profile_lock(profile)
+}
+
 /// Resolves when this process is asked to end (Unix: SIGTERM or SIGINT; Windows: Ctrl-C,
 /// its console closing, log-off or shut-down). Never resolves if that cannot be watched.
 pub async fn terminated() {

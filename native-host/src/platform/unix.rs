@@ -60,6 +60,18 @@ pub fn path_of_file_uri(decoded: &str) -> PathBuf {
     PathBuf::from(decoded)
 }
 
+/// Chromium's `SingletonLock` is a symlink to `<host name>-<pid>`; a lock left by a browser
+/// that crashed names a process that is gone, so it is `Free`.
+pub fn profile_lock(profile: &Path) -> super::ProfileLock {
+    let pid = std::fs::read_link(profile.join("SingletonLock"))
+        .ok()
+        .and_then(|target| target.to_str()?.rsplit('-').next()?.parse::<u32>().ok());
+    match pid {
+        Some(pid) if process_exists(pid) == Some(true) => super::ProfileLock::HeldBy(pid),
+        _ => super::ProfileLock::Free,
+    }
+}
+
 pub fn process_exists(pid: u32) -> Option<bool> {
     let pid = libc::pid_t::try_from(pid).ok().filter(|p| *p > 0)?;
     // SAFETY: signal 0 sends nothing; it only asks whether the process exists.

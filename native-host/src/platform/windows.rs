@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::net::windows::named_pipe::{ClientOptions, NamedPipeClient, NamedPipeServer, ServerOptions};
 use windows_sys::Win32::Foundation::{
     CloseHandle, ERROR_ACCESS_DENIED, ERROR_FILE_NOT_FOUND, ERROR_INVALID_PARAMETER, ERROR_LOCK_VIOLATION,
-    ERROR_PIPE_BUSY, HANDLE, LocalFree, STILL_ACTIVE,
+    ERROR_PIPE_BUSY, ERROR_SHARING_VIOLATION, HANDLE, LocalFree, STILL_ACTIVE,
 };
 use windows_sys::Win32::Security::Authorization::{
     ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
@@ -244,6 +244,15 @@ pub fn path_of_file_uri(decoded: &str) -> PathBuf {
 }
 
 // ---- Processes -------------------------------------------------------------------------
+
+/// Chromium keeps the profile's `lockfile` open, shared with no one, while it runs; the file
+/// names no process. Opening it without sharing fails with a sharing violation then.
+pub fn profile_lock(profile: &Path) -> super::ProfileLock {
+    match OpenOptions::new().read(true).share_mode(0).open(profile.join("lockfile")) {
+        Err(e) if e.raw_os_error() == Some(ERROR_SHARING_VIOLATION as i32) => super::ProfileLock::Held,
+        _ => super::ProfileLock::Free,
+    }
+}
 
 pub fn process_exists(pid: u32) -> Option<bool> {
     match open_process(pid) {
