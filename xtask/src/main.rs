@@ -5,6 +5,7 @@ mod build;
 mod cross;
 mod dist;
 mod hook_parts;
+mod repeat;
 mod sh;
 mod wine;
 
@@ -30,6 +31,10 @@ usage: cargo xtask <command>
           target/dist/npm/, then installed offline and run as a check
   demo    build, then run Chromium + extension + host with a scripted agent session
   bench   build, then measure the engine in real headless Chromium
+  repeat <test> [--times N] [--parallel P] [--load L]
+          build, then run one end-to-end test N times (default 20), P processes at once
+          (default 2), beside L busy loops that load the machine (default 0); prints how many
+          passed and keeps each failed run's output in target/repeat/
   stress-startup [--launches N] [--parallel P] [--slow-scripts] [--bare] [--cold] [--keep DIR]
           build, then launch fresh browsers whose start page calls confirm() at once and
           count the dialogs that never reached the host (default 1000 launches, 6 at once)
@@ -49,6 +54,7 @@ fn main() -> Result<()> {
         Some("wine") => sh::timed("Windows build under Wine", wine::test),
         Some("demo") => harness_bin("demo", rest),
         Some("bench") => harness_bin("bench", rest),
+        Some("repeat") => repeat::run(rest),
         Some("stress-startup") => harness_bin("startup_stress", rest),
         Some("-h" | "--help" | "help") | None => {
             print!("{USAGE}");
