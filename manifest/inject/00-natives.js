@@ -4,6 +4,7 @@
   // @gives nativePreventDefault, eventType, eventPhase, unloadProto, returnValueDesc, NewMap, mapGet
   // @gives mapSet, mapDelete, charCodeAt, fromCharCode, sliceString, queueMicrotask, deleteProperty
   // @gives lateNative, documentProto, MAX_MESSAGE, HANDOFF, pageUrl, protoOf, getterOf, KIND_NAMES, BY_NAMES, BY_POLICY
+  // @gives disguisers, addDisguiser
   // ---- Pristine natives (the page has not run yet) ----
   // Every frame pays for what runs here, so only what the page could change before we need
   // it is captured now. [LegacyUnforgeable] members (window.window, window.location and
@@ -21,6 +22,13 @@
   const nativeToString = fnProto.toString;
   // alert/confirm/prompt as the browser made them; filled as they are replaced (60-install).
   const natives = { __proto__: null };
+  // The toString disguises of the parts' replacements, which 60-install makes on the first
+  // toString call: each part adds its own, so the install part names none. Null prototype,
+  // walked by index (it runs after page scripts).
+  const disguisers = { __proto__: null, count: 0 };
+  const addDisguiser = (disguise) => {
+    disguisers[disguisers.count++] = disguise;
+  };
   // Prototypes reached through the document's own chain (HTMLDocument, Document, Node,
   // EventTarget), which exists already: naming `Node` or `EventTarget` would make their
   // interface objects, a cost every frame would pay.

@@ -1,7 +1,6 @@
-  // @needs win, doc, apply, getOwnPropertyDescriptor, getPrototypeOf, hasOwn
+  // @needs win, doc, apply, getOwnPropertyDescriptor, getPrototypeOf, hasOwn, addDisguiser
   // @needs lateNative, documentProto, fnProto, nativeToString, NewMap, mapGet, mapSet, mapDelete, protoOf, getterOf, withoutOwnFrames
   // @needs askBrowser, deferred, settle, directPromise
-  // @gives disguisePermissions
   // ---- Permission prompts (camera, microphone, notifications, geolocation, clipboard read) ----
   // No browser event tells of a permission prompt, so the calls that would prompt are held
   // here: the request goes (44-ask: content.js → service worker → host) to be decided like
@@ -190,7 +189,7 @@
   installPermission(clipboardProto, 'read');
   // toString prints native source for them (60-install: made on first use).
   // Runs after page scripts: no page array is iterated.
-  const disguisePermissions = (as) => {
+  addDisguiser((as) => {
     const one = (name) => {
       if (permNatives[name] !== undefined) as(permHooks[name], name);
     };
@@ -201,4 +200,4 @@
     one('clearWatch');
     one('readText');
     one('read');
-  };
+  });

@@ -1,7 +1,6 @@
-  // @needs win, apply, defineProperty, captureStackTrace, queueMicrotask, protoOf, withoutOwnFrames
+  // @needs win, apply, defineProperty, captureStackTrace, queueMicrotask, protoOf, withoutOwnFrames, addDisguiser
   // @needs newDOMException
   // @needs ANSWER_NATIVE, askBrowser, tellSettled, promiseThen, deferred
-  // @gives disguiseChoosers
   // ---- Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth; the screen-share picker) ----
   // No extension can list, pick or cancel a chooser (chrome.debugger refuses the
   // DeviceAccess domain), and in headless Chromium one opened after a gesture never settles.
@@ -130,6 +129,6 @@
     chooserNatives[i] = native;
     if (i === 3 && typeof owner.getAvailability === 'function') availabilityOf = owner.getAvailability;
   }
-  const disguiseChoosers = (as) => {
+  addDisguiser((as) => {
     for (let i = 0; i < 5; i++) if (chooserNatives[i] !== undefined) as(chooserHooks[i], CANCELS[i].method);
-  };
+  });

@@ -1,5 +1,4 @@
-  // @needs win, ask, askBrowser, ANSWER_NATIVE, deferred, settle, directPromise, refuseAsBrowser
-  // @gives disguisePickers
+  // @needs win, ask, askBrowser, ANSWER_NATIVE, deferred, settle, directPromise, refuseAsBrowser, addDisguiser
   // ---- File System Access pickers: showOpenFilePicker, showSaveFilePicker, showDirectoryPicker ----
   // After a gesture, headless Chromium refuses each at once itself ("The user aborted a
   // request."), but a headful browser opens the OS file dialog and the page waits for a
@@ -45,6 +44,6 @@
     pickersHooked++;
   }
   for (let i = 0; pickersHooked === 3 && i < 3; i++) win[PICKERS[i]] = pickerHooks[i];
-  const disguisePickers = (as) => {
+  addDisguiser((as) => {
     for (let i = 0; pickersHooked === 3 && i < 3; i++) as(pickerHooks[i], PICKERS[i]);
-  };
+  });

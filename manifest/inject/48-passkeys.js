@@ -1,6 +1,5 @@
-  // @needs getOwnPropertyDescriptor, getPrototypeOf, hasOwn, protoOf, newDOMException
+  // @needs getOwnPropertyDescriptor, getPrototypeOf, hasOwn, protoOf, newDOMException, addDisguiser
   // @needs askBrowser, ANSWER_NATIVE, ANSWER_ACCEPT, deferred, settle, directPromise, tellSettled
-  // @gives disguisePasskeys
   // ---- Passkeys and sign-ins: navigator.credentials.create() and get() ----
   // A WebAuthn request opens Chrome's passkey sheet, which headless never shows: the call
   // stays pending whatever its timeout, and from ~0.1 s on every click and key to the tab is
@@ -77,7 +76,7 @@
     credentialsProto[op] = passkeyHooks[op];
     passkeyNatives[op] = native;
   }
-  const disguisePasskeys = (as) => {
+  addDisguiser((as) => {
     if (passkeyNatives.create !== undefined) as(passkeyHooks.create, 'create');
     if (passkeyNatives.get !== undefined) as(passkeyHooks.get, 'get');
-  };
+  });

@@ -1,6 +1,5 @@
-  // @needs apply, protoOf, react, refuseAsBrowser, newDOMException, captureStackTrace
+  // @needs apply, protoOf, react, refuseAsBrowser, newDOMException, captureStackTrace, addDisguiser
   // @needs askBrowser, ANSWER_NATIVE, ANSWER_ACCEPT, ANSWER_NONE, deferred, settle, directPromise
-  // @gives disguisePayment
   // ---- Payment Request: PaymentRequest.prototype.show() ----
   // Headless, show() fails by itself within ~25 ms (no payment app; MODAL-FACTS 6); a
   // headful browser with a payment app for the methods shows its payment sheet, which waits
@@ -60,6 +59,6 @@
     paymentShow = paymentProto.show;
     paymentProto.show = paymentHooks.show;
   }
-  const disguisePayment = (as) => {
+  addDisguiser((as) => {
     if (paymentShow !== null) as(paymentHooks.show, 'show');
-  };
+  });

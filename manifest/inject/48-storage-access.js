@@ -1,6 +1,5 @@
-  // @needs apply, documentProto, getterOf, react, refuseAsBrowser
+  // @needs apply, documentProto, getterOf, react, refuseAsBrowser, addDisguiser
   // @needs askBrowser, ANSWER_NATIVE, ANSWER_ACCEPT, ANSWER_NONE, deferred, settle, directPromise
-  // @gives disguiseStorageAccess
   // ---- Storage access: document.requestStorageAccess() ----
   // In another site's frame without access, a headful browser that blocks third-party
   // cookies asks the person (a prompt that waits); headless it refuses at once
@@ -41,6 +40,6 @@
   };
   const storageHooked = typeof requestStorageAccess === 'function' && typeof hasStorageAccess === 'function' && hiddenOf !== null;
   if (storageHooked) documentProto.requestStorageAccess = storageHooks.requestStorageAccess;
-  const disguiseStorageAccess = (as) => {
+  addDisguiser((as) => {
     if (storageHooked) as(storageHooks.requestStorageAccess, 'requestStorageAccess');
-  };
+  });

@@ -1,6 +1,6 @@
   // @needs win, apply, getOwnPropertyDescriptor, defineProperty, fnProto, nativeToString, natives
   // @needs eventProto, unloadProto, returnValueDesc, NewMap, mapGet, mapSet, nativeShapedError
-  // @needs handle, disguisePermissions, disguiseChoosers, disguisePasskeys, disguisePayment, disguiseStorageAccess, disguisePickers, unloadHooks, returnValueSetter
+  // @needs handle, disguisers, unloadHooks, returnValueSetter
   // @needs handlerOwner, handlerDesc, handlerHooks, printHook
   // ---- Install: the replacements go in (no page script has run yet) ----
   // Method shorthand: no prototype, not constructible, name and length (0) of the natives.
@@ -37,12 +37,7 @@
     const handler = getOwnPropertyDescriptor(handlerHooks, 'onbeforeunload');
     as(handler.get, 'get onbeforeunload');
     as(handler.set, 'set onbeforeunload');
-    disguisePermissions(as);
-    disguiseChoosers(as);
-    disguisePasskeys(as);
-    disguisePayment(as);
-    disguiseStorageAccess(as);
-    disguisePickers(as);
+    for (let i = 0; i < disguisers.count; i++) disguisers[i](as);
     as(printHook.print, 'print');
   };
 
