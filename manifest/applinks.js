@@ -1,3 +1,5 @@
+import { createHeldInPage } from './held_in_page.js';
+
 // App links: a navigation to a scheme that is not the web's (mailto:, myapp://, web+x:),
 // which the page hook (inject/47-applinks.js) cancelled before the browser handed it to the
 // OS (pilot on) or let go (pilot off). The host (the state of record) decides: open it (the
@@ -14,27 +16,16 @@ const MAX_URL = 2048;
 const WEB = new Set(['http:', 'https:', 'about:', 'blob:', 'data:', 'javascript:', 'file:', 'filesystem:', 'chrome:',
   'chrome-extension:', 'chrome-untrusted:', 'devtools:', 'view-source:', 'ws:', 'wss:', 'ftp:', 'mailto:']);
 
-// `pilotOn()`: the human's switch (off: the browser's way, only reported).
-export function createAppLinks(prompts, pilotOn, toHost) {
+// A held-in-page kind (held_in_page.js): refused (left cancelled) or let go (opened), the
+// pilot off: the browser's way, only reported. `toHost` carries the browser's own dialogs.
+export function createAppLinks(prompts, toHost) {
   chrome.webNavigation.onErrorOccurred.addListener((d) => {
     const colon = d.url.indexOf(':');
     if (d.error !== 'net::ERR_ABORTED' || colon < 1 || WEB.has(d.url.slice(0, colon + 1).toLowerCase())) return;
     toHost({ type: 'app_link_dialog', tab_id: d.tabId, frame_id: d.frameId, target: d.url.slice(0, MAX_URL) });
   });
-  return {
-    request(msg, sender, reply) {
-      const target = msg.what.slice(0, MAX_URL);
-      if (target === '') return reply('refuse');
-      const fields = { tab_id: sender.tab.id, frame_id: sender.frameId, url: String(sender.url ?? ''), target };
-      if (!pilotOn()) {
-        prompts.native('app_link', fields);
-        return reply('native');
-      }
-      const apply = (decision) => {
-        reply(decision === 'accept' ? 'accept' : 'refuse');
-        return decision === 'accept';
-      };
-      prompts.ask('app_link', fields, { apply });
-    },
-  };
+  return createHeldInPage('app_link', prompts, (what) => {
+    const target = what.slice(0, MAX_URL);
+    return target === '' ? null : { target };
+  });
 }

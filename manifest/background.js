@@ -54,25 +54,25 @@ const holds = createHolds(toHost, wantsSession, configFor, intercepts, {
 // Browser prompts held for the host's answer while the pilot is on (prompts.js): HTTP auth
 // challenges, permission requests the page hook holds (applied as content settings), device
 // choosers the page hook saw open (cancelled or held).
-const prompts = createPrompts(toHost, () => port !== null);
+const prompts = createPrompts(toHost, () => port !== null, () => pilot);
 createAuth(prompts, toHost, () => pilot);
 // File choosers a session intercepted: given the host's files, or cancelled (file_chooser.js).
 const fileChoosers = createFileChoosers(prompts, holds);
 // Downloads: held while the browser asks for their name, saved or cancelled (downloads.js).
 const downloads = createDownloads(prompts, () => pilot, toHost);
-const permissions = createPermissions(prompts, () => pilot);
-const choosers = createChoosers(prompts, () => pilot);
+const permissions = createPermissions(prompts);
+const choosers = createChoosers(prompts);
 // Navigations to schemes the OS handles, cancelled in the page: opened or not (applinks.js).
 // The browser's own app-link dialogs go to the host once it is there (the event may wake this worker).
-const appLinks = createAppLinks(prompts, () => pilot, (msg) => ready.then(() => toHost(msg)));
+const appLinks = createAppLinks(prompts, (msg) => ready.then(() => toHost(msg)));
 // WebAuthn requests the page hook holds: refused, or left to the browser (passkeys.js).
-const passkeys = createPasskeys(prompts, () => pilot, holds, toHost);
+const passkeys = createPasskeys(prompts, holds, toHost);
 // print() calls the page hook answered as a person's cancel: recorded, or printed to PDF (print.js).
-const prints = createPrints(prompts, () => pilot, holds, toHost);
+const prints = createPrints(prompts, holds, toHost);
 // What the page hook asks about (content.js's `ask`), by kind. Each adapter answers
 // `accept`, `refuse` or `native`.
 // Calls the page hook holds: refused at once, or left to the browser (held_in_page.js).
-const heldInPage = (kind, fieldsOf) => createHeldInPage(kind, prompts, () => pilot, fieldsOf);
+const heldInPage = (kind, fieldsOf) => createHeldInPage(kind, prompts, fieldsOf);
 const asks = {
   __proto__: null,
   permission: permissions,

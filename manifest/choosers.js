@@ -6,24 +6,15 @@
 // Message shapes: native-host/src/host/protocol.rs.
 const CHOOSERS = ['usb', 'hid', 'serial', 'bluetooth', 'display'];
 
-// `pilotOn()`: the human's switch (off: the browser's chooser stands, only reported).
-export function createChoosers(prompts, pilotOn) {
+// Pilot off: the browser's chooser stands, only reported (prompts.fromPage).
+export function createChoosers(prompts) {
   return {
     request(msg, sender, reply) {
       const chooser = CHOOSERS.includes(msg.what) ? msg.what : null;
       const pageRequest = Number.isSafeInteger(msg.page_request) ? msg.page_request : null;
       if (chooser === null || pageRequest === null) return reply('refuse');
-      const fields = {
-        tab_id: sender.tab.id,
-        frame_id: sender.frameId,
-        url: String(sender.url ?? ''),
-        chooser,
-        method: msg.method,
-      };
-      if (!pilotOn()) {
-        prompts.native('device_chooser', fields);
-        return reply('native');
-      }
+      const fields = prompts.fromPage('device_chooser', sender, reply, { chooser, method: msg.method });
+      if (fields === null) return;
       // Nobody can pick a device: anything but `native` cancels.
       const apply = (decision) => {
         reply(decision === 'native' ? 'native' : 'refuse');

@@ -25,8 +25,8 @@ const AUTHENTICATOR = {
 // longer keeps the tab's authenticator: WebAuthn's longest timeout is 10 minutes.
 const MAX_ARMED_MS = 10 * 60 * 1000 + 5000;
 
-// `pilotOn()`: the human's switch; `holds`: the tab debugger's leases (debugger.js).
-export function createPasskeys(prompts, pilotOn, holds, toHost) {
+// `holds`: the tab debugger's leases (debugger.js).
+export function createPasskeys(prompts, holds, toHost) {
   const send = (tabId, method, params = {}) => chrome.debugger.sendCommand({ tabId }, method, params);
   // tabId -> { id: authenticator id, calls: Map(call key -> { rp, keep, timer }) }
   const tabs = new Map();
@@ -89,17 +89,8 @@ export function createPasskeys(prompts, pilotOn, holds, toHost) {
       let rp = msg.what.slice(0, 256);
       // No rp id named: the page's own host, as the browser takes it.
       if (rp === '') rp = URL.parse(String(sender.url ?? ''))?.hostname ?? '';
-      const fields = {
-        tab_id: tabId,
-        frame_id: sender.frameId,
-        url: String(sender.url ?? ''),
-        operation: msg.method === 'create' ? 'create' : 'get',
-        rp_id: rp,
-      };
-      if (!pilotOn()) {
-        prompts.native('passkey', fields);
-        return reply('native');
-      }
+      const fields = prompts.fromPage('passkey', sender, reply, { operation: msg.method === 'create' ? 'create' : 'get', rp_id: rp });
+      if (fields === null) return;
       const pageRequest = Number.isSafeInteger(msg.page_request) ? msg.page_request : null;
       const apply = async (decision, answer) => {
         if (decision !== 'accept' || pageRequest === null) {

@@ -45,8 +45,8 @@ const storedOf = async (names, urls) => {
 const setAll = (names, patterns, setting) => Promise.all(names.flatMap((n) =>
   patterns.map((primaryPattern) => chrome.contentSettings[TYPES[n]].set({ primaryPattern, setting }))));
 
-// `pilotOn()`: the human's switch (off: the browser's own behaviour, only reported).
-export function createPermissions(prompts, pilotOn) {
+// Pilot off: the browser's own behaviour, only reported (prompts.fromPage).
+export function createPermissions(prompts) {
   // The decision as settings, then the page's call goes on; true when granted.
   const applier = (names, patterns, reply) => async (decision) => {
     let failed = null;
@@ -70,17 +70,8 @@ export function createPermissions(prompts, pilotOn) {
       const names = [...new Set(asked.filter((n) => Object.hasOwn(TYPES, n)))];
       const patterns = patternsOf(sender);
       if (names.length === 0 || names.length !== asked.length || patterns.length === 0) return reply('native');
-      const fields = {
-        tab_id: sender.tab.id,
-        frame_id: sender.frameId,
-        url: String(sender.url ?? ''),
-        permissions: names,
-        method: msg.method,
-      };
-      if (!pilotOn()) {
-        prompts.native('permission', fields);
-        return reply('native');
-      }
+      const fields = prompts.fromPage('permission', sender, reply, { permissions: names, method: msg.method });
+      if (fields === null) return;
       const urls = [...new Set([sender.url, sender.tab.url].filter((u) => typeof u === 'string' && /^https?:/.test(u)))];
       const stored = await storedOf(names, urls);
       // With no host, what the browser knows stands, else the default.

@@ -10,9 +10,9 @@
 // The largest PDF sent to the host (base64), under the host's 64 MB frame limit.
 const MAX_DATA = 44 * 1024 * 1024;
 
-// `pilotOn()`: the human's switch (off: the browser printed, only reported); `holds`: the
+// Pilot off: the browser printed, only reported (prompts.fromPage). `holds`: the
 // tab debugger's leases (debugger.js).
-export function createPrints(prompts, pilotOn, holds, toHost) {
+export function createPrints(prompts, holds, toHost) {
   const printToPdf = async (tabId, id) => {
     await holds.lease(tabId);
     try {
@@ -28,18 +28,15 @@ export function createPrints(prompts, pilotOn, holds, toHost) {
   };
   return {
     request(msg, sender, reply) {
-      const fields = { tab_id: sender.tab.id, frame_id: sender.frameId, url: String(sender.url ?? '') };
       // Where the browser shows no preview (a sandbox without allow-modals, a document going
       // away, a removed frame), the hook let its print() do nothing: recorded as that.
       const notShown = /^no_dialog:(sandboxed|unloading|detached)$/.exec(msg.method);
       if (notShown) {
-        prompts.native('print', { ...fields, no_dialog: notShown[1] });
+        prompts.native('print', { tab_id: sender.tab.id, frame_id: sender.frameId, url: String(sender.url ?? ''), no_dialog: notShown[1] });
         return reply('native');
       }
-      if (!pilotOn()) {
-        prompts.native('print', fields);
-        return reply('native');
-      }
+      const fields = prompts.fromPage('print', sender, reply, {});
+      if (fields === null) return;
       const apply = async (decision, answer) => {
         reply(decision === 'accept' ? 'accept' : 'refuse');
         if (decision !== 'accept') return false;

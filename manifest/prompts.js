@@ -13,8 +13,9 @@ const MAX_URL = 2048;
 const MAX_ERROR = 300;
 const DECISIONS = ['accept', 'refuse', 'native'];
 
-// `connected()`: a host is there to answer.
-export function createPrompts(toHost, connected) {
+// `connected()`: a host is there to answer; `pilotOn()`: the human's switch (off: what a
+// page asks about goes the browser's way, only reported).
+export function createPrompts(toHost, connected, pilotOn) {
   let seq = 0; // one numbering for every kind: the host's answers name the request by it
   const waiting = new Map(); // id -> { kind, tabId, apply, tag, timer }
 
@@ -80,6 +81,16 @@ export function createPrompts(toHost, connected) {
       waiting.set(id, { kind, tabId: fields.tab_id, apply, tag, timer: setTimeout(() => expire(id), FIRST_WAIT_MS) });
       send(kind, id, fields, false);
       return id;
+    },
+    // A page's request (the page hook's `ask`, through content.js): the kind's `fields` with
+    // the sender's tab, frame and URL, for `ask`; null when the pilot is off, and then the
+    // request is only recorded and the page goes the browser's way (`reply('native')`).
+    fromPage(kind, sender, reply, fields) {
+      const all = { tab_id: sender.tab.id, frame_id: sender.frameId, url: String(sender.url ?? ''), ...fields };
+      if (pilotOn()) return all;
+      this.native(kind, all);
+      reply('native');
+      return null;
     },
     // Pilot off: the browser handles it; the host only records it (nothing waits). Returns
     // the request's id.
