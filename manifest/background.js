@@ -46,7 +46,13 @@ const PILOT_ON = 'U1E1';
 // policy, no debugger); on, the host's config for the tab.
 const configFor = (tabId) => (pilot ? hostConfigs.get(tabId)?.config ?? PILOT_ON : PILOT_OFF);
 const wantsSession = (tabId) => pilot && hostConfigs.get(tabId)?.debugger === true;
-const intercepts = (tabId) => wantsSession(tabId) && hostConfigs.get(tabId)?.choosers === true;
+// How the tab's session intercepts file choosers: false, 'hold' (each waits for the host) or
+// 'cancel' (the browser cancels each, the host only hears of it).
+const intercepts = (tabId) => {
+  const c = hostConfigs.get(tabId);
+  if (!wantsSession(tabId) || c?.choosers !== true) return false;
+  return c.choosersCancel ? 'cancel' : 'hold';
+};
 const holds = createHolds(toHost, wantsSession, configFor, intercepts, {
   opened: (target, params) => fileChoosers.opened(target, params),
   settled: (tabId) => fileChoosers.settled(tabId),
@@ -209,6 +215,7 @@ function onHostMessage(msg) {
       config: msg.config,
       debugger: msg.debugger === true,
       choosers: msg.choosers === true,
+      choosersCancel: msg.choosers_cancel === true,
       downloads: typeof msg.downloads === 'boolean' ? msg.downloads : undefined,
     });
     // The host answers the agent's setup only once the tab's frames hold the config.

@@ -20,11 +20,15 @@ const WAKE_MINUTES = 1 / 60;
 const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
 
 // `wanted(tabId)`: whether the tab should have a session now; `configFor(tabId)`: its config;
-// `intercept(tabId)`: whether its session intercepts file choosers, each of which goes to
+// `intercept(tabId)`: how its session intercepts file choosers (false, 'hold' or 'cancel':
+// the browser cancels each itself), each of which goes to
 // `choosers.opened(target, params)` (file_chooser.js; `choosers.settled(tabId)` resolves once
 // no cancel is under way in the tab). All are read when a queued step runs, so whatever
 // order steps were queued in, the tab ends in the newest wanted state.
 const NO_CHOOSERS = { opened: () => {}, settled: () => Promise.resolve() };
+const MODES = ['hold', 'cancel'];
+// `Page.setInterceptFileChooserDialog`'s parameters for an interception mode.
+const interceptParams = (mode) => ({ enabled: MODES.includes(mode), cancel: mode === 'cancel' });
 export function createHolds(toHost, wanted, configFor, intercept = () => false, choosers = NO_CHOOSERS) {
   const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null, children, choosers }
   // AI Web Pilot calls borrow the tab's debugger for a call (pilot_tools.js): the policy's
@@ -97,7 +101,7 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
     const want = intercept(tabId);
     if (s.choosers === want) return;
     s.choosers = want;
-    const params = { enabled: want };
+    const params = interceptParams(want);
     await command({ tabId }, 'Page.setInterceptFileChooserDialog', params);
     await Promise.allSettled([...s.children.keys()].map((sessionId) =>
       command({ tabId, sessionId }, 'Page.setInterceptFileChooserDialog', params)));
@@ -119,7 +123,7 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
     try {
       // The new-document script runs only in a session with the Page domain on.
       await command(target, 'Page.enable');
-      if (s.choosers) await command(target, 'Page.setInterceptFileChooserDialog', { enabled: true });
+      if (s.choosers) await command(target, 'Page.setInterceptFileChooserDialog', interceptParams(s.choosers));
       await command(target, 'Target.setAutoAttach', AUTO_ATTACH);
       s.children.set(sessionId, await replaceScript(target, null, configFor(tabId)));
       remember();
@@ -321,7 +325,7 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
       if (!(await send(tabId, 'Target.getTargetInfo').then(() => true, () => false))) return;
       const was = known[tabId];
       if (was) {
-        sessions.set(tabId, { script: was.script ?? null, mainFrame: was.mainFrame ?? null, open: was.open ?? null, children: new Map(was.children ?? []), choosers: was.choosers === true });
+        sessions.set(tabId, { script: was.script ?? null, mainFrame: was.mainFrame ?? null, open: was.open ?? null, children: new Map(was.children ?? []), choosers: MODES.includes(was.choosers) ? was.choosers : false });
         // A dialog nobody wrote down (the worker stopped first) would stay open unseen.
         if (!was.open) await send(tabId, 'Page.handleJavaScriptDialog', { accept: false }).catch(() => {});
         return;
@@ -378,8 +382,10 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
     // Resolves once every held-dialog message queued so far has gone to the host.
     sent: () => written,
     attached: (tabId) => sessions.has(tabId),
-    // The tab's session intercepts file choosers now.
-    intercepting: (tabId) => sessions.get(tabId)?.choosers === true,
+    // How the tab's session intercepts file choosers now (false, 'hold', 'cancel'), and the
+    // parameters that put it back so.
+    intercepting: (tabId) => sessions.get(tabId)?.choosers ?? false,
+    interceptParams: (tabId) => interceptParams(sessions.get(tabId)?.choosers ?? false),
     holding: (tabId) => sessions.get(tabId)?.open != null,
   };
 }

@@ -81,7 +81,7 @@ export function createFileChoosers(prompts, holds) {
       await inIsolatedWorld(target, frameId, backendNodeId, REOPEN, true);
       await seen;
     } finally {
-      await command(target, 'Page.setInterceptFileChooserDialog', { enabled: holds.intercepting(target.tabId) }).catch(() => {});
+      await command(target, 'Page.setInterceptFileChooserDialog', holds.interceptParams(target.tabId)).catch(() => {});
       if (windows.get(line) === w) windows.delete(line);
     }
   };
@@ -117,7 +117,9 @@ export function createFileChoosers(prompts, holds) {
         w.mine = null;
         return void mine();
       }
-      const cancelled = w !== undefined; // the page saw its cancel already
+      // The page saw its cancel already: in a cancel's window, or where the browser cancels
+      // every chooser (a tab whose choosers are all cancelled, whatever they are).
+      const cancelled = w !== undefined || holds.intercepting(target.tabId) === 'cancel';
       let about;
       try {
         about = await inIsolatedWorld(target, frameId, backendNodeId, DESCRIBE);

@@ -603,6 +603,12 @@ pub enum ToBrowser {
         /// The session intercepts file choosers (a file_chooser rule, or must_respond).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         choosers: bool,
+        /// Every chooser of the tab is cancelled, whatever it is (no rule gives files, the
+        /// policy holds none): the browser cancels each itself as it intercepts it, and the
+        /// worker only reports it. Nothing is held and reopened, so a flood of clicks gets
+        /// exactly one page `cancel` per record.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        choosers_cancel: bool,
         /// The browser's automatic-downloads setting for the tab's site: allow or block (an
         /// `automatic-downloads` permission rule); none: the browser's own.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -807,6 +813,7 @@ mod tests {
                 config: String::new(),
                 debugger: false,
                 choosers: false,
+                choosers_cancel: false,
                 downloads: None,
             },
             ToBrowser::Answer { tab_id: 1, hold: 1, accept: true, text: None },
@@ -895,6 +902,7 @@ mod tests {
             config: "U1E1".into(),
             debugger: true,
             choosers: false,
+            choosers_cancel: false,
             downloads: None,
         };
         assert_eq!(

@@ -256,6 +256,9 @@ impl State {
         let policy = self.policy_of(tab).policy;
         let choosers =
             policy == Policy::MustRespond || self.rules.any(tab, |r| matches!(r, RuleSpec::FileChooser { .. }));
+        let choosers_cancel = choosers
+            && policy != Policy::MustRespond
+            && !self.rules.any(tab, |r| matches!(r, RuleSpec::FileChooser { .. }) && r.accept());
         let downloads = self.rules.best(tab, |r| is_downloads_rule(r).then_some(0)).map(|r| r.rule.accept());
         ToBrowser::Config {
             tab_id: tab,
@@ -263,6 +266,7 @@ impl State {
             config: self.encode_config(tab, policy),
             debugger: policy != Policy::Auto || choosers,
             choosers,
+            choosers_cancel,
             downloads,
         }
     }
@@ -390,6 +394,7 @@ pub(super) mod tests {
                 config: "U1E1".into(),
                 debugger: false,
                 choosers: false,
+                choosers_cancel: false,
                 downloads: None
             })
         );

@@ -347,6 +347,30 @@ mod tests {
         assert!(s.history.iter().last().unwrap().explanation.contains("is gone"));
     }
 
+    /// Where every chooser is cancelled whatever it is, the browser cancels each itself
+    /// (`choosers_cancel`); a rule that gives files, or must_respond, needs them held.
+    #[test]
+    fn the_browser_cancels_choosers_itself_only_where_all_are_cancelled() {
+        let modes = |s: &mut crate::host::state::State| match s.config_message(3) {
+            ToBrowser::Config { choosers, choosers_cancel, .. } => (choosers, choosers_cancel),
+            other => panic!("{other:?}"),
+        };
+        let refuse = || RuleSpec::FileChooser { files: vec![], matcher: MatchArg::default() };
+        let mut s = state_with(Policy::Auto);
+        assert_eq!(modes(&mut s), (false, false));
+        s.interact(DialogCall::Setup { tab: None, once: false, rule: refuse() }).unwrap();
+        assert_eq!(modes(&mut s), (true, true));
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("cv.pdf"), b"%PDF-1").unwrap();
+        let matcher = MatchArg { accept_contains: Some("pdf".into()), ..MatchArg::default() };
+        let give = RuleSpec::FileChooser { files: vec![tmp.path().join("cv.pdf")], matcher };
+        s.interact(DialogCall::Setup { tab: None, once: false, rule: give }).unwrap();
+        assert_eq!(modes(&mut s), (true, false));
+        let mut held = state_with(Policy::MustRespond);
+        held.interact(DialogCall::Setup { tab: None, once: false, rule: refuse() }).unwrap();
+        assert_eq!(modes(&mut held), (true, false));
+    }
+
     #[test]
     fn a_folder_input_takes_a_directory_and_the_default_cancels() {
         let tmp = tempfile::tempdir().unwrap();
