@@ -19,7 +19,8 @@ pub const STRICT_CSP: &str = "default-src 'none'; script-src 'nonce-t'; frame-sr
 pub fn serve(web: &WebServer, site: &WebServer, allow: &str) -> (String, String) {
     let widget = site.page(
         "/widget",
-        "<!doctype html><script>onmessage = (e) => Promise.resolve((0, eval)(e.data)).then((r) => parent.postMessage(r, '*'));
+        "<!doctype html><script>onmessage = (e) => e.data === 'ping' ? parent.postMessage('ready', '*')
+           : Promise.resolve((0, eval)(e.data)).then((r) => parent.postMessage(r, '*'));
          parent.postMessage('ready', '*');</script>",
         &[],
     );
@@ -40,8 +41,11 @@ where
     F: Fn(String) -> Fut,
     Fut: std::future::Future<Output = Result<Value>>,
 {
+    // The frame says `ready` as it starts, and again when pinged: a `ready` that came before
+    // the top page listened is asked for again, never waited for in vain.
     eventually(LIMIT, "the frame loaded", || async {
-        Ok((eval("window.frameReady === true".into()).await? == json!(true)).then_some(()))
+        let ready = "window.frameReady === true || (frames[0] && frames[0].postMessage('ping', '*'), false)";
+        Ok((eval(ready.into()).await? == json!(true)).then_some(()))
     })
     .await?;
     eval(format!("window.got = null; frames[0].postMessage({}, '*'); 0", json!(expr))).await?;
