@@ -8,7 +8,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Starts `cmd` as the leader of a new process group; Chromium's helpers join it.
 pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
@@ -23,10 +23,7 @@ pub fn kill(child: &mut Child) {
     unsafe { libc::killpg(group, libc::SIGKILL) };
     let _ = child.kill();
     let _ = child.wait();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while live_members(group) > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    crate::wait::blocking_until(Duration::from_secs(10), || live_members(group) == 0);
 }
 
 /// How many processes of `group` are alive (not zombies), read from `/proc/<pid>/stat`.
@@ -55,11 +52,8 @@ mod tests {
         // A shell whose own child outlives it unless the whole group goes.
         let mut child = spawn(Command::new("sh").args(["-c", "sleep 30 & sleep 30"])).unwrap();
         let group = child.id() as libc::pid_t;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while live_members(group) < 2 {
-            assert!(Instant::now() < deadline, "the shell and its child never both ran");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let both = crate::wait::blocking_until(Duration::from_secs(10), || live_members(group) >= 2);
+        assert!(both, "the shell and its child never both ran");
         kill(&mut child);
         assert_eq!(live_members(group), 0);
     }

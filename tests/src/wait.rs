@@ -42,3 +42,18 @@ where
         tokio::time::sleep(POLL).await;
     }
 }
+
+/// `eventually` for code that cannot await (a `Drop`): checks `done` until it holds, for at
+/// most `limit`; whether it held.
+pub fn blocking_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
