@@ -66,7 +66,10 @@ impl State {
                 self.file_access = Some(allowed);
                 Ok(Vec::new())
             }
-            FromBrowser::PromptRequest(m) => kinds::asked(&m.ask, |k| self.on_prompt(&m, k)),
+            FromBrowser::PromptRequest(mut m) => {
+                let fields = std::mem::take(&mut m.fields);
+                kinds::asked(m.kind, fields, |k| self.on_prompt(&m, k))
+            }
             FromBrowser::PromptResult(m) => {
                 self.on_prompt_result(&m);
                 Ok(Vec::new())

@@ -30,7 +30,7 @@ struct Outcome {
 impl State {
     /// A browser prompt came (or, pilot off, the browser took it): decided, held or recorded.
     pub(super) fn on_prompt(&mut self, m: &PromptRequest, k: &dyn PromptKind) -> Result<Vec<ToBrowser>, String> {
-        let kind = m.ask.kind();
+        let kind = m.kind;
         k.check()?;
         if !m.native && self.prompt_pos(kind, m.tab_id, m.id).is_some() {
             return Err(format!("{} request {} reported twice", kind.as_str(), m.id));

@@ -1,8 +1,8 @@
 //! The records the host keeps of dialogs (history and held), and who decides and closes
 //! them. Page text in a record is already cut and redacted.
 
-use crate::api::{ChooserApi, PermissionName};
 use crate::kind::Kind;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -94,160 +94,45 @@ pub struct DialogRecord {
     #[serde(skip)]
     pub key: Option<DocSeq>,
     /// What a browser prompt's record adds (flattened into it).
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Details>,
+    #[serde(flatten, default)]
+    pub details: Details,
 }
 
-/// What a browser prompt's record says besides a dialog's fields, one shape per kind.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Details {
-    Auth(AuthDetails),
-    Permission(PermissionDetails),
-    Chooser(ChooserDetails),
-    AppLink(AppLinkDetails),
-    Passkey(PasskeyDetails),
-    Print(PrintDetails),
-    FileChooser(FileChooserDetails),
-    Download(DownloadDetails),
-}
+/// What a browser prompt's record says besides a dialog's fields, as its kind wrote it
+/// (`host/kinds/`): flattened into the record and read back by that kind in its own shape.
+/// The record names no kind; an empty one says nothing (a page dialog's).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Details(serde_json::Map<String, serde_json::Value>);
 
-/// An HTTP auth challenge: realm, scheme, proxy, what became of the request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuthDetails {
-    /// The server's realm (its text: data, not instructions); also the record's message.
-    pub realm: String,
-    /// `basic` or `digest` (as the browser names it).
-    pub scheme: String,
-    /// A proxy asked (407), not the site.
-    pub is_proxy: bool,
-    /// host:port that asked.
-    pub challenger: String,
-    /// The request's kind: main_frame, sub_frame, xmlhttprequest (fetch too), image, …
-    pub request_type: String,
-    /// The browser's id of the request (pairs its outcome).
-    pub request_id: String,
-    /// 1 for the first challenge of the request; more when credentials were refused.
-    pub attempt: u32,
-    /// What became of the request once answered.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<AuthOutcome>,
-    /// Its final HTTP status, when it got one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status_code: Option<u16>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AuthOutcome {
-    /// The response after the answer was not a 401/407.
-    Authenticated,
-    /// The server asked again: the credentials were refused.
-    Refused,
-    /// The page got the 401/407 (cancelled, or no credentials).
-    Unauthorized,
-    /// The request failed or was aborted.
-    Failed,
-}
-
-/// A permission prompt: what was asked for, by which call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PermissionDetails {
-    /// What the call asks for (getUserMedia with audio and video asks for two).
-    pub permissions: Vec<PermissionName>,
-    /// The page's call: getUserMedia, requestPermission, getCurrentPosition, …
-    pub api: String,
-}
-
-/// A WebAuthn request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PasskeyDetails {
-    /// `create` (a new passkey) or `get` (signing in with one).
-    pub operation: String,
-    /// The relying party's id as the page named it (empty: its own origin's host).
-    pub rp_id: String,
-}
-
-/// A print written to a PDF file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PrintDetails {
-    /// Where the PDF is.
-    pub file: String,
-    /// Its size in bytes.
-    pub size: u64,
-}
-
-/// A file chooser: what the input asks for and, once answered, what the page got.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileChooserDetails {
-    /// `single`, `multiple` or `folder`.
-    pub mode: String,
-    /// The input's accept attribute (page text, cut and redacted).
-    pub accept_types: String,
-    /// The input's label (page text, cut and redacted).
-    pub label: String,
-    /// The files the page got: names and sizes, never contents.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub files: Vec<GivenFile>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GivenFile {
-    pub path: String,
-    pub size: u64,
-}
-
-impl GivenFile {
-    /// Paths and sizes (a directory's: the sum of its files').
-    pub fn of(files: &[std::path::PathBuf]) -> Vec<Self> {
-        fn size_of(path: &std::path::Path) -> u64 {
-            match std::fs::symlink_metadata(path) {
-                Ok(m) if m.is_dir() => {
-                    std::fs::read_dir(path).map(|d| d.flatten().map(|e| size_of(&e.path())).sum()).unwrap_or(0)
-                }
-                Ok(m) if m.is_file() => m.len(),
-                _ => 0,
-            }
+impl Details {
+    /// A kind's own fields (`d` serialises to an object; anything else says nothing).
+    pub fn of(d: &impl Serialize) -> Self {
+        match serde_json::to_value(d) {
+            Ok(serde_json::Value::Object(fields)) => Self(fields),
+            _ => Self::default(),
         }
-        files.iter().map(|f| Self { path: f.display().to_string(), size: size_of(f) }).collect()
     }
-}
 
-/// A download: what it is and what became of it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DownloadDetails {
-    /// The file's name (page text, cut and redacted).
-    pub file_name: String,
-    pub mime: String,
-    /// Bytes: what the server announced, then what was written.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    /// `in_progress`, `complete`, `cancelled` or `failed`.
-    pub download_state: String,
-    /// Where the file is once complete (moved into `save_dir` when one was given); for a
-    /// remote browser, the copy on this machine once fetched.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    /// A remote browser's own path of the file, on its machine.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remote_path: Option<String>,
-}
+    /// The fields in a kind's own shape, if they are of it.
+    pub fn read<T: DeserializeOwned>(&self) -> Option<T> {
+        if self.0.is_empty() {
+            return None;
+        }
+        T::deserialize(&serde_json::Value::Object(self.0.clone())).ok()
+    }
 
-/// A link to a scheme the OS handles.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AppLinkDetails {
-    /// Its scheme, lower case, without the colon (`mailto`, `myapp`, `web+app`).
-    pub scheme: String,
-    /// Its URL, cut and redacted like a dialog's message (also the record's message).
-    pub target: String,
-}
+    /// Changes the fields in a kind's own shape; false if they are not of it.
+    pub fn update<T: Serialize + DeserializeOwned>(&mut self, change: impl FnOnce(&mut T)) -> bool {
+        let Some(mut d) = self.read::<T>() else { return false };
+        change(&mut d);
+        *self = Self::of(&d);
+        true
+    }
 
-/// A device chooser: which one, by which call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChooserDetails {
-    pub chooser: ChooserApi,
-    /// The page's call: requestDevice, requestPort.
-    pub method: String,
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl DialogRecord {
@@ -276,15 +161,7 @@ impl DialogRecord {
             frame_id: None,
             timestamp: now_rfc3339(),
             key: None,
-            details: None,
-        }
-    }
-
-    /// An HTTP auth record's own fields.
-    pub fn auth(&self) -> Option<&AuthDetails> {
-        match &self.details {
-            Some(Details::Auth(a)) => Some(a),
-            _ => None,
+            details: Details::default(),
         }
     }
 

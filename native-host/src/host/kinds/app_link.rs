@@ -17,14 +17,13 @@ use super::{
     Described, EXPIRED_CANCELLED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::{AppLinkAsk, PromptDecision};
-use crate::host::record::{
-    self, AppDialog, AppLinkDetails, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS,
-};
+use crate::host::protocol::PromptDecision;
+use crate::host::record::{self, AppDialog, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
+use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
 /// Each policy's answer; `{scheme}` is the link's.
@@ -56,6 +55,10 @@ const WORDS: Words = Words {
 impl Spec for AppLink {
     fn words(&self) -> &Words {
         &WORDS
+    }
+
+    fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
+        super::read::<AppLinkAsk>(fields)
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
@@ -96,7 +99,7 @@ impl PromptKind for AppLinkAsk {
             truncated,
             redacted,
             url: record::clip(url, 2048).0,
-            details: Some(Details::AppLink(AppLinkDetails { scheme: record::clip(&self.scheme(), 64).0, target })),
+            details: Details::of(&AppLinkDetails { scheme: record::clip(&self.scheme(), 64).0, target }),
         }
     }
 
@@ -193,6 +196,21 @@ it (navigate to about:blank, then back).",
             self.logs.closed(&rec, summary);
         }
     }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AppLinkAsk {
+    /// Where the page navigated: a URL the browser would hand to the OS (page-made).
+    pub target: String,
+}
+
+/// A link to a scheme the OS handles.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppLinkDetails {
+    /// Its scheme, lower case, without the colon (`mailto`, `myapp`, `web+app`).
+    pub scheme: String,
+    /// Its URL, cut and redacted like a dialog's message (also the record's message).
+    pub target: String,
 }
 
 #[cfg(test)]

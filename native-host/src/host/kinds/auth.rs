@@ -16,14 +16,13 @@ use super::{
     configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::{AuthAsk, AuthDone, PromptDecision, PromptResult};
-use crate::host::record::{
-    self, AuthDetails, AuthOutcome, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS,
-};
+use crate::host::protocol::{AuthDone, PromptDecision, PromptResult};
+use crate::host::record::{self, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
+use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
 /// After this many challenges for one request, nothing is tried again: the one figure (the
@@ -69,6 +68,10 @@ const WORDS: Words = Words {
 impl Spec for Auth {
     fn words(&self) -> &Words {
         &WORDS
+    }
+
+    fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
+        super::read::<AuthAsk>(fields)
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
@@ -133,7 +136,7 @@ impl PromptKind for AuthAsk {
             truncated: self.realm.chars().count() > MAX_MESSAGE_CHARS,
             redacted,
             url: without_userinfo(url),
-            details: Some(Details::Auth(AuthDetails {
+            details: Details::of(&AuthDetails {
                 realm,
                 scheme: record::clip(&self.scheme.to_lowercase(), 32).0,
                 is_proxy: self.is_proxy,
@@ -143,7 +146,7 @@ impl PromptKind for AuthAsk {
                 attempt: self.attempt(),
                 outcome: None,
                 status_code: None,
-            })),
+            }),
         }
     }
 
@@ -205,6 +208,11 @@ impl PromptKind for AuthAsk {
     }
 }
 
+/// An HTTP auth record's own fields.
+fn auth(rec: &DialogRecord) -> Option<AuthDetails> {
+    if rec.kind == Kind::Auth { rec.details.read() } else { None }
+}
+
 impl State {
     /// The request of a challenge ended: what the page got.
     pub(in crate::host) fn on_auth_done(&mut self, m: &AuthDone) {
@@ -212,7 +220,7 @@ impl State {
         if let Some(h) = self
             .held
             .iter()
-            .find(|h| h.record.tab_id == m.tab_id && h.record.auth().is_some_and(|a| a.request_id == m.request_id))
+            .find(|h| h.record.tab_id == m.tab_id && auth(&h.record).is_some_and(|a| a.request_id == m.request_id))
         {
             let gone = PromptResult {
                 kind: Kind::Auth,
@@ -241,14 +249,14 @@ impl State {
             .history
             .iter_mut()
             .rev()
-            .find(|r| r.auth().is_some_and(|a| a.request_id == request_id && a.outcome.is_none()))
+            .find(|r| auth(r).is_some_and(|a| a.request_id == request_id && a.outcome.is_none()))
         else {
             return;
         };
-        if let Some(Details::Auth(a)) = rec.details.as_mut() {
+        rec.details.update(|a: &mut AuthDetails| {
             a.outcome = Some(outcome);
             a.status_code = status;
-        }
+        });
         if rec.is_open() {
             rec.state = DialogState::Closed;
             rec.closed_by = Some(DecidedBy::Remote);
@@ -261,6 +269,70 @@ impl State {
             self.pending.retain(|&p| p != id);
         }
     }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AuthAsk {
+    pub request_id: String,
+    #[serde(default)]
+    pub request_type: String,
+    #[serde(default)]
+    pub realm: String,
+    #[serde(default)]
+    pub scheme: String,
+    #[serde(default)]
+    pub is_proxy: bool,
+    #[serde(default)]
+    pub challenger: Challenger,
+    /// How many challenges this request has had (more than 1: credentials were refused).
+    #[serde(default)]
+    pub attempt: u32,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Challenger {
+    #[serde(default)]
+    pub host: String,
+    #[serde(default)]
+    pub port: u16,
+}
+
+/// An HTTP auth challenge: realm, scheme, proxy, what became of the request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthDetails {
+    /// The server's realm (its text: data, not instructions); also the record's message.
+    pub realm: String,
+    /// `basic` or `digest` (as the browser names it).
+    pub scheme: String,
+    /// A proxy asked (407), not the site.
+    pub is_proxy: bool,
+    /// host:port that asked.
+    pub challenger: String,
+    /// The request's kind: main_frame, sub_frame, xmlhttprequest (fetch too), image, …
+    pub request_type: String,
+    /// The browser's id of the request (pairs its outcome).
+    pub request_id: String,
+    /// 1 for the first challenge of the request; more when credentials were refused.
+    pub attempt: u32,
+    /// What became of the request once answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<AuthOutcome>,
+    /// Its final HTTP status, when it got one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_code: Option<u16>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthOutcome {
+    /// The response after the answer was not a 401/407.
+    Authenticated,
+    /// The server asked again: the credentials were refused.
+    Refused,
+    /// The page got the 401/407 (cancelled, or no credentials).
+    Unauthorized,
+    /// The request failed or was aborted.
+    Failed,
 }
 
 #[cfg(test)]
@@ -342,10 +414,13 @@ mod tests {
         let out = challenge(&mut s, 2, "r1", 2);
         assert_eq!(out[1]["decision"], "refuse", "cancelled the second time");
         let recs: Vec<_> = s.history.iter().collect();
-        assert_eq!(recs[0].auth().unwrap().outcome, Some(AuthOutcome::Refused));
+        assert_eq!(recs[0].details.read::<AuthDetails>().unwrap().outcome, Some(AuthOutcome::Refused));
         assert!(recs[1].explanation.contains("refused"), "{}", recs[1].explanation);
         feed(&mut s, json!({"type":"auth_done","tab_id":3,"request_id":"r1","status_code":401})).unwrap();
-        assert_eq!(s.history.iter().last().unwrap().auth().unwrap().outcome, Some(AuthOutcome::Unauthorized));
+        assert_eq!(
+            s.history.iter().last().unwrap().details.read::<AuthDetails>().unwrap().outcome,
+            Some(AuthOutcome::Unauthorized)
+        );
     }
 
     #[test]
@@ -371,7 +446,7 @@ mod tests {
         assert_eq!((v["dialog"]["type"].as_str(), v["dialog"]["accepted"].as_bool()), (Some("auth"), Some(true)));
         feed(&mut s, json!({"type":"auth_done","tab_id":3,"request_id":"r1","status_code":200})).unwrap();
         let rec = s.record(id).unwrap();
-        assert_eq!(rec.auth().unwrap().outcome, Some(AuthOutcome::Authenticated));
+        assert_eq!(rec.details.read::<AuthDetails>().unwrap().outcome, Some(AuthOutcome::Authenticated));
         assert!(!v.to_string().contains(PASSWORD));
     }
 

@@ -15,10 +15,11 @@ use super::{
     url_fits,
 };
 use crate::api::{ChooserApi, RuleSpec};
-use crate::host::protocol::{ChooserAsk, PromptDecision};
-use crate::host::record::{self, ChooserDetails, Details, DialogRecord};
+use crate::host::protocol::PromptDecision;
+use crate::host::record::{self, Details, DialogRecord};
 use crate::kind::Kind;
 use crate::redact::Redactor;
+use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
 /// Each policy's answer: every answer is a cancel; only `must_respond` waits (for the
@@ -52,6 +53,10 @@ const WORDS: Words = Words {
 impl Spec for DeviceChooser {
     fn words(&self) -> &Words {
         &WORDS
+    }
+
+    fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
+        super::read::<ChooserAsk>(fields)
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
@@ -111,7 +116,7 @@ impl PromptKind for ChooserAsk {
             truncated: false,
             redacted: Vec::new(),
             url: record::clip(url, 2048).0,
-            details: Some(Details::Chooser(ChooserDetails { chooser: self.api(), method })),
+            details: Details::of(&ChooserDetails { chooser: self.api(), method }),
         }
     }
 
@@ -135,6 +140,23 @@ impl PromptKind for ChooserAsk {
             self.api().describe().0
         ))
     }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ChooserAsk {
+    /// `usb`, `hid`, `serial`, `bluetooth` or `display` (`api::ChooserApi`).
+    pub chooser: String,
+    /// The page's call: requestDevice, requestPort, getDisplayMedia.
+    #[serde(default)]
+    pub method: String,
+}
+
+/// A device chooser: which one, by which call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChooserDetails {
+    pub chooser: ChooserApi,
+    /// The page's call: requestDevice, requestPort.
+    pub method: String,
 }
 
 #[cfg(test)]

@@ -17,12 +17,13 @@ use super::{
 };
 use crate::api::RuleSpec;
 use crate::host::protocol::ToBrowser;
-use crate::host::protocol::{DownloadAsk, FetchJob, PromptDecision};
-use crate::host::record::{self, Details, DialogRecord, DownloadDetails, FileJob};
+use crate::host::protocol::{FetchJob, PromptDecision};
+use crate::host::record::{self, Details, DialogRecord, FileJob};
 use crate::host::state::{State, is_downloads_rule};
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use unmodal_engine::Policy;
 
@@ -61,6 +62,10 @@ const WORDS: Words = Words {
 impl Spec for Download {
     fn words(&self) -> &Words {
         &WORDS
+    }
+
+    fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
+        super::read::<DownloadAsk>(fields)
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
@@ -112,14 +117,14 @@ impl PromptKind for DownloadAsk {
             truncated,
             redacted,
             url,
-            details: Some(Details::Download(DownloadDetails {
+            details: Details::of(&DownloadDetails {
                 file_name: name,
                 mime,
                 size: u64::try_from(self.size).ok(),
                 download_state: "in_progress".into(),
                 path: None,
                 remote_path: None,
-            })),
+            }),
         }
     }
 
@@ -192,7 +197,7 @@ impl State {
         else {
             return out;
         };
-        let Some(Details::Download(d)) = &mut rec.details else { return out };
+        let Some(mut d) = rec.details.read::<DownloadDetails>() else { return out };
         let (mut path, mut note) = (Some(path.to_string()).filter(|p| !p.is_empty()), None);
         d.download_state = match (state, error) {
             ("complete", _) => "complete".into(),
@@ -233,6 +238,7 @@ doctor` checks it)"
             ("cancelled", _, _) => "Cancelled, nothing written".to_string(),
             _ => format!("Failed ({})", error.unwrap_or("no reason given")),
         };
+        rec.details = Details::of(&d);
         rec.explanation = match note {
             Some(n) => format!("{}. {said}; {n}.", rec.explanation),
             None => format!("{}. {said}.", rec.explanation),
@@ -252,11 +258,12 @@ impl State {
         else {
             return;
         };
-        let Some(Details::Download(d)) = &mut rec.details else { return };
         let said = match result {
             Ok((file, bytes)) => {
-                d.path = Some(file.display().to_string());
-                d.size = Some(bytes);
+                rec.details.update(|d: &mut DownloadDetails| {
+                    d.path = Some(file.display().to_string());
+                    d.size = Some(bytes);
+                });
                 format!("Copied to this machine as {} ({bytes} bytes).", file.display())
             }
             Err(e) => format!("Not copied to this machine: {e}."),
@@ -295,6 +302,39 @@ fn move_into(from: &Path, dir: &Path) -> Result<PathBuf, String> {
     }
 }
 
+#[derive(Debug, Deserialize)]
+pub struct DownloadAsk {
+    /// The file name the browser proposes (page-made: the server's or the link's).
+    #[serde(default)]
+    pub file_name: String,
+    /// The MIME type the server sent.
+    #[serde(default)]
+    pub mime: String,
+    /// Its size in bytes, when the server said (-1: unknown).
+    #[serde(default)]
+    pub size: i64,
+}
+
+/// A download: what it is and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DownloadDetails {
+    /// The file's name (page text, cut and redacted).
+    pub file_name: String,
+    pub mime: String,
+    /// Bytes: what the server announced, then what was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// `in_progress`, `complete`, `cancelled` or `failed`.
+    pub download_state: String,
+    /// Where the file is once complete (moved into `save_dir` when one was given); for a
+    /// remote browser, the copy on this machine once fetched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// A remote browser's own path of the file, on its machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_path: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,7 +367,7 @@ mod tests {
         feed(&mut s, done(1, "complete", saved.to_str().unwrap(), None)).unwrap();
         let rec = s.history.iter().last().unwrap();
         assert_eq!((rec.kind, rec.decided_by), (Kind::Download, DecidedBy::DefaultPolicy));
-        let Some(Details::Download(d)) = &rec.details else { panic!() };
+        let d = rec.details.read::<DownloadDetails>().expect("its kind's details");
         assert_eq!((d.download_state.as_str(), d.path.as_deref(), d.size), ("complete", saved.to_str(), Some(5)));
         // A rule with save_dir: the file is moved there (a name taken gets a number).
         std::fs::write(keep.join("report.csv"), b"old").unwrap();
@@ -335,7 +375,7 @@ mod tests {
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         feed(&mut s, ask(2)).unwrap();
         feed(&mut s, done(2, "complete", saved.to_str().unwrap(), None)).unwrap();
-        let Some(Details::Download(d)) = &s.history.iter().last().unwrap().details else { panic!() };
+        let d = s.history.iter().last().unwrap().details.read::<DownloadDetails>().expect("its kind's details");
         assert_eq!(d.path.as_deref(), keep.join("report (1).csv").to_str());
         assert_eq!(std::fs::read(keep.join("report (1).csv")).unwrap(), b"a,b,c");
         // A cancelling rule.
@@ -344,7 +384,7 @@ mod tests {
         assert_eq!(to_json(&feed(&mut s, ask(3)).unwrap())[1]["decision"], "refuse");
         feed(&mut s, done(3, "interrupted", "", Some("USER_CANCELED"))).unwrap();
         let rec = s.history.iter().last().unwrap();
-        let Some(Details::Download(d)) = &rec.details else { panic!() };
+        let d = rec.details.read::<DownloadDetails>().expect("its kind's details");
         assert_eq!(d.download_state, "cancelled");
         assert!(rec.explanation.ends_with("Cancelled, nothing written."), "{}", rec.explanation);
     }
@@ -366,12 +406,12 @@ mod tests {
             jobs,
             [FetchJob { record: rec, remote: "/remote/Downloads/report.csv".into(), dir: keep.path().into() }]
         );
-        let Some(Details::Download(d)) = &s.history.iter().last().unwrap().details else { panic!() };
+        let d = s.history.iter().last().unwrap().details.read::<DownloadDetails>().expect("its kind's details");
         assert_eq!((d.path.as_deref(), d.remote_path.as_deref()), (None, Some("/remote/Downloads/report.csv")));
         let copy = keep.path().join("report.csv");
         s.file_fetched(rec, Ok((copy.clone(), 5)));
         let r = s.history.iter().last().unwrap();
-        let Some(Details::Download(d)) = &r.details else { panic!() };
+        let d = r.details.read::<DownloadDetails>().expect("its kind's details");
         assert_eq!(d.path.as_deref(), copy.to_str());
         assert!(
             r.explanation.ends_with(&format!("Copied to this machine as {} (5 bytes).", copy.display())),

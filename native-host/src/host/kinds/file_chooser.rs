@@ -17,11 +17,12 @@ use super::{
     configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::{FileChooserAsk, PromptDecision, ToBrowser};
-use crate::host::record::{self, Details, DialogRecord, FileChooserDetails, GivenFile};
+use crate::host::protocol::{PromptDecision, ToBrowser};
+use crate::host::record::{self, Details, DialogRecord};
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer as _;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use unmodal_engine::Policy;
@@ -73,6 +74,10 @@ impl Spec for FileChooser {
         &WORDS
     }
 
+    fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
+        super::read::<FileChooserAsk>(fields)
+    }
+
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::FileChooser { .. })
     }
@@ -98,7 +103,7 @@ files}.",
 
     fn accept_refused(&self, held: &DialogRecord, carrying: bool) -> Option<String> {
         let id = held.id;
-        if matches!(&held.details, Some(Details::FileChooser(d)) if d.mode.ends_with("_picker")) {
+        if held.details.read::<FileChooserDetails>().is_some_and(|d| d.mode.ends_with("_picker")) {
             return Some(format!(
                 "Dialog {id} is a File System Access picker: no protocol gives a picker files, so it can only be \
 refused as a person's cancel; send accept: false. (A page's <input type=file> takes files.)"
@@ -120,10 +125,8 @@ accept: false to cancel it."
 }
 
 /// A file chooser's record names the files an accept gives it (paths and sizes).
-pub(super) fn name_files(details: &mut Option<Details>, files: &[PathBuf]) {
-    if let Some(Details::FileChooser(d)) = details {
-        d.files = GivenFile::of(files);
-    }
+pub(super) fn name_files(details: &mut Details, files: &[PathBuf]) {
+    details.update(|d: &mut FileChooserDetails| d.files = GivenFile::of(files));
 }
 
 impl FileChooserAsk {
@@ -154,12 +157,12 @@ impl PromptKind for FileChooserAsk {
     fn describe(&self, redactor: &Redactor, url: &str) -> Described {
         if let Some(call) = self.picker() {
             let mut d = Described::plain(&format!("file picker: {call}()"), url);
-            d.details = Some(Details::FileChooser(FileChooserDetails {
+            d.details = Details::of(&FileChooserDetails {
                 mode: self.mode.clone(),
                 accept_types: String::new(),
                 label: String::new(),
                 files: Vec::new(),
-            }));
+            });
             return d;
         }
         let (label, cut_label) = record::clip(&self.label, MAX_LABEL_CHARS);
@@ -184,12 +187,12 @@ impl PromptKind for FileChooserAsk {
             truncated: cut_label || cut_accept,
             redacted,
             url: record::clip(url, 2048).0,
-            details: Some(Details::FileChooser(FileChooserDetails {
+            details: Details::of(&FileChooserDetails {
                 mode: self.mode.clone(),
                 accept_types: accept,
                 label,
                 files: Vec::new(),
-            })),
+            }),
         }
     }
 
@@ -302,6 +305,54 @@ fn named(files: &[PathBuf]) -> String {
     GivenFile::of(files).iter().map(|g| format!("{} ({} bytes)", g.path, g.size)).collect::<Vec<_>>().join(", ")
 }
 
+#[derive(Debug, Deserialize)]
+pub struct FileChooserAsk {
+    /// `single`, `multiple` or `folder` (the input's `multiple`, `webkitdirectory`).
+    pub mode: String,
+    /// The input's accept attribute (page-made).
+    #[serde(default)]
+    pub accept: String,
+    /// The input's label, aria-label, name or id, whichever it has first (page-made).
+    #[serde(default)]
+    pub label: String,
+}
+
+/// A file chooser: what the input asks for and, once answered, what the page got.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChooserDetails {
+    /// `single`, `multiple` or `folder`.
+    pub mode: String,
+    /// The input's accept attribute (page text, cut and redacted).
+    pub accept_types: String,
+    /// The input's label (page text, cut and redacted).
+    pub label: String,
+    /// The files the page got: names and sizes, never contents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<GivenFile>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GivenFile {
+    pub path: String,
+    pub size: u64,
+}
+
+impl GivenFile {
+    /// Paths and sizes (a directory's: the sum of its files').
+    pub fn of(files: &[std::path::PathBuf]) -> Vec<Self> {
+        fn size_of(path: &std::path::Path) -> u64 {
+            match std::fs::symlink_metadata(path) {
+                Ok(m) if m.is_dir() => {
+                    std::fs::read_dir(path).map(|d| d.flatten().map(|e| size_of(&e.path())).sum()).unwrap_or(0)
+                }
+                Ok(m) if m.is_file() => m.len(),
+                _ => 0,
+            }
+        }
+        files.iter().map(|f| Self { path: f.display().to_string(), size: size_of(f) }).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,7 +385,7 @@ mod tests {
         assert_eq!((out[1]["decision"].as_str(), out[1]["files"][0].as_str()), (Some("accept"), pic.to_str()));
         let rec = s.history.iter().last().unwrap();
         assert_eq!((rec.kind, rec.decided_by, rec.accepted), (Kind::FileChooser, DecidedBy::Rule, Some(true)));
-        let Some(Details::FileChooser(d)) = &rec.details else { panic!("{rec:?}") };
+        let d = rec.details.read::<FileChooserDetails>().expect("its kind's details");
         assert_eq!((d.mode.as_str(), d.files.len(), d.files[0].size), ("single", 1, 3));
         assert!(!rec.explanation.contains("png\"") && rec.message.contains("Your CV"), "{rec:?}");
         // The once-rule is spent: the general one answers the next.
@@ -386,7 +437,7 @@ mod tests {
         s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
         let out = to_json(&feed(&mut s, ask(3, "folder", "")).unwrap());
         assert_eq!(out[1]["decision"], "accept");
-        let Some(Details::FileChooser(d)) = &s.history.iter().last().unwrap().details else { panic!() };
+        let d = s.history.iter().last().unwrap().details.read::<FileChooserDetails>().expect("its kind's details");
         assert_eq!(d.files[0].size, 4);
         assert!(
             feed(&mut s, json!({"type":"prompt_request","kind":"file_chooser","tab_id":3,"id":4,"mode":"x"})).is_err()
@@ -407,7 +458,7 @@ mod tests {
         let done = s.interact(DialogCall::Upload { tab: None, dialog_id: Some(id), files: vec![f.clone()] }).unwrap();
         let msg = to_json(&done.msgs);
         assert_eq!((msg[0]["decision"].as_str(), msg[0]["files"][0].as_str()), (Some("accept"), f.to_str()));
-        let Some(Details::FileChooser(d)) = &s.held[0].record.details else { panic!() };
+        let d = s.held[0].record.details.read::<FileChooserDetails>().expect("its kind's details");
         assert_eq!(d.files[0].size, 5);
     }
 

@@ -23,10 +23,11 @@ use super::{
     Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::{HeldAsk, PromptDecision};
+use crate::host::protocol::PromptDecision;
 use crate::host::record::{self, DecidedBy, MAX_MESSAGE_CHARS};
 use crate::kind::Kind;
 use crate::redact::Redactor;
+use serde::Deserialize;
 use unmodal_engine::Policy;
 
 /// One kind of held call, as data.
@@ -185,6 +186,10 @@ impl Spec for HeldInPage {
         &self.words
     }
 
+    fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
+        Ok(Box::new(Asked { of: self, ask: HeldAsk::deserialize(fields)? }))
+    }
+
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::Held { kind, .. } if Kind::from(*kind) == self.words.kind)
     }
@@ -197,21 +202,27 @@ impl Spec for HeldInPage {
 }
 
 /// A held call's request, with its kind's description.
-pub(super) struct Asked<'a> {
-    pub of: &'static HeldInPage,
-    pub ask: &'a HeldAsk,
+struct Asked<'a> {
+    of: &'a HeldInPage,
+    ask: HeldAsk,
 }
 
 impl PromptKind for Asked<'_> {
     fn describe(&self, redactor: &Redactor, url: &str) -> Described {
         match self.of.message {
-            Message::Flag(flag, set, unset) => Described::plain(if flag(self.ask) { set } else { unset }, url),
+            Message::Flag(flag, set, unset) => Described::plain(if flag(&self.ask) { set } else { unset }, url),
             Message::Provider { with: (before, after), without } => {
                 let (provider, truncated) = record::clip(&self.ask.provider, MAX_MESSAGE_CHARS);
                 let (provider, redacted) = redactor.apply(&provider);
                 let message =
                     if provider.is_empty() { without.to_string() } else { format!("{before}{provider}{after}") };
-                Described { message, truncated, redacted, url: record::clip(url, 2048).0, details: None }
+                Described {
+                    message,
+                    truncated,
+                    redacted,
+                    url: record::clip(url, 2048).0,
+                    details: record::Details::default(),
+                }
             }
         }
     }
@@ -247,6 +258,24 @@ impl PromptKind for Asked<'_> {
     fn pilot_off(&self) -> String {
         pilot_off(self.of.pilot_off)
     }
+}
+
+/// A call the page hook holds and refuses itself (`manifest/held_in_page.js`): each kind
+/// sends the one field it has.
+#[derive(Debug, Deserialize)]
+pub struct HeldAsk {
+    /// Sign-in: the identity provider's config URL, as the page named its first one
+    /// (page-made).
+    #[serde(default)]
+    pub provider: String,
+    /// Payment: the browser's own canMakePayment(): can a payment app take it (so a headful
+    /// browser would show its payment sheet)?
+    #[serde(default)]
+    pub able: bool,
+    /// Storage access: the browser's own hasStorageAccess(): the frame has access already
+    /// (the browser would grant it without asking).
+    #[serde(default)]
+    pub granted: bool,
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ mod permission;
 mod print;
 
 use crate::api::{ChooserApi, Credentials, MatchArg, PermissionName, RuleSpec};
-use crate::host::protocol::{PasskeyArming, PromptAsk, PromptDecision};
+use crate::host::protocol::{PasskeyArming, PromptDecision};
 use crate::host::record::{DecidedBy, Details, DialogRecord};
 use crate::host::rules;
 use crate::host::state::Rule;
@@ -133,21 +133,25 @@ pub(in crate::host) fn spec(kind: Kind) -> Option<&'static dyn Spec> {
     ALL.iter().copied().find(|s| s.kind() == kind)
 }
 
-/// `go` with the request's kind, as the pipeline takes it.
-pub(in crate::host) fn asked<R>(ask: &PromptAsk, go: impl FnOnce(&dyn PromptKind) -> R) -> R {
-    match ask {
-        PromptAsk::Auth(a) => go(a),
-        PromptAsk::Permission(p) => go(p),
-        PromptAsk::DeviceChooser(c) => go(c),
-        PromptAsk::AppLink(l) => go(l),
-        PromptAsk::Passkey(p) => go(p),
-        PromptAsk::Print(p) => go(p),
-        PromptAsk::SignIn(ask) => go(&held_in_page::Asked { of: &held_in_page::SIGN_IN, ask }),
-        PromptAsk::Payment(ask) => go(&held_in_page::Asked { of: &held_in_page::PAYMENT, ask }),
-        PromptAsk::StorageAccess(ask) => go(&held_in_page::Asked { of: &held_in_page::STORAGE_ACCESS, ask }),
-        PromptAsk::FileChooser(p) => go(p),
-        PromptAsk::Download(p) => go(p),
-    }
+/// `go` with the request of `kind` its `fields` make, as the pipeline takes it. `Err`
+/// refuses the message whole: not a browser prompt's kind, or fields its kind cannot read.
+pub(in crate::host) fn asked<R>(
+    kind: Kind,
+    fields: serde_json::Map<String, serde_json::Value>,
+    go: impl FnOnce(&dyn PromptKind) -> Result<R, String>,
+) -> Result<R, String> {
+    let spec = spec(kind).ok_or_else(|| format!("{} is not a browser prompt", kind.as_str()))?;
+    let ask = spec
+        .ask(serde_json::Value::Object(fields))
+        .map_err(|e| format!("a {} request the host cannot read: {e}", kind.as_str()))?;
+    go(&*ask)
+}
+
+/// A request of kind `T` read from what the worker sent.
+fn read<'a, T: serde::de::DeserializeOwned + PromptKind + 'a>(
+    fields: serde_json::Value,
+) -> Result<Box<dyn PromptKind + 'a>, serde_json::Error> {
+    Ok(Box::new(T::deserialize(fields)?))
 }
 
 /// What a kind is once its prompt is recorded: known from the record's `Kind` alone.
@@ -157,6 +161,8 @@ pub(in crate::host) trait Spec: Sync {
     fn kind(&self) -> Kind {
         self.words().kind
     }
+    /// Its request, read from the fields the worker sent (`manifest/prompts.js`).
+    fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error>;
     /// Whether `rule` is one of this kind's.
     fn owns(&self, rule: &RuleSpec) -> bool;
     /// Its rules' name in the rule store's per-tab limit.
@@ -343,7 +349,7 @@ impl With {
     }
 
     /// What an accept gives the prompt, on its record (a file chooser's files).
-    pub fn name_on(&self, details: &mut Option<Details>) {
+    pub fn name_on(&self, details: &mut Details) {
         if let Self::Files(files) = self {
             file_chooser::name_files(details, files);
         }
@@ -392,7 +398,7 @@ pub(in crate::host) struct Described {
     pub redacted: Vec<String>,
     /// The URL rules match and the record shows.
     pub url: String,
-    pub details: Option<Details>,
+    pub details: Details,
 }
 
 /// What a kind of browser prompt brings to the pipeline: implemented by its wire request.
@@ -442,7 +448,7 @@ impl Described {
             truncated: false,
             redacted: Vec::new(),
             url: crate::host::record::clip(url, 2048).0,
-            details: None,
+            details: Details::default(),
         }
     }
 }
@@ -452,9 +458,31 @@ mod tests {
     use crate::api::{DialogTypeArg, MatchArg, RuleSpec};
     use crate::host::protocol::ToBrowser;
     use crate::host::state::in_config;
-    use crate::host::state::tests::{dialog_rule, state_with};
+    use crate::host::state::tests::{dialog_rule, feed, state_with};
     use serde_json::json;
     use unmodal_engine::{Policy, RuleTarget};
+
+    /// The registry reads a request's fields as its kind's: fields its kind cannot read,
+    /// or a page dialog's kind, refuse the message whole and leave nothing behind.
+    #[test]
+    fn a_request_its_kind_cannot_read_is_refused_whole() {
+        let mut s = state_with(Policy::MustRespond);
+        let ask = |kind: &str, more: serde_json::Value| {
+            let mut m = json!({"type":"prompt_request","tab_id":3,"id":1,"url":"http://a/","kind":kind});
+            m.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+            m
+        };
+        let e = feed(&mut s, ask("passkey", json!({"rp_id":"a"}))).unwrap_err();
+        assert!(e.contains("a passkey request the host cannot read") && e.contains("operation"), "{e}");
+        let e = feed(&mut s, ask("file_chooser", json!({"mode":7}))).unwrap_err();
+        assert!(e.contains("a file_chooser request the host cannot read"), "{e}");
+        let e = feed(&mut s, ask("confirm", json!({}))).unwrap_err();
+        assert_eq!(e, "confirm is not a browser prompt");
+        assert!(s.held.is_empty() && ringbuf::traits::Observer::is_empty(&s.history), "nothing recorded or held");
+        // The same request, readable, is held (must_respond).
+        feed(&mut s, ask("passkey", json!({"rp_id":"a","operation":"get"}))).unwrap();
+        assert_eq!(s.held.len(), 1);
+    }
 
     /// One rule of every kind (and both sides of each kind's split), so a new kind cannot
     /// be forgotten: the match below has no wildcard.

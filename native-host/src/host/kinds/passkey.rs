@@ -17,11 +17,12 @@ use super::{
     pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::{PasskeyArming, PasskeyAsk, PromptDecision};
-use crate::host::record::{self, Details, DialogRecord, PasskeyDetails};
+use crate::host::protocol::{PasskeyArming, PromptDecision};
+use crate::host::record::{self, Details, DialogRecord};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
+use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
 /// Each policy's answer.
@@ -58,6 +59,10 @@ impl Spec for Passkey {
         &WORDS
     }
 
+    fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
+        super::read::<PasskeyAsk>(fields)
+    }
+
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::Passkey { .. })
     }
@@ -70,9 +75,9 @@ impl Spec for Passkey {
 
     /// The agent's accept arms the authenticator with the relying party's passkeys.
     fn accept_with(&self, held: &DialogRecord) -> With {
-        match &held.details {
-            Some(Details::Passkey(p)) => With::Passkeys { rp_id: p.rp_id.clone(), keep: false },
-            _ => With::Nothing,
+        match held.details.read::<PasskeyDetails>() {
+            Some(p) => With::Passkeys { rp_id: p.rp_id, keep: false },
+            None => With::Nothing,
         }
     }
 
@@ -120,7 +125,7 @@ impl PromptKind for PasskeyAsk {
             truncated: false,
             redacted: Vec::new(),
             url: record::clip(url, 2048).0,
-            details: Some(Details::Passkey(PasskeyDetails { operation: self.operation.clone(), rp_id })),
+            details: Details::of(&PasskeyDetails { operation: self.operation.clone(), rp_id }),
         }
     }
 
@@ -174,6 +179,24 @@ impl State {
             .collect();
         self.passkeys.save(keys, keep);
     }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PasskeyAsk {
+    /// `create` or `get`.
+    pub operation: String,
+    /// The relying party's id as the page named it (empty: its own origin's host).
+    #[serde(default)]
+    pub rp_id: String,
+}
+
+/// A WebAuthn request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasskeyDetails {
+    /// `create` (a new passkey) or `get` (signing in with one).
+    pub operation: String,
+    /// The relying party's id as the page named it (empty: its own origin's host).
+    pub rp_id: String,
 }
 
 #[cfg(test)]

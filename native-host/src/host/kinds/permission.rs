@@ -14,10 +14,11 @@
 
 use super::{Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, Words, configured, pilot_off, url_fits};
 use crate::api::{PermissionName, RuleSpec};
-use crate::host::protocol::{PermissionAsk, PromptDecision};
-use crate::host::record::{self, Details, PermissionDetails};
+use crate::host::protocol::PromptDecision;
+use crate::host::record::{self, Details};
 use crate::kind::Kind;
 use crate::redact::Redactor;
+use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
 /// Each policy's answer. Under `auto` the safe default is deny: nothing is granted that
@@ -46,6 +47,10 @@ const WORDS: Words = Words {
 impl Spec for Permission {
     fn words(&self) -> &Words {
         &WORDS
+    }
+
+    fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
+        super::read::<PermissionAsk>(fields)
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
@@ -92,10 +97,7 @@ impl PromptKind for PermissionAsk {
             truncated: false,
             redacted: Vec::new(),
             url: record::clip(url, 2048).0,
-            details: Some(Details::Permission(PermissionDetails {
-                permissions: names,
-                api: record::clip(&self.method, 40).0,
-            })),
+            details: Details::of(&PermissionDetails { permissions: names, api: record::clip(&self.method, 40).0 }),
         }
     }
 
@@ -128,6 +130,28 @@ impl PromptKind for PermissionAsk {
 one asks a human)"
         ))
     }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PermissionAsk {
+    /// `navigator.permissions.query` names (`api::PermissionName`).
+    pub permissions: Vec<String>,
+    /// The page's call: getUserMedia, requestPermission, …
+    #[serde(default)]
+    pub method: String,
+    /// The browser's content setting for the origin now: `ask`, `allow` or `block` (the
+    /// strictest of the permissions asked).
+    #[serde(default)]
+    pub stored: String,
+}
+
+/// A permission prompt: what was asked for, by which call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionDetails {
+    /// What the call asks for (getUserMedia with audio and video asks for two).
+    pub permissions: Vec<PermissionName>,
+    /// The page's call: getUserMedia, requestPermission, getCurrentPosition, …
+    pub api: String,
 }
 
 #[cfg(test)]

@@ -18,12 +18,13 @@ use super::{
     configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::{PrintAsk, PromptDecision};
-use crate::host::record::{self, Details, DialogRecord, FileJob, PrintDetails};
+use crate::host::protocol::PromptDecision;
+use crate::host::record::{self, Details, DialogRecord, FileJob};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use unmodal_engine::Policy;
 
@@ -67,6 +68,10 @@ impl Spec for Print {
         &WORDS
     }
 
+    fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
+        super::read::<PrintAsk>(fields)
+    }
+
     fn owns(&self, rule: &RuleSpec) -> bool {
         matches!(rule, RuleSpec::Print { .. })
     }
@@ -104,7 +109,7 @@ impl PromptKind for PrintAsk {
             truncated: false,
             redacted: Vec::new(),
             url: record::clip(url, 2048).0,
-            details: None,
+            details: Details::default(),
         }
     }
 
@@ -177,7 +182,7 @@ impl State {
         match outcome {
             Ok((file, size)) => {
                 rec.explanation = format!("{}. Saved {} ({size} bytes).", rec.explanation, file.display());
-                rec.details = Some(Details::Print(PrintDetails { file: file.display().to_string(), size }));
+                rec.details = Details::of(&PrintDetails { file: file.display().to_string(), size });
             }
             Err(e) => {
                 tracing::warn!(error = %e, "a printed page was not saved");
@@ -210,6 +215,23 @@ fn save(to: Option<PathBuf>, record: u64, data: &str) -> Result<(PathBuf, u64), 
     Ok((file, bytes.len() as u64))
 }
 
+/// A print: the frame and its URL say which. `no_dialog`: the browser shows no preview
+/// there, and its own print() did nothing (sent with `native`).
+#[derive(Debug, Deserialize)]
+pub struct PrintAsk {
+    #[serde(default)]
+    pub no_dialog: Option<crate::host::protocol::NoDialog>,
+}
+
+/// A print written to a PDF file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrintDetails {
+    /// Where the PDF is.
+    pub file: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,7 +256,7 @@ mod tests {
         assert_eq!((rec.kind, rec.decided_by, rec.accepted), (Kind::Print, DecidedBy::DefaultPolicy, Some(false)));
         let back: crate::host::record::DialogRecord =
             serde_json::from_value(serde_json::to_value(rec).unwrap()).unwrap();
-        assert!(back.details.is_none());
+        assert!(back.details.is_empty());
     }
 
     #[test]
@@ -288,6 +310,6 @@ mod tests {
         assert_eq!(to_json(&feed(&mut s, ask).unwrap())[1]["decision"], "accept");
         feed(&mut s, json!({"type":"print_pdf","tab_id":3,"id":1,"data":"JVBERi0xLjQK"})).unwrap();
         let rec = s.history.iter().last().unwrap();
-        assert!(rec.details.is_none() && rec.explanation.contains("name a file with save_to"), "{}", rec.explanation);
+        assert!(rec.details.is_empty() && rec.explanation.contains("name a file with save_to"), "{}", rec.explanation);
     }
 }
