@@ -531,6 +531,32 @@ pub enum RuleSpec {
 }
 
 impl RuleSpec {
+    /// Whether the tab's config carries it: a page dialog's (the page's engine applies it), a
+    /// file chooser's (its debugger session intercepts choosers), or an `automatic-downloads`
+    /// grant (the worker sets the site's setting). The one test of whether adding, clearing,
+    /// spending or copying a rule changes what the worker holds for the tab.
+    pub fn in_config(&self) -> bool {
+        matches!(self, Self::Dialog { .. }) || self.intercepts_choosers().is_some() || self.downloads().is_some()
+    }
+
+    /// A file chooser's rule: the tab's debugger session intercepts choosers while it has one;
+    /// `Some(true)` when the rule only cancels them (the browser can do that itself).
+    pub fn intercepts_choosers(&self) -> Option<bool> {
+        match self {
+            Self::FileChooser { files, .. } => Some(files.is_empty()),
+            _ => None,
+        }
+    }
+
+    /// A rule for the browser's "Download multiple files" prompt: whether it grants; the
+    /// worker sets the browser's setting for the tab's site before any download.
+    pub fn downloads(&self) -> Option<bool> {
+        match self {
+            Self::Permission { accept, permission: Some(PermissionName::AutomaticDownloads), .. } => Some(*accept),
+            _ => None,
+        }
+    }
+
     /// The `dialog_type` it answers, as agents name it.
     pub fn dialog_type(&self) -> &'static str {
         match self {

@@ -67,6 +67,15 @@ impl Kind {
         }
     }
 
+    /// Open with no watchdog, what an agent must know: no answer reaches it (an app link's
+    /// is the browser's own dialog, shown while the pilot is off).
+    pub fn unanswerable(self) -> Option<&'static str> {
+        (self == Self::AppLink).then_some(
+            "An app_link without a watchdog is the browser's own \"Open …?\" dialog: it drops every click and key \
+to the tab and no answer reaches it; navigate the tab to another site to clear it.",
+        )
+    }
+
     /// The page dialog this is, if it is one.
     pub fn dialog(self) -> Option<DialogKind> {
         match self {

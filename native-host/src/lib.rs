@@ -15,6 +15,8 @@ pub mod host;
 pub mod install;
 pub mod ipc;
 pub mod kind;
+#[cfg(test)]
+mod kind_names;
 pub mod mcp;
 pub mod parent_browser;
 pub mod paths;

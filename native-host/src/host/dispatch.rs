@@ -59,9 +59,6 @@ impl State {
                 Ok(Vec::new())
             }
             FromBrowser::DebuggerDetached { tab_id, reason } => Ok(self.on_detached(tab_id, &reason)),
-            FromBrowser::DownloadDone { tab_id, id, state, path, size, error, blocked } => {
-                Ok(self.on_download_done(tab_id, id, (&state, &path, size, error.as_deref()), blocked))
-            }
             FromBrowser::FileAccess { allowed } => {
                 self.file_access = Some(allowed);
                 Ok(Vec::new())
@@ -74,29 +71,14 @@ impl State {
                 self.on_prompt_result(&m);
                 Ok(Vec::new())
             }
-            FromBrowser::AuthDone(m) => {
-                self.on_auth_done(&m);
-                Ok(Vec::new())
-            }
             // Goes to the call waiting for it (`host/mod.rs`), not to the state.
             FromBrowser::PilotResult(_) => Ok(Vec::new()),
             FromBrowser::Opened { tab_id, opener_tab_id } => Ok(self.on_opened(tab_id, opener_tab_id)),
-            FromBrowser::PrintPdf { tab_id, id, data, error } => {
-                self.on_print_pdf(tab_id, id, data.as_deref(), error.as_deref());
-                Ok(Vec::new())
-            }
-            FromBrowser::AppLinkDialog { tab_id, frame_id, target } => {
-                self.on_app_link_dialog(tab_id, frame_id, &target);
-                Ok(Vec::new())
-            }
-            FromBrowser::PasskeysSaved { tab_id: _, keep, credentials } => {
-                self.on_passkeys_saved(keep, credentials);
-                Ok(Vec::new())
-            }
             FromBrowser::Synced { id } => {
                 self.on_synced(id);
                 Ok(Vec::new())
             }
+            FromBrowser::Kind(m) => kinds::on_message(self, m),
         }
     }
 }

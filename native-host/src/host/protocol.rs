@@ -67,26 +67,6 @@ pub enum FromBrowser {
     HeldClosed(HeldClosed),
     /// What became of an `Answer`.
     AnswerResult(AnswerResult),
-    /// What became of a download the host decided (`manifest/downloads.js`).
-    DownloadDone {
-        tab_id: i64,
-        /// The request's id (`PromptRequest::id`).
-        id: u64,
-        /// `complete` or `interrupted`.
-        state: String,
-        /// Where the browser wrote it (complete only).
-        #[serde(default)]
-        path: String,
-        #[serde(default)]
-        size: i64,
-        /// The browser's reason for an interruption (`USER_CANCELED`, `NETWORK_FAILED`, …).
-        #[serde(default)]
-        error: Option<String>,
-        /// The browser blocks the site's automatic downloads: more the page started at once
-        /// were dropped (the browser's "Download multiple files", denied).
-        #[serde(default)]
-        blocked: bool,
-    },
     /// The extension's "Allow access to file URLs" switch (`chrome.extension
     /// .isAllowedFileSchemeAccess`): off, no file reaches a file chooser (sent after `hello`).
     FileAccess { allowed: bool },
@@ -101,8 +81,6 @@ pub enum FromBrowser {
     PromptRequest(PromptRequest),
     /// What became of a held prompt (answered, given up on, or settled by the browser).
     PromptResult(PromptResult),
-    /// The request of an HTTP auth challenge ended (auth's own: what the page got).
-    AuthDone(AuthDone),
     /// What became of a `PilotCall` (see `host/pilot.rs`).
     PilotResult(PilotResult),
     /// A tab opened another (`window.open`, `target=_blank`, a popup): it starts with the
@@ -110,32 +88,19 @@ pub enum FromBrowser {
     Opened { tab_id: i64, opener_tab_id: i64 },
     /// The answer to `Sync`: every debugger event the worker had before it is sent.
     Synced { id: u64 },
-    /// An accepted print's PDF (`Page.printToPDF`, base64), or why there is none.
-    PrintPdf {
-        tab_id: i64,
-        id: u64,
-        #[serde(default)]
-        data: Option<String>,
-        #[serde(default)]
-        error: Option<String>,
-    },
-    /// The browser showed its "Open …?" dialog for an app link the page hook did not cancel
-    /// (a frame its parent navigated, the pilot off, a link a rule opened): the navigation
-    /// to `target` ended in `ERR_ABORTED` (`chrome.webNavigation`).
-    AppLinkDialog {
-        tab_id: i64,
-        #[serde(default)]
-        frame_id: i64,
-        target: String,
-    },
-    /// The keys a virtual authenticator holds after an accepted passkey call (made or
-    /// signed with), and whether the answer said to keep them (`passkey_keys.rs`).
-    PasskeysSaved {
-        tab_id: i64,
-        #[serde(default)]
-        keep: bool,
-        credentials: Vec<serde_json::Value>,
-    },
+    /// A kind's own message (what became of a download, the end of an auth challenge's
+    /// request, a print's PDF, …), read by the kind whose `type` it is (`host/kinds/`).
+    #[serde(untagged)]
+    Kind(KindMessage),
+}
+
+/// A message only one kind reads: its `type` and the rest of its fields.
+#[derive(Debug, Deserialize)]
+pub struct KindMessage {
+    #[serde(rename = "type")]
+    pub name: String,
+    #[serde(flatten)]
+    pub fields: serde_json::Map<String, serde_json::Value>,
 }
 
 impl FromBrowser {
@@ -392,16 +357,6 @@ pub enum PromptDecision {
     Native,
 }
 
-#[derive(Debug, Deserialize)]
-pub struct AuthDone {
-    pub tab_id: i64,
-    pub request_id: String,
-    #[serde(default)]
-    pub status_code: Option<u16>,
-    #[serde(default)]
-    pub error: Option<String>,
-}
-
 /// The answer to `ToBrowser::PilotCall` `id`: a result (its shape is the tool's, read by
 /// `host/pilot.rs`) or why the browser could not do it.
 #[derive(Debug, Deserialize)]
@@ -607,16 +562,12 @@ mod tests {
                 Ok(FromBrowser::AnswerResult(_)) => "answer_result",
                 Ok(FromBrowser::DebuggerDetached { .. }) => "debugger_detached",
                 Ok(FromBrowser::FileAccess { .. }) => "file_access",
-                Ok(FromBrowser::DownloadDone { .. }) => "download_done",
                 Ok(FromBrowser::PromptRequest(_)) => "prompt_request",
                 Ok(FromBrowser::PromptResult(_)) => "prompt_result",
-                Ok(FromBrowser::AuthDone(_)) => "auth_done",
                 Ok(FromBrowser::PilotResult(_)) => "pilot_result",
                 Ok(FromBrowser::Opened { .. }) => "opened",
                 Ok(FromBrowser::Synced { .. }) => "synced",
-                Ok(FromBrowser::PasskeysSaved { .. }) => "passkeys_saved",
-                Ok(FromBrowser::AppLinkDialog { .. }) => "app_link_dialog",
-                Ok(FromBrowser::PrintPdf { .. }) => "print_pdf",
+                Ok(FromBrowser::Kind(m)) => m.name.leak(),
                 Ok(FromBrowser::PilotRefused { .. }) => "pilot_refused",
                 Ok(FromBrowser::PilotApplied { .. }) => "pilot_applied",
                 Err(e) => panic!("{m}: {e}"),
@@ -694,7 +645,6 @@ mod tests {
         for m in [
             json!(1),
             json!({}),
-            json!({"type":"nope"}),
             json!({"type":"pilot"}),
             json!({"type":"dialog","tab_id":"x","report":{"seq":1,"phase":"decided","kind":"alert"}}),
             json!({"type":"dialog","tab_id":1,"report":{"seq":1,"phase":"decided","kind":"shout"}}),
@@ -702,8 +652,20 @@ mod tests {
             json!({"type":"held","tab_id":1,"kind":"alert"}),
             json!({"type":"tabs","tabs":"all"}),
             json!({"type":"folded","tab_id":1,"count":-1}),
+            // A type no kind has, and a kind's own message that kind cannot read: they
+            // parse as a kind's message (`KindMessage`), and the state refuses them.
+            json!({"type":"nope"}),
+            json!({"type":"download_done","tab_id":1}),
+            json!({"type":"auth_done","tab_id":1,"request_id":7}),
         ] {
-            assert!(FromBrowser::parse(m.to_string().as_bytes()).is_err(), "{m}");
+            let mut s = State::new();
+            let refused = FromBrowser::parse(m.to_string().as_bytes()).map_err(|e| e.to_string()).and_then(|msg| {
+                let kinds = matches!(msg, FromBrowser::Kind(_));
+                let r = s.on_browser(msg);
+                assert!(kinds || r.is_ok(), "{m}: a core message that parses is taken");
+                r
+            });
+            assert!(refused.is_err(), "{m}");
         }
         assert!(FromBrowser::parse(b"\xff\x00").is_err());
     }

@@ -48,19 +48,10 @@ pub struct Fallback {
 /// A rule as the state keeps it: its id, once, and what it answers.
 pub type Rule = Stored<RuleSpec>;
 
-/// A rule the tab's config carries: a page dialog's (the page's engine applies it), a file
-/// chooser's (its debugger session intercepts choosers while the tab has one), or an
-/// `automatic-downloads` grant (the worker sets the site's setting). The one test of whether
-/// adding, clearing, spending or copying a rule changes what the worker holds for the tab:
-/// every such place asks this, so none can leave a stale config in force.
+/// A rule the tab's config carries (`RuleSpec::in_config`): every place that adds, clears,
+/// spends or copies a rule asks this, so none can leave a stale config in force.
 pub fn in_config(r: &RuleSpec) -> bool {
-    matches!(r, RuleSpec::Dialog { .. } | RuleSpec::FileChooser { .. }) || is_downloads_rule(r)
-}
-
-/// A rule for the browser's "Download multiple files" prompt: the tab's config carries it,
-/// and the worker sets the browser's setting for the tab's site before any download.
-pub fn is_downloads_rule(r: &RuleSpec) -> bool {
-    matches!(r, RuleSpec::Permission { permission: Some(crate::api::PermissionName::AutomaticDownloads), .. })
+    r.in_config()
 }
 
 /// The newest numbered report the host recorded, and from which service worker.
@@ -254,12 +245,13 @@ impl State {
     /// The tab's config as revision `rev`: what its policy and its `in_config` rules say.
     pub(super) fn config_at(&self, tab: i64, rev: u64) -> ToBrowser {
         let policy = self.policy_of(tab).policy;
-        let choosers =
-            policy == Policy::MustRespond || self.rules.any(tab, |r| matches!(r, RuleSpec::FileChooser { .. }));
-        let choosers_cancel = choosers
-            && policy != Policy::MustRespond
-            && !self.rules.any(tab, |r| matches!(r, RuleSpec::FileChooser { .. }) && r.accept());
-        let downloads = self.rules.best(tab, |r| is_downloads_rule(r).then_some(0)).map(|r| r.rule.accept());
+        // Choosers are intercepted under must_respond or with a chooser rule; where every one
+        // is cancelled whatever it is, the browser cancels them itself (`choosers_cancel`).
+        let must_respond = policy == Policy::MustRespond;
+        let choosers = must_respond || self.rules.any(tab, |r| r.intercepts_choosers().is_some());
+        let choosers_cancel =
+            choosers && !must_respond && !self.rules.any(tab, |r| r.intercepts_choosers() == Some(false));
+        let downloads = self.rules.best(tab, |r| r.downloads().map(|_| 0)).and_then(|r| r.rule.downloads());
         ToBrowser::Config {
             tab_id: tab,
             rev,

@@ -17,7 +17,7 @@ use super::{
     Described, EXPIRED_CANCELLED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::PromptDecision;
+use crate::host::protocol::{PromptDecision, ToBrowser};
 use crate::host::record::{self, AppDialog, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS};
 use crate::host::state::State;
 use crate::kind::Kind;
@@ -59,6 +59,16 @@ impl Spec for AppLink {
 
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
         super::read::<AppLinkAsk>(fields)
+    }
+
+    fn message(&self) -> Option<&'static str> {
+        Some("app_link_dialog")
+    }
+
+    fn on_message(&self, s: &mut State, fields: serde_json::Value) -> Result<Vec<ToBrowser>, serde_json::Error> {
+        let m = AppLinkDialog::deserialize(fields)?;
+        s.on_app_link_dialog(m.tab_id, m.frame_id, &m.target);
+        Ok(Vec::new())
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
@@ -211,6 +221,17 @@ pub struct AppLinkDetails {
     pub scheme: String,
     /// Its URL, cut and redacted like a dialog's message (also the record's message).
     pub target: String,
+}
+
+/// The browser showed its "Open …?" dialog for an app link the page hook did not cancel
+/// (a frame its parent navigated, the pilot off, a link a rule opened): the navigation to
+/// `target` ended in `ERR_ABORTED` (`chrome.webNavigation`).
+#[derive(Debug, Deserialize)]
+struct AppLinkDialog {
+    tab_id: i64,
+    #[serde(default)]
+    frame_id: i64,
+    target: String,
 }
 
 #[cfg(test)]

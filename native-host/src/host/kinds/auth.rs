@@ -16,7 +16,7 @@ use super::{
     configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::{AuthDone, PromptDecision, PromptResult};
+use crate::host::protocol::{PromptDecision, PromptResult, ToBrowser};
 use crate::host::record::{self, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS};
 use crate::host::state::State;
 use crate::kind::Kind;
@@ -72,6 +72,15 @@ impl Spec for Auth {
 
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
         super::read::<AuthAsk>(fields)
+    }
+
+    fn message(&self) -> Option<&'static str> {
+        Some("auth_done")
+    }
+
+    fn on_message(&self, s: &mut State, fields: serde_json::Value) -> Result<Vec<ToBrowser>, serde_json::Error> {
+        s.on_auth_done(&AuthDone::deserialize(fields)?);
+        Ok(Vec::new())
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
@@ -333,6 +342,17 @@ pub enum AuthOutcome {
     Unauthorized,
     /// The request failed or was aborted.
     Failed,
+}
+
+/// The request of an HTTP auth challenge ended: what the page got (`manifest/auth.js`).
+#[derive(Debug, Deserialize)]
+pub struct AuthDone {
+    pub tab_id: i64,
+    pub request_id: String,
+    #[serde(default)]
+    pub status_code: Option<u16>,
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 #[cfg(test)]

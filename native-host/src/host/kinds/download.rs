@@ -19,7 +19,7 @@ use crate::api::RuleSpec;
 use crate::host::protocol::ToBrowser;
 use crate::host::protocol::{FetchJob, PromptDecision};
 use crate::host::record::{self, Details, DialogRecord, FileJob};
-use crate::host::state::{State, is_downloads_rule};
+use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
@@ -66,6 +66,15 @@ impl Spec for Download {
 
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
         super::read::<DownloadAsk>(fields)
+    }
+
+    fn message(&self) -> Option<&'static str> {
+        Some("download_done")
+    }
+
+    fn on_message(&self, s: &mut State, fields: serde_json::Value) -> Result<Vec<ToBrowser>, serde_json::Error> {
+        let m = DownloadDone::deserialize(fields)?;
+        Ok(s.on_download_done(m.tab_id, m.id, (&m.state, &m.path, m.size, m.error.as_deref()), m.blocked))
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
@@ -182,7 +191,7 @@ impl State {
         blocked: bool,
     ) -> Vec<ToBrowser> {
         let mut out = Vec::new();
-        let once = self.rules.of(tab_id).iter().find(|r| r.once && is_downloads_rule(&r.rule)).map(|r| r.id);
+        let once = self.rules.of(tab_id).iter().find(|r| r.once && r.rule.downloads().is_some()).map(|r| r.id);
         if let Some(rule) = once {
             out.extend(self.spend_rule(tab_id, rule));
         }
@@ -333,6 +342,28 @@ pub struct DownloadDetails {
     /// A remote browser's own path of the file, on its machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_path: Option<String>,
+}
+
+/// What became of a download the host decided (`manifest/downloads.js`).
+#[derive(Debug, Deserialize)]
+struct DownloadDone {
+    tab_id: i64,
+    /// The request's id (`PromptRequest::id`).
+    id: u64,
+    /// `complete` or `interrupted`.
+    state: String,
+    /// Where the browser wrote it (complete only).
+    #[serde(default)]
+    path: String,
+    #[serde(default)]
+    size: i64,
+    /// The browser's reason for an interruption (`USER_CANCELED`, `NETWORK_FAILED`, …).
+    #[serde(default)]
+    error: Option<String>,
+    /// The browser blocks the site's automatic downloads: more the page started at once
+    /// were dropped (the browser's "Download multiple files", denied).
+    #[serde(default)]
+    blocked: bool,
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ mod permission;
 mod print;
 
 use crate::api::{ChooserApi, Credentials, MatchArg, PermissionName, RuleSpec};
-use crate::host::protocol::{PasskeyArming, PromptDecision};
+use crate::host::protocol::{KindMessage, PasskeyArming, PromptDecision, ToBrowser};
 use crate::host::record::{DecidedBy, Details, DialogRecord};
 use crate::host::rules;
 use crate::host::state::Rule;
@@ -147,6 +147,16 @@ pub(in crate::host) fn asked<R>(
     go(&*ask)
 }
 
+/// A kind's own message, to the kind whose `type` it is. `Err` refuses it whole.
+pub(in crate::host) fn on_message(s: &mut State, m: KindMessage) -> Result<Vec<ToBrowser>, String> {
+    let kind = ALL
+        .iter()
+        .find(|k| k.message() == Some(m.name.as_str()))
+        .ok_or_else(|| format!("no message of type {:?}", m.name))?;
+    kind.on_message(s, serde_json::Value::Object(m.fields))
+        .map_err(|e| format!("a {} message the host cannot read: {e}", m.name))
+}
+
 /// A request of kind `T` read from what the worker sent.
 fn read<'a, T: serde::de::DeserializeOwned + PromptKind + 'a>(
     fields: serde_json::Value,
@@ -163,6 +173,14 @@ pub(in crate::host) trait Spec: Sync {
     }
     /// Its request, read from the fields the worker sent (`manifest/prompts.js`).
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error>;
+    /// The `type` of the one message of its own the worker sends, if it has one.
+    fn message(&self) -> Option<&'static str> {
+        None
+    }
+    /// Its own message, read from the fields the worker sent.
+    fn on_message(&self, _s: &mut State, _fields: serde_json::Value) -> Result<Vec<ToBrowser>, serde_json::Error> {
+        Ok(Vec::new())
+    }
     /// Whether `rule` is one of this kind's.
     fn owns(&self, rule: &RuleSpec) -> bool;
     /// Its rules' name in the rule store's per-tab limit.

@@ -17,7 +17,7 @@ use super::{
     pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::{PasskeyArming, PromptDecision};
+use crate::host::protocol::{PasskeyArming, PromptDecision, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord};
 use crate::host::state::State;
 use crate::kind::Kind;
@@ -61,6 +61,16 @@ impl Spec for Passkey {
 
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
         super::read::<PasskeyAsk>(fields)
+    }
+
+    fn message(&self) -> Option<&'static str> {
+        Some("passkeys_saved")
+    }
+
+    fn on_message(&self, s: &mut State, fields: serde_json::Value) -> Result<Vec<ToBrowser>, serde_json::Error> {
+        let m = PasskeysSaved::deserialize(fields)?;
+        s.on_passkeys_saved(m.keep, m.credentials);
+        Ok(Vec::new())
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
@@ -197,6 +207,15 @@ pub struct PasskeyDetails {
     pub operation: String,
     /// The relying party's id as the page named it (empty: its own origin's host).
     pub rp_id: String,
+}
+
+/// The keys a virtual authenticator holds after an accepted passkey call (made or signed
+/// with), and whether the answer said to keep them (`passkey_keys.rs`).
+#[derive(Debug, Deserialize)]
+struct PasskeysSaved {
+    #[serde(default)]
+    keep: bool,
+    credentials: Vec<serde_json::Value>,
 }
 
 #[cfg(test)]

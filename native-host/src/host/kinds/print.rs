@@ -18,7 +18,7 @@ use super::{
     configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::PromptDecision;
+use crate::host::protocol::{PromptDecision, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord, FileJob};
 use crate::host::state::State;
 use crate::kind::Kind;
@@ -70,6 +70,16 @@ impl Spec for Print {
 
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
         super::read::<PrintAsk>(fields)
+    }
+
+    fn message(&self) -> Option<&'static str> {
+        Some("print_pdf")
+    }
+
+    fn on_message(&self, s: &mut State, fields: serde_json::Value) -> Result<Vec<ToBrowser>, serde_json::Error> {
+        let m = PrintPdf::deserialize(fields)?;
+        s.on_print_pdf(m.tab_id, m.id, m.data.as_deref(), m.error.as_deref());
+        Ok(Vec::new())
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
@@ -230,6 +240,17 @@ pub struct PrintDetails {
     pub file: String,
     /// Its size in bytes.
     pub size: u64,
+}
+
+/// An accepted print's PDF (`Page.printToPDF`, base64), or why there is none.
+#[derive(Debug, Deserialize)]
+struct PrintPdf {
+    tab_id: i64,
+    id: u64,
+    #[serde(default)]
+    data: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
 }
 
 #[cfg(test)]
