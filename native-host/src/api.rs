@@ -468,30 +468,25 @@ pub enum DialogCall {
         text: Option<String>,
         dialog_id: Option<u64>,
     },
-    /// Answers a held auth challenge with credentials.
-    Authenticate {
+    /// Accepts a held prompt with what only its kind takes.
+    Carrying {
         tab: Option<i64>,
         dialog_id: Option<u64>,
-        credentials: Credentials,
+        with: Carry,
     },
-    /// Answers a held print by printing the page to the PDF file `save_to`.
-    PrintTo {
-        tab: Option<i64>,
-        dialog_id: Option<u64>,
-        save_to: PathBuf,
-    },
-    /// Saves a held download into `save_dir`.
-    DownloadTo {
-        tab: Option<i64>,
-        dialog_id: Option<u64>,
-        save_dir: PathBuf,
-    },
-    /// Answers a held file chooser with these files.
-    Upload {
-        tab: Option<i64>,
-        dialog_id: Option<u64>,
-        files: Vec<PathBuf>,
-    },
+}
+
+/// What an accept carries that only one kind of prompt takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Carry {
+    /// An auth challenge's login.
+    Login(Credentials),
+    /// A print's PDF file.
+    SaveTo(PathBuf),
+    /// The directory a held download is saved into.
+    SaveDir(PathBuf),
+    /// The files a held file chooser gives the page.
+    Files(Vec<PathBuf>),
 }
 
 /// What a rule answers, one shape per kind of modal UI. The page's engine applies `Dialog`
@@ -836,13 +831,13 @@ device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file
                 return Err(bad("text", "an auth challenge takes username and password, not text"));
             }
             let credentials = self.credentials()?;
-            return Ok(DialogCall::Authenticate { tab, dialog_id, credentials });
+            return Ok(DialogCall::Carrying { tab, dialog_id, with: Carry::Login(credentials) });
         }
         if let Some(dir) = &self.save_dir {
             if self.accept == Some(false) || self.text.is_some() {
                 return Err(bad("save_dir", "saves a held download there: only with accept: true, without text"));
             }
-            return Ok(DialogCall::DownloadTo { tab, dialog_id, save_dir: absolute_dir(dir)? });
+            return Ok(DialogCall::Carrying { tab, dialog_id, with: Carry::SaveDir(absolute_dir(dir)?) });
         }
         if let Some(files) = &self.files {
             if self.accept == Some(false) || self.text.is_some() {
@@ -851,13 +846,13 @@ device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file
                     "gives a held file chooser these files: only with accept: true, without text",
                 ));
             }
-            return Ok(DialogCall::Upload { tab, dialog_id, files: paths(files)? });
+            return Ok(DialogCall::Carrying { tab, dialog_id, with: Carry::Files(paths(files)?) });
         }
         if let Some(to) = &self.save_to {
             if self.accept == Some(false) || self.text.is_some() {
                 return Err(bad("save_to", "prints a held print to this file: only with accept: true, without text"));
             }
-            return Ok(DialogCall::PrintTo { tab, dialog_id, save_to: absolute(to)? });
+            return Ok(DialogCall::Carrying { tab, dialog_id, with: Carry::SaveTo(absolute(to)?) });
         }
         if self.once.is_some() {
             return Err(bad("once", "only with setup: true"));
@@ -1362,7 +1357,7 @@ mod tests {
         );
         assert!(matches!(
             call(json!({"action":"handle_dialog","dialog_id":4,"username":"ada","password":"pw"})),
-            Ok(DialogCall::Authenticate { dialog_id: Some(4), .. })
+            Ok(DialogCall::Carrying { dialog_id: Some(4), with: Carry::Login(_), .. })
         ));
         let param = |v| call(v).unwrap_err().param;
         assert_eq!(

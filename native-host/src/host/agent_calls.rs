@@ -9,7 +9,7 @@ use super::policy::PolicyView;
 use super::protocol::ToBrowser;
 use super::record::{DecidedBy, DialogRecord};
 use super::state::{HISTORY, State, Tab, in_config};
-use crate::api::{DialogCall, ObserveArgs, ObserveWhat, RuleSpec};
+use crate::api::{Carry, DialogCall, ObserveArgs, ObserveWhat, RuleSpec};
 use crate::kind::Kind;
 pub use crate::reply::Answered;
 use crate::reply::{ErrorCode, ToolError};
@@ -269,19 +269,10 @@ impl State {
                 let body = Pending { status: Status::Ok, pending_dialogs: self.pending_of(tab.id) };
                 Ok(Done::now(self.answer(&body, tab), Vec::new()))
             }
-            DialogCall::Authenticate { tab, dialog_id, credentials } => {
-                self.answer_carrying(tab, dialog_id, With::Login(credentials))
-            }
-            DialogCall::PrintTo { tab, dialog_id, save_to } => {
-                self.answer_carrying(tab, dialog_id, With::Pdf { to: Some(save_to) })
-            }
-            DialogCall::DownloadTo { tab, dialog_id, save_dir } => {
-                self.answer_carrying(tab, dialog_id, With::SaveDir(Some(save_dir)))
-            }
-            DialogCall::Upload { .. } if self.file_access == Some(false) => {
+            DialogCall::Carrying { with: Carry::Files(_), .. } if self.file_access == Some(false) => {
                 Err(ToolError::new(ErrorCode::InvalidParams, FILE_ACCESS_OFF))
             }
-            DialogCall::Upload { tab, dialog_id, files } => self.answer_carrying(tab, dialog_id, With::Files(files)),
+            DialogCall::Carrying { tab, dialog_id, with } => self.answer_carrying(tab, dialog_id, With::from(with)),
             DialogCall::Respond { tab, accept, text, dialog_id } => {
                 if let Some(id) = self.held_to_answer(tab, dialog_id)? {
                     let msg = self.answer_held(id, accept, text, With::Nothing, DecidedBy::Agent)?;

@@ -358,7 +358,7 @@ pub struct AuthDone {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{Credentials, DialogCall, DialogTypeArg, MatchArg, Secret};
+    use crate::api::{Carry, Credentials, DialogCall, DialogTypeArg, MatchArg, Secret};
     use crate::host::state::tests::{feed, to_json};
     use crate::reply::ErrorCode;
     use serde_json::{Value, json};
@@ -455,7 +455,8 @@ mod tests {
         let err = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParams);
         assert!(s.blocking_note().is_some());
-        let done = s.interact(DialogCall::Authenticate { tab: None, dialog_id: None, credentials: creds() }).unwrap();
+        let done =
+            s.interact(DialogCall::Carrying { tab: None, dialog_id: None, with: Carry::Login(creds()) }).unwrap();
         assert_eq!(done.answering, Some(id));
         assert_eq!(to_json(&done.msgs)[0]["credentials"]["username"], "ada");
         assert!(s.blocking_note().is_none());

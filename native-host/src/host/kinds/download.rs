@@ -369,7 +369,7 @@ struct DownloadDone {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{DialogCall, MatchArg};
+    use crate::api::{Carry, DialogCall, MatchArg};
     use crate::host::record::DecidedBy;
     use crate::host::state::tests::{feed, state_with, to_json};
     use crate::kind::Kind;
@@ -464,8 +464,9 @@ mod tests {
         assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["type"], "prompt_hold");
         let id = s.held[0].record.id;
         let tmp = tempfile::tempdir().unwrap();
-        let done_call =
-            s.interact(DialogCall::DownloadTo { tab: None, dialog_id: Some(id), save_dir: tmp.path().into() }).unwrap();
+        let done_call = s
+            .interact(DialogCall::Carrying { tab: None, dialog_id: Some(id), with: Carry::SaveDir(tmp.path().into()) })
+            .unwrap();
         assert_eq!(to_json(&done_call.msgs)[0]["decision"], "accept");
         assert_eq!(s.file_jobs[&Kind::Download][&(3, 1)].to.as_deref(), Some(tmp.path()));
     }

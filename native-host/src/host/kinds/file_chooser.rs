@@ -356,7 +356,7 @@ impl GivenFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{DialogCall, MatchArg};
+    use crate::api::{Carry, DialogCall, MatchArg};
     use crate::host::record::DecidedBy;
     use crate::host::state::tests::{feed, state_with, to_json};
     use crate::kind::Kind;
@@ -455,7 +455,9 @@ mod tests {
         let id = s.held[0].record.id;
         let err = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: Some(id) });
         assert!(err.is_err_and(|e| e.message.contains("answer it with files")));
-        let done = s.interact(DialogCall::Upload { tab: None, dialog_id: Some(id), files: vec![f.clone()] }).unwrap();
+        let done = s
+            .interact(DialogCall::Carrying { tab: None, dialog_id: Some(id), with: Carry::Files(vec![f.clone()]) })
+            .unwrap();
         let msg = to_json(&done.msgs);
         assert_eq!((msg[0]["decision"].as_str(), msg[0]["files"][0].as_str()), (Some("accept"), f.to_str()));
         let d = s.held[0].record.details.read::<FileChooserDetails>().expect("its kind's details");
@@ -481,7 +483,7 @@ mod tests {
         let mut s = state_with(Policy::MustRespond);
         feed(&mut s, ask(2, "single", "")).unwrap();
         let id = s.held[0].record.id;
-        s.interact(DialogCall::Upload { tab: None, dialog_id: Some(id), files: vec![f] }).unwrap();
+        s.interact(DialogCall::Carrying { tab: None, dialog_id: Some(id), with: Carry::Files(vec![f]) }).unwrap();
         let out = to_json(&s.upload_failed(3, 2, id, "no space left"));
         assert_eq!(out[0]["type"], "prompt_hold");
         assert!(out[0]["wait_ms"].as_u64().unwrap() > 5000);
@@ -511,7 +513,11 @@ mod tests {
         let id = s.held[0].record.id;
         let err = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: Some(id) });
         assert!(err.is_err_and(|e| e.message.contains("File System Access picker")));
-        let err = s.interact(DialogCall::Upload { tab: None, dialog_id: Some(id), files: vec![PathBuf::from("/x")] });
+        let err = s.interact(DialogCall::Carrying {
+            tab: None,
+            dialog_id: Some(id),
+            with: Carry::Files(vec![PathBuf::from("/x")]),
+        });
         assert!(err.is_err());
         assert!(s.interact(DialogCall::Respond { tab: None, accept: false, text: None, dialog_id: Some(id) }).is_ok());
     }

@@ -17,7 +17,7 @@ mod passkey;
 mod permission;
 mod print;
 
-use crate::api::{ChooserApi, Credentials, MatchArg, PermissionName, RuleSpec};
+use crate::api::{Carry, ChooserApi, Credentials, MatchArg, PermissionName, RuleSpec};
 use crate::host::protocol::{KindMessage, PasskeyArming, PromptDecision, ToBrowser};
 use crate::host::record::{DecidedBy, Details, DialogRecord};
 use crate::host::rules;
@@ -347,6 +347,17 @@ pub(in crate::host) struct Carried {
     pub credentials: Option<Credentials>,
     pub passkeys: Option<PasskeyArming>,
     pub files: Option<Vec<String>>,
+}
+
+impl From<Carry> for With {
+    fn from(c: Carry) -> Self {
+        match c {
+            Carry::Login(c) => Self::Login(c),
+            Carry::SaveTo(to) => Self::Pdf { to: Some(to) },
+            Carry::SaveDir(dir) => Self::SaveDir(Some(dir)),
+            Carry::Files(files) => Self::Files(files),
+        }
+    }
 }
 
 impl With {
