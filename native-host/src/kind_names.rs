@@ -11,9 +11,27 @@ use crate::kind::Kind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Where a kind may be named: the kinds' enum, the registry, the agent's parameters, and
-/// its own file (or the file its family shares: payment, sign-in and storage access).
+/// Where a kind may be named: the kinds' enum (`kind.rs`), the registry (`host/kinds/mod.rs`),
+/// the agent's parameters (`api.rs`), and its own file (or the file its family shares:
+/// payment, sign-in and storage access).
 const MOST_FILES: usize = 4;
+
+/// The kinds still named beyond those four, each at most this often, and why. Lower a
+/// figure when a file stops naming the kind; never raise one.
+const STILL_MORE: [(&str, usize, &str); 2] = [
+    (
+        "download",
+        7,
+        "the worker's tab config carries the automatic-downloads setting (protocol.rs, state.rs), and the CDP \
+bridge forwards a remote browser's download events (transport/bridge.rs)",
+    ),
+    (
+        "passkey",
+        9,
+        "the passkey store (passkey_keys.rs) is kept in the session's state file (persist.rs, state.rs) and opened \
+with the data directory (mod.rs); the answer carries the keys to arm (protocol.rs)",
+    ),
+];
 
 /// Every browser prompt's kind, by its wire name (page dialogs are the engine's).
 fn kinds() -> Vec<String> {
@@ -37,9 +55,43 @@ fn kinds() -> Vec<String> {
     names
 }
 
-/// `text` before its tests, without comments and string literals.
+/// `text` without comments, string literals and what is compiled for tests only.
 fn code(text: &str) -> String {
-    let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+    without_tests(&without_literals(text))
+}
+
+/// Each `#[cfg(test)]` item left out: up to its `;`, or its braces' end.
+fn without_tests(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let end = match (rest.find(';'), rest.find('{')) {
+            (Some(semi), Some(open)) if semi < open => semi + 1,
+            (_, Some(open)) => {
+                let mut depth = 0;
+                let close = rest[open..].char_indices().find(|&(_, c)| {
+                    depth += match c {
+                        '{' => 1,
+                        '}' => -1,
+                        _ => 0,
+                    };
+                    depth == 0
+                });
+                close.map_or(rest.len(), |(i, _)| open + i + 1)
+            }
+            (Some(semi), None) => semi + 1,
+            (None, None) => rest.len(),
+        };
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` with comments gone and each string literal empty.
+fn without_literals(text: &str) -> String {
     let (mut out, mut chars) = (String::new(), text.chars().peekable());
     while let Some(c) = chars.next() {
         match c {
@@ -188,11 +240,15 @@ mod tests {
         assert!(names("passkeys", &["passkey"]));
         assert!(!names("ChooserApi", &["device", "chooser"]));
         assert!(!names("eprintln", &["print"]));
-        let c = code("let a = \"Print\"; // Print\nlet b = r#\"Print\"#; let c = '\"'; Print\n#[cfg(test)]\nPrintAsk");
-        assert_eq!(c.matches("Print").count(), 1, "{c}");
+        let c = code(
+            "let a = \"Print\"; // Print\nlet b = r#\"Print\"#; let c = '\"'; Print\n#[cfg(test)]\nmod t { fn f() { PrintAsk } }\n#[cfg(test)]\nuse x::Print;\nfn g() { PrintPdf }",
+        );
+        assert_eq!(c.matches("Print").count(), 2, "{c}");
+        assert!(c.contains("PrintPdf"), "{c}");
     }
 
-    /// Each kind is named in at most `MOST_FILES` files of the host's code.
+    /// Each kind is named in at most `MOST_FILES` files of the pipeline, or (`STILL_MORE`)
+    /// in no more than it was.
     #[test]
     fn each_kind_lives_in_its_own_files() {
         let table = table();
@@ -200,10 +256,16 @@ mod tests {
         let mut over = Vec::new();
         for (kind, files) in &table {
             println!("{kind:>16} {:>2}  {}", files.len(), files.join(" "));
-            if files.len() > MOST_FILES {
-                over.push(format!("{kind}: {}", files.join(", ")));
+            let most = STILL_MORE.iter().find(|(k, ..)| k == kind).map_or(MOST_FILES, |(_, n, _)| *n);
+            if files.len() > most {
+                over.push(format!("{kind} in {} files, at most {most}: {}", files.len(), files.join(", ")));
             }
         }
-        assert!(over.is_empty(), "kinds named in more than {MOST_FILES} files:\n{}", over.join("\n"));
+        assert!(over.is_empty(), "kinds named in more files than they may be:\n{}", over.join("\n"));
+        for (kind, most, why) in STILL_MORE {
+            let n = table.get(kind).map_or(0, Vec::len);
+            assert!(n > MOST_FILES, "{kind} is down to {n} files: take it out of STILL_MORE ({why})");
+            assert!(n >= most, "{kind} is down to {n} files: lower its figure in STILL_MORE to {n}");
+        }
     }
 }

@@ -7,6 +7,7 @@ mod barrier;
 mod dispatch;
 mod explain;
 mod held;
+mod kind_state;
 mod kinds;
 #[cfg(test)]
 mod layers;

@@ -181,8 +181,8 @@ impl State {
         with: With,
     ) -> ToBrowser {
         let accept = decision == PromptDecision::Accept;
-        let kinds::Carried { credentials, passkeys, files } = with.apply(self, (tab_id, id, record), accept);
-        ToBrowser::PromptAnswer { kind, tab_id, id, decision, credentials, passkeys, files, record }
+        let carried = with.apply(self, (tab_id, id, record), accept);
+        ToBrowser::PromptAnswer { kind, tab_id, id, decision, carried, record }
     }
 
     /// The worker applied an answer to a held prompt, gave up on it, or the browser's own

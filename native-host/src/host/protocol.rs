@@ -338,11 +338,26 @@ pub struct PromptResult {
 }
 
 /// The keys a virtual authenticator is armed with for an accepted passkey request; `keep`:
-/// what it makes is kept for the profile (the worker says so in `PasskeysSaved`).
+/// what it makes is kept for the profile (the worker says so in `passkeys_saved`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PasskeyArming {
     pub keep: bool,
     pub credentials: Vec<super::passkey_keys::PasskeyKey>,
+}
+
+/// What an answer to a browser prompt carries besides its decision (`host/kinds/`: each
+/// kind's accept fills in its own).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Carried {
+    /// HTTP auth's login: the only thing sent anywhere that holds a password.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<crate::api::Credentials>,
+    /// An accepted passkey request: what the virtual authenticator starts with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passkeys: Option<PasskeyArming>,
+    /// An accepted file chooser: the files (checked, canonical paths) the page gets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<String>>,
 }
 
 /// What the worker does with a held prompt.
@@ -428,14 +443,8 @@ pub enum ToBrowser {
         tab_id: i64,
         id: u64,
         decision: PromptDecision,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        credentials: Option<crate::api::Credentials>,
-        /// An accepted passkey request: what the virtual authenticator starts with.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        passkeys: Option<PasskeyArming>,
-        /// An accepted file chooser: the files (checked, canonical paths) the page gets.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        files: Option<Vec<String>>,
+        #[serde(flatten)]
+        carried: Carried,
         /// The record it answers; not sent (the CDP bridge names it when the files could not
         /// be copied to a remote browser).
         #[serde(skip)]
@@ -615,9 +624,7 @@ mod tests {
                 tab_id: 1,
                 id: 1,
                 decision: PromptDecision::Accept,
-                credentials: None,
-                passkeys: None,
-                files: None,
+                carried: Carried::default(),
                 record: 0,
             },
             ToBrowser::PromptHold { kind: crate::kind::Kind::Auth, tab_id: 1, id: 1, wait_ms: 1 },

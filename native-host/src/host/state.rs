@@ -133,8 +133,8 @@ pub struct State {
     /// Files a kind will write or move once the worker's result comes, by kind, then by tab
     /// and request (`kinds/`: prints being printed to PDF, downloads decided and not done).
     pub file_jobs: HashMap<crate::kind::Kind, HashMap<(i64, u64), super::record::FileJob>>,
-    /// How many PDFs this host wrote into the prints directory.
-    pub prints_made: u32,
+    /// Each kind's own (`kind_state.rs`).
+    pub kinds: super::kind_state::KindState,
 }
 
 impl Default for State {
@@ -176,7 +176,7 @@ impl State {
             passkeys: Default::default(),
             app_dialogs: Vec::new(),
             file_jobs: HashMap::new(),
-            prints_made: 0,
+            kinds: Default::default(),
         }
     }
 

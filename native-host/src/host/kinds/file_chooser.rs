@@ -293,9 +293,7 @@ impl crate::host::state::State {
             tab_id,
             id,
             decision: PromptDecision::Refuse,
-            credentials: None,
-            passkeys: None,
-            files: None,
+            carried: Default::default(),
             record,
         }]
     }

@@ -18,7 +18,7 @@ mod permission;
 mod print;
 
 use crate::api::{Carry, ChooserApi, Credentials, MatchArg, PermissionName, RuleSpec};
-use crate::host::protocol::{KindMessage, PasskeyArming, PromptDecision, ToBrowser};
+use crate::host::protocol::{Carried, KindMessage, PromptDecision, ToBrowser};
 use crate::host::record::{DecidedBy, Details, DialogRecord};
 use crate::host::rules;
 use crate::host::state::Rule;
@@ -339,14 +339,6 @@ pub(in crate::host) enum With {
     /// A file chooser's: the files the page gets (checked against the allowed directories
     /// by `unmodal mcp`, canonical).
     Files(Vec<std::path::PathBuf>),
-}
-
-/// What an answer's message carries to the worker.
-#[derive(Default)]
-pub(in crate::host) struct Carried {
-    pub credentials: Option<Credentials>,
-    pub passkeys: Option<PasskeyArming>,
-    pub files: Option<Vec<String>>,
 }
 
 impl From<Carry> for With {

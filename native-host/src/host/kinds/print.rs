@@ -176,10 +176,12 @@ impl State {
         let Some(job) = self.file_jobs.get_mut(&Kind::Print).and_then(|j| j.remove(&(tab_id, id))) else { return };
         let fresh = job.to.is_none();
         let outcome = match (data, error) {
-            (Some(_), _) if job.to.is_none() && self.prints_made >= MAX_NEW_PRINTS => Err(format!(
+            (Some(_), _) if job.to.is_none() && self.kinds.get::<PrintsMade>().0 >= MAX_NEW_PRINTS => Err(format!(
                 "this host already wrote {MAX_NEW_PRINTS} new files into the prints directory; name a file with save_to"
             )),
-            (Some(d), _) => save(job.to, job.record, d).inspect(|_| self.prints_made += u32::from(fresh)),
+            (Some(d), _) => {
+                save(job.to, job.record, d).inspect(|_| self.kinds.get::<PrintsMade>().0 += u32::from(fresh))
+            }
             (None, e) => Err(format!("the browser made no PDF: {}", e.unwrap_or("no reason given"))),
         };
         let rec = match self.held.iter_mut().find(|h| h.record.id == job.record) {
@@ -252,6 +254,10 @@ struct PrintPdf {
     #[serde(default)]
     error: Option<String>,
 }
+
+/// How many PDFs this host wrote into the prints directory.
+#[derive(Debug, Default)]
+struct PrintsMade(u32);
 
 #[cfg(test)]
 mod tests {
@@ -326,7 +332,7 @@ mod tests {
     #[test]
     fn a_page_printing_in_a_loop_cannot_fill_the_prints_directory() {
         let mut s = crate::host::state::tests::state_with(Policy::AutoAccept);
-        s.prints_made = MAX_NEW_PRINTS;
+        s.kinds.get::<PrintsMade>().0 = MAX_NEW_PRINTS;
         let ask = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":1,"url":"http://a/r"});
         assert_eq!(to_json(&feed(&mut s, ask).unwrap())[1]["decision"], "accept");
         feed(&mut s, json!({"type":"print_pdf","tab_id":3,"id":1,"data":"JVBERi0xLjQK"})).unwrap();

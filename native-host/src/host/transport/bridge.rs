@@ -20,7 +20,7 @@
 //! - **The browser is gone** (no connection for `GONE_AFTER`): `LinkState` says so, and
 //!   `unmodal mcp` answers every call with `browser_gone`.
 
-use super::super::protocol::{FetchJob, ToBrowser};
+use super::super::protocol::{Carried, FetchJob, ToBrowser};
 use super::{Inbox, Outbox, remote_files, remote_uploads};
 use crate::cdp::{Conn, Endpoint, Event};
 use serde_json::{Value, json};
@@ -271,7 +271,15 @@ impl Connection {
         let uploader = tokio::spawn(async move {
             let mut uploader = remote_uploads::Uploader::new();
             while let Some(mut m) = upload_rx.recv().await {
-                let ToBrowser::PromptAnswer { kind, tab_id, id, record, files: Some(files), .. } = &mut m else {
+                let ToBrowser::PromptAnswer {
+                    kind,
+                    tab_id,
+                    id,
+                    record,
+                    carried: Carried { files: Some(files), .. },
+                    ..
+                } = &mut m
+                else {
                     continue;
                 };
                 let wait_ms = u64::try_from(remote_uploads::wait_for(files).as_millis()).unwrap_or(u64::MAX);

@@ -9,7 +9,7 @@
 //! made safe (`a:b` → `a_b`). A folder goes file by file, each into its place. The extension
 //! never sees these downloads.
 
-use super::super::protocol::{PromptDecision, ToBrowser};
+use super::super::protocol::{Carried, PromptDecision, ToBrowser};
 use super::remote_files::{Helper, call, last_name};
 use crate::cdp::{Conn, Event};
 use serde_json::json;
@@ -33,7 +33,7 @@ const MAX_WAIT: Duration = Duration::from_secs(11 * 60);
 
 /// Whether `m` carries files that must be copied to the browser's machine before it goes.
 pub fn wanted(m: &ToBrowser) -> bool {
-    matches!(m, ToBrowser::PromptAnswer { decision: PromptDecision::Accept, files: Some(f), .. } if !f.is_empty())
+    matches!(m, ToBrowser::PromptAnswer { decision: PromptDecision::Accept, carried: Carried { files: Some(f), .. }, .. } if !f.is_empty())
 }
 
 /// How long copying `files` may take (the worker holds the chooser that long).
@@ -242,9 +242,7 @@ mod tests {
             tab_id: 1,
             id: 1,
             decision,
-            credentials: None,
-            passkeys: None,
-            files,
+            carried: Carried { files, ..Default::default() },
             record: 1,
         };
         assert!(wanted(&answer(PromptDecision::Accept, Some(vec!["/x".into()]))));
