@@ -32,7 +32,7 @@ export function createPrints(prompts, holds, toHost) {
       // away, a removed frame), the hook let its print() do nothing: recorded as that.
       const notShown = /^no_dialog:(sandboxed|unloading|detached)$/.exec(msg.method);
       if (notShown) {
-        prompts.native('print', { tab_id: sender.tab.id, frame_id: sender.frameId, url: String(sender.url ?? ''), no_dialog: notShown[1] });
+        prompts.native('print', prompts.sent(sender, { no_dialog: notShown[1] }));
         return reply('native');
       }
       const fields = prompts.fromPage('print', sender, reply, {});

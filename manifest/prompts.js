@@ -86,11 +86,16 @@ export function createPrompts(toHost, connected, pilotOn) {
     // the sender's tab, frame and URL, for `ask`; null when the pilot is off, and then the
     // request is only recorded and the page goes the browser's way (`reply('native')`).
     fromPage(kind, sender, reply, fields) {
-      const all = { tab_id: sender.tab.id, frame_id: sender.frameId, url: String(sender.url ?? ''), ...fields };
+      const all = this.sent(sender, fields);
       if (pilotOn()) return all;
       this.native(kind, all);
       reply('native');
       return null;
+    },
+    // A page's request's fields: the kind's own, with the sender's tab, frame and URL (the
+    // browser's word, not the page's).
+    sent(sender, fields) {
+      return { tab_id: sender.tab.id, frame_id: sender.frameId, url: String(sender.url ?? ''), ...fields };
     },
     // Pilot off: the browser handles it; the host only records it (nothing waits). Returns
     // the request's id.

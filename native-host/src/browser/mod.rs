@@ -38,15 +38,17 @@ pub struct Running {
     /// Whether the extension reached its host (the pilot's state, as the host said it).
     pub host: Option<bool>,
     /// The browser's DevTools pipe: it closes with it.
-    _pipe: Option<pipe::Pipe>,
+    pipe: Option<pipe::Pipe>,
 }
 
 impl Running {
-    /// Closes a browser this process started: asked politely (SIGTERM), then killed; killed
-    /// at once where the OS has no polite way.
+    /// Closes a browser this process started: asked politely (`Browser.close` over its
+    /// DevTools pipe, the one way on every OS; without one, SIGTERM where there is such a
+    /// signal), then killed; killed at once where it cannot be asked.
     pub async fn close(&mut self) {
         let Some(child) = self.child.as_mut() else { return };
-        let asked = child.id().is_some_and(|pid| platform::ask_to_exit(pid).is_ok());
+        let asked = self.pipe.as_mut().is_some_and(|p| p.ask_to_close().is_ok())
+            || child.id().is_some_and(|pid| platform::ask_to_exit(pid).is_ok());
         if !asked && child.id().is_some() {
             let _ = child.kill().await;
             return;
@@ -75,7 +77,7 @@ pub async fn start(opts: &Options) -> Result<Running> {
     {
         let endpoint = b.port.map_or_else(|| "(port unknown)".to_owned(), say::endpoint);
         let host = profile::host_status(&profile, Duration::ZERO).await;
-        return Ok(Running { child: None, pid: b.pid, endpoint, profile, host, _pipe: None });
+        return Ok(Running { child: None, pid: b.pid, endpoint, profile, host, pipe: None });
     }
     if let Some(pid) = profile::locked_by(&profile) {
         bail!(
@@ -151,7 +153,7 @@ pick another profile with --profile DIR",
     };
     // Also for `mcp --browser`: the agent's first call then finds the extension connected.
     let host = profile::host_status(&profile, HOST_LIMIT).await;
-    Ok(Running { child: Some(child), pid, endpoint: say::endpoint(port), profile, host, _pipe: pipe })
+    Ok(Running { child: Some(child), pid, endpoint: say::endpoint(port), profile, host, pipe })
 }
 
 /// `unmodal browser`: starts it, says how to use it, and runs until it closes or Ctrl-C.

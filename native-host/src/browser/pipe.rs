@@ -40,6 +40,12 @@ pub fn attach(cmd: &mut Command, load_extensions: bool) -> Result<Option<(Pipe, 
 }
 
 impl Pipe {
+    /// `Browser.close`: the browser closes its windows and exits as if a person closed it
+    /// (the only polite way on Windows, which has no signal for it). Not waited for.
+    pub fn ask_to_close(&mut self) -> std::io::Result<()> {
+        self.to_browser.write_all(b"{\"id\":2,\"method\":\"Browser.close\"}\0")
+    }
+
     /// `Extensions.loadUnpacked`; the ID the browser gave it.
     pub async fn load_unpacked(mut self, dir: &Path, limit: Duration) -> Result<(Self, String)> {
         let call = serde_json::json!({"id": 1, "method": "Extensions.loadUnpacked", "params": {"path": dir}});

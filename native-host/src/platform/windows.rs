@@ -7,13 +7,14 @@ use std::ffi::c_void;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::windows::fs::OpenOptionsExt;
-use std::os::windows::io::{AsRawHandle, RawHandle};
+use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::net::windows::named_pipe::{ClientOptions, NamedPipeClient, NamedPipeServer, ServerOptions};
 use windows_sys::Win32::Foundation::{
     CloseHandle, ERROR_ACCESS_DENIED, ERROR_FILE_NOT_FOUND, ERROR_INVALID_PARAMETER, ERROR_LOCK_VIOLATION,
-    ERROR_PIPE_BUSY, ERROR_SHARING_VIOLATION, HANDLE, LocalFree, STILL_ACTIVE,
+    ERROR_PIPE_BUSY, ERROR_SHARING_VIOLATION, HANDLE, HANDLE_FLAG_INHERIT, LocalFree, STILL_ACTIVE,
+    SetHandleInformation,
 };
 use windows_sys::Win32::Security::Authorization::{
     ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
@@ -25,7 +26,7 @@ use windows_sys::Win32::Storage::FileSystem::{
     FILE_FLAG_OPEN_REPARSE_POINT, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx,
 };
 use windows_sys::Win32::System::IO::OVERLAPPED;
-use windows_sys::Win32::System::Pipes::{GetNamedPipeClientProcessId, GetNamedPipeServerProcessId};
+use windows_sys::Win32::System::Pipes::{CreatePipe, GetNamedPipeClientProcessId, GetNamedPipeServerProcessId};
 use windows_sys::Win32::System::Threading::{
     GetCurrentProcess, GetExitCodeProcess, OpenProcess, OpenProcessToken, PROCESS_QUERY_LIMITED_INFORMATION,
 };
@@ -310,9 +311,10 @@ pub async fn terminated() {
     }
 }
 
-/// No signal to ask a GUI process to close with; the caller ends it instead.
+/// No signal to ask a GUI process to close with: a browser Unmodal started is asked over its
+/// DevTools pipe instead (`Browser.close`, `browser/pipe.rs`).
 pub fn ask_to_exit(_pid: u32) -> io::Result<()> {
-    Err(unsupported("asking a browser to close"))
+    Err(unsupported("asking a process to close by its id"))
 }
 
 pub fn runs_as_root() -> bool {
@@ -380,12 +382,45 @@ pub fn is_executable(path: &Path) -> bool {
 
 // ---- Browsers --------------------------------------------------------------------------
 
-pub struct BrowserEnds;
+/// The browser's ends of its DevTools pipe: inherited by the browser, closed here once it
+/// has started (then the pipe ends when the browser does).
+pub struct BrowserEnds(#[allow(dead_code)] OwnedHandle, #[allow(dead_code)] OwnedHandle);
 
-/// Chromium takes its DevTools pipe on Windows as inherited handles
-/// (`--remote-debugging-io-pipes`): not done yet.
-pub fn devtools_pipe(_cmd: &mut tokio::process::Command) -> io::Result<(File, File, BrowserEnds)> {
-    Err(unsupported("the DevTools pipe (loading the extension into branded Chrome)"))
+/// An anonymous pipe whose one end (the reading one if `child_reads`) the next process
+/// started inherits; the other stays here alone. Returns (the child's end, ours).
+fn pipe_for_child(child_reads: bool) -> io::Result<(OwnedHandle, OwnedHandle)> {
+    let inherit = SECURITY_ATTRIBUTES {
+        nLength: std::mem::size_of::<SECURITY_ATTRIBUTES>() as u32,
+        lpSecurityDescriptor: std::ptr::null_mut(),
+        bInheritHandle: 1,
+    };
+    let (mut read, mut write): (HANDLE, HANDLE) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: valid out pointers and attributes that outlive the call.
+    if unsafe { CreatePipe(&mut read, &mut write, &inherit, 0) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: CreatePipe just made both handles; nothing else owns them.
+    let (read, write) = unsafe { (OwnedHandle::from_raw_handle(read), OwnedHandle::from_raw_handle(write)) };
+    let (child, ours) = if child_reads { (read, write) } else { (write, read) };
+    // SAFETY: a handle this process owns.
+    if unsafe { SetHandleInformation(ours.as_raw_handle(), HANDLE_FLAG_INHERIT, 0) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((child, ours))
+}
+
+/// Chromium on Windows takes its DevTools pipe as two inherited handles named on its
+/// command line (`--remote-debugging-io-pipes=<it reads>,<it writes>`; the process starter
+/// inherits inheritable handles). Returns our writing and reading ends.
+pub fn devtools_pipe(cmd: &mut tokio::process::Command) -> io::Result<(File, File, BrowserEnds)> {
+    let (browser_reads, we_write) = pipe_for_child(true)?;
+    let (browser_writes, we_read) = pipe_for_child(false)?;
+    cmd.arg(format!(
+        "--remote-debugging-io-pipes={},{}",
+        browser_reads.as_raw_handle() as usize,
+        browser_writes.as_raw_handle() as usize
+    ));
+    Ok((File::from(we_write), File::from(we_read), BrowserEnds(browser_reads, browser_writes)))
 }
 
 pub fn browser_candidates() -> (Vec<PathBuf>, Vec<PathBuf>) {
@@ -474,6 +509,56 @@ pub fn permission_bits(_path: &Path) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write};
+
+    const CHILD: &str = "UNMODAL_TEST_PIPE_CHILD";
+    const NAME: &str = "platform::windows::tests::the_devtools_pipe_reaches_a_child_by_its_handles";
+
+    /// What a browser does with its pipe, cut short: reads one message from the first handle
+    /// named, writes it back reversed on the second, and exits.
+    fn echo(handles: &str) {
+        use std::os::windows::io::FromRawHandle;
+        let (a, b) = handles.split_once(',').expect("two handles");
+        let handle = |h: &str| h.parse::<usize>().expect("a handle's number") as super::RawHandle;
+        // SAFETY: the handles this process inherited, named by its parent; used once here.
+        let (mut input, mut output) =
+            unsafe { (std::fs::File::from_raw_handle(handle(a)), std::fs::File::from_raw_handle(handle(b))) };
+        let mut got = Vec::new();
+        let mut byte = [0u8];
+        while input.read(&mut byte).expect("reading the pipe") == 1 && byte[0] != 0 {
+            got.push(byte[0]);
+        }
+        got.reverse();
+        got.push(0);
+        output.write_all(&got).expect("writing the pipe");
+    }
+
+    /// The pipe's handles reach a process started after it, by the numbers its command line
+    /// names; once it exits, our reading end ends (the browser's ends are not kept here).
+    /// The child is this test binary again.
+    #[test]
+    fn the_devtools_pipe_reaches_a_child_by_its_handles() {
+        if let Ok(handles) = std::env::var(CHILD) {
+            return echo(&handles);
+        }
+        let mut browser = tokio::process::Command::new("chrome.exe");
+        let (mut to, mut from, ends) = super::devtools_pipe(&mut browser).expect("a pipe");
+        let arg = browser.as_std().get_args().last().expect("an argument").to_string_lossy().into_owned();
+        let handles = arg.strip_prefix("--remote-debugging-io-pipes=").expect("the switch").to_owned();
+        let mut child = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+            .args(["--exact", NAME, "--test-threads", "1"])
+            .env(CHILD, &handles)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("the child starts");
+        drop(ends);
+        to.write_all(b"ping\0").expect("writing");
+        let mut got = Vec::new();
+        from.read_to_end(&mut got).expect("reading up to the end");
+        assert_eq!(got, b"gnip\0");
+        assert!(child.wait().expect("the child ends").success());
+    }
+
     #[test]
     fn file_uris_name_drive_paths() {
         let p = super::path_of_file_uri;
