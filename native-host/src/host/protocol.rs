@@ -600,6 +600,10 @@ mod tests {
             include_str!("../../../manifest/applinks.js"),
             include_str!("../../../manifest/print.js"),
             include_str!("../../../manifest/downloads.js"),
+            include_str!("../../../manifest/host_port.js"),
+            include_str!("../../../manifest/tabs.js"),
+            include_str!("../../../manifest/pilot_switch.js"),
+            include_str!("../../../manifest/page_router.js"),
         ]
         .concat();
         for m in samples() {

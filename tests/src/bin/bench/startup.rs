@@ -58,10 +58,14 @@ fn scoped_copy(from: &Path, origin: &str, name: &str, empty: bool) -> Result<tem
     let scripts = m.get_mut("content_scripts").and_then(Value::as_array_mut).context("no content_scripts")?;
     if !empty {
         let isolated = scripts.iter().find(|s| s["world"] == "ISOLATED").context("no ISOLATED content script")?;
-        // As this build's background.js registers it: in every frame, or (since the work on
-        // issue 14) in frames with a URL of their own only.
-        let own_url_only =
-            std::fs::read_to_string(from.join("background.js"))?.contains("matchOriginAsFallback: false");
+        // As this build's worker registers it (pilot_switch.js; background.js before issue
+        // 37): in every frame, or (since the work on issue 14) in frames with a URL of their
+        // own only.
+        let registers = ["pilot_switch.js", "background.js"]
+            .iter()
+            .find_map(|f| std::fs::read_to_string(from.join(f)).ok().filter(|s| s.contains("PILOT_SCRIPT_SPEC")))
+            .context("no worker file registers the pilot script")?;
+        let own_url_only = registers.contains("matchOriginAsFallback: false");
         let mut pilot = isolated.clone();
         pilot["js"] = json!(["pilot.js"]);
         if own_url_only {
