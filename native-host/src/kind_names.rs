@@ -27,9 +27,9 @@ bridge forwards a remote browser's download events (transport/bridge.rs)",
     ),
     (
         "passkey",
-        9,
-        "the passkey store (passkey_keys.rs) is kept in the session's state file (persist.rs, state.rs) and opened \
-with the data directory (mod.rs); the answer carries the keys to arm (protocol.rs)",
+        7,
+        "the passkey store (passkey_keys.rs, a module of host/mod.rs) sits below the wire types, which carry the \
+keys an answer arms (protocol.rs)",
     ),
 ];
 

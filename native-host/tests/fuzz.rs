@@ -464,18 +464,8 @@ fn fingerprint(s: &State) -> String {
     let mut snap = serde_json::to_value(s.snapshot()).unwrap();
     snap.as_object_mut().map(|m| m.remove("held"));
     format!(
-        "{snap}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}",
-        s.rules,
-        s.held,
-        s.delivered,
-        s.sent_rev,
-        s.app_dialogs,
-        s.file_jobs,
-        s.file_access,
-        s.passkeys.session,
-        s.armed,
-        s.pilot,
-        s.kinds,
+        "{snap}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}",
+        s.rules, s.held, s.delivered, s.sent_rev, s.app_dialogs, s.file_jobs, s.file_access, s.armed, s.pilot, s.kinds,
     )
 }
 

@@ -13,6 +13,12 @@ impl<T: Any + Send + Debug> Slot for T {}
 pub struct KindState(BTreeMap<TypeId, Box<dyn Slot>>);
 
 impl KindState {
+    /// The kind's `T`, if it has one yet.
+    pub fn peek<T: Any>(&self) -> Option<&T> {
+        let slot: &dyn Any = self.0.get(&TypeId::of::<T>())?.as_ref();
+        slot.downcast_ref::<T>()
+    }
+
     /// The kind's `T`, its default until first changed.
     pub fn get<T: Any + Send + Debug + Default>(&mut self) -> &mut T {
         let slot: &mut dyn Any = self.0.entry(TypeId::of::<T>()).or_insert_with(|| Box::new(T::default())).as_mut();
@@ -46,6 +52,8 @@ mod tests {
         k.get::<Other>().0 += 5;
         k.get::<Made>().0 += 1;
         assert_eq!((k.get::<Made>().0, k.get::<Other>().0), (3, 5));
+        assert_eq!(k.peek::<Made>().map(|m| m.0), Some(3));
+        assert!(k.peek::<u8>().is_none(), "nothing of a type never kept");
         let said = format!("{k:?}");
         assert!(said.contains("Made(3)") && said.contains("Other(5)"), "{said}");
     }

@@ -266,8 +266,10 @@ async fn start(browser: crate::parent_browser::ParentBrowser) -> Result<Started>
         Err(e) => tracing::error!(error = %e, "redaction config unreadable; using the built-in patterns"),
     }
     match paths::data_dir() {
-        Ok(data) => state.passkeys = passkey_keys::PasskeyKeys::open(data),
-        Err(e) => tracing::warn!(error = %e, "no data directory: passkeys last this session only"),
+        Ok(data) => kinds::open(&mut state, &data),
+        Err(e) => {
+            tracing::warn!(error = %e, "no data directory: what a kind keeps (a kept passkey) lasts this session only")
+        }
     }
     persist::remove_stale(&dir);
     let (tx, outbox) = mpsc::unbounded_channel();

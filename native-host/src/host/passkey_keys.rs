@@ -68,7 +68,7 @@ impl PasskeyKey {
     }
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct PasskeyKeys {
     /// This browser session's (kept ones too, with their newest counts).
     pub session: Vec<PasskeyKey>,

@@ -4,14 +4,13 @@
 //! `hello`), private to the user like the sockets, written whole and renamed into place.
 
 use super::logs::{LogEntry, Logs};
-use super::passkey_keys::PasskeyKey;
 use super::record::{DecidedBy, DialogRecord, HeldDialog};
 use super::rules::Stored;
 use super::state::{ReportsSeen, State, Tab, TabPolicy};
 use crate::api::{MatchArg, RuleSpec};
 use ringbuf::traits::{Consumer, RingBuffer};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use unmodal_engine::RuleTarget;
@@ -129,9 +128,10 @@ pub struct Snapshot {
     /// another browser (one that claims this session's name) does not inherit it.
     #[serde(default)]
     pilot_on_for: Option<u32>,
-    /// This browser session's passkeys (the kept ones live in the data directory too).
-    #[serde(default)]
-    passkeys: Vec<PasskeyKey>,
+    /// What each kind keeps for a later host of this browser session, by the kind's name
+    /// (`Spec::saved`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    kinds: BTreeMap<String, serde_json::Value>,
 }
 
 /// A browser session's name as the extension gives it: short, letters and digits only (it
@@ -172,7 +172,7 @@ impl State {
             logs_evicted: self.logs.evicted,
             reports_seen: self.reports_seen.clone(),
             pilot_on_for: if self.pilot { self.browser.pid } else { None },
-            passkeys: self.passkeys.session.clone(),
+            kinds: super::kinds::saved(self),
         }
     }
 
@@ -199,7 +199,7 @@ impl State {
         }
         let (now, wall) = (Instant::now(), wall_ms());
         self.held = s.held.into_iter().map(|h| h.into_held(now, wall)).collect();
-        self.passkeys.save(s.passkeys, false);
+        super::kinds::restore(self, s.kinds);
     }
 }
 

@@ -126,8 +126,6 @@ pub struct State {
     /// Barriers sent to the worker, and the newest it answered (`barrier.rs`).
     pub(super) sync_sent: u64,
     pub(super) sync_seen: u64,
-    /// The virtual authenticator's passkeys (`passkey_keys.rs`).
-    pub passkeys: super::passkey_keys::PasskeyKeys,
     /// The browser's own app-link dialogs showing in tabs (`kinds/app_link.rs`).
     pub app_dialogs: Vec<super::record::AppDialog>,
     /// Files a kind will write or move once the worker's result comes, by kind, then by tab
@@ -173,7 +171,6 @@ impl State {
             reports_seen: ReportsSeen::default(),
             sync_sent: 0,
             sync_seen: 0,
-            passkeys: Default::default(),
             app_dialogs: Vec::new(),
             file_jobs: HashMap::new(),
             kinds: Default::default(),

@@ -147,6 +147,27 @@ pub(in crate::host) fn asked<R>(
     go(&*ask)
 }
 
+/// As the host starts: each kind opens what it keeps in the data directory.
+pub(in crate::host) fn open(s: &mut State, data_dir: &std::path::Path) {
+    for k in ALL {
+        k.open(s, data_dir);
+    }
+}
+
+/// What each kind keeps for a later host of this browser session, by its name.
+pub(in crate::host) fn saved(s: &State) -> std::collections::BTreeMap<String, serde_json::Value> {
+    ALL.iter().filter_map(|k| Some((k.kind().as_str().to_owned(), k.saved(s)?))).collect()
+}
+
+/// Gives each kind back what it saved (a name no kind has is left alone).
+pub(in crate::host) fn restore(s: &mut State, saved: std::collections::BTreeMap<String, serde_json::Value>) {
+    for (name, value) in saved {
+        if let Some(k) = ALL.iter().find(|k| k.kind().as_str() == name) {
+            k.restore(s, value);
+        }
+    }
+}
+
 /// A kind's own message, to the kind whose `type` it is. `Err` refuses it whole.
 pub(in crate::host) fn on_message(s: &mut State, m: KindMessage) -> Result<Vec<ToBrowser>, String> {
     let kind = ALL
@@ -181,6 +202,15 @@ pub(in crate::host) trait Spec: Sync {
     fn on_message(&self, _s: &mut State, _fields: serde_json::Value) -> Result<Vec<ToBrowser>, serde_json::Error> {
         Ok(Vec::new())
     }
+    /// As the host starts: what it keeps in Unmodal's data directory.
+    fn open(&self, _s: &mut State, _data_dir: &std::path::Path) {}
+    /// What of its state a later host of this browser session takes over (in the
+    /// session's state file, `persist.rs`).
+    fn saved(&self, _s: &State) -> Option<serde_json::Value> {
+        None
+    }
+    /// Takes back what `saved` gave, from the host before this one.
+    fn restore(&self, _s: &mut State, _saved: serde_json::Value) {}
     /// Whether `rule` is one of this kind's.
     fn owns(&self, rule: &RuleSpec) -> bool;
     /// Its rules' name in the rule store's per-tab limit.

@@ -17,6 +17,7 @@ use super::{
     pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
+use crate::host::passkey_keys::{PasskeyKey, PasskeyKeys};
 use crate::host::protocol::{PasskeyArming, PromptDecision, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord};
 use crate::host::state::State;
@@ -67,6 +68,24 @@ impl Spec for Passkey {
         Some("passkeys_saved")
     }
 
+    /// The keys the data directory keeps (`keep` rules' passkeys).
+    fn open(&self, s: &mut State, data_dir: &std::path::Path) {
+        *s.kinds.get::<PasskeyKeys>() = PasskeyKeys::open(data_dir.to_path_buf());
+    }
+
+    /// This browser session's keys go in its state file.
+    fn saved(&self, s: &State) -> Option<serde_json::Value> {
+        let keys = &s.kinds.peek::<PasskeyKeys>()?.session;
+        (!keys.is_empty()).then(|| serde_json::to_value(keys).ok()).flatten()
+    }
+
+    fn restore(&self, s: &mut State, saved: serde_json::Value) {
+        match serde_json::from_value::<Vec<PasskeyKey>>(saved) {
+            Ok(keys) => s.kinds.get::<PasskeyKeys>().save(keys, false),
+            Err(e) => tracing::warn!(error = %e, "the session's passkeys in its state file are unreadable; not used"),
+        }
+    }
+
     fn on_message(&self, s: &mut State, fields: serde_json::Value) -> Result<Vec<ToBrowser>, serde_json::Error> {
         let m = PasskeysSaved::deserialize(fields)?;
         s.on_passkeys_saved(m.keep, m.credentials);
@@ -108,7 +127,7 @@ impl Spec for Passkey {
 /// What arms the virtual authenticator for `rp_id`: its passkeys, and whether what it makes
 /// is kept for the profile.
 pub(super) fn arming(s: &State, rp_id: &str, keep: bool) -> PasskeyArming {
-    PasskeyArming { keep, credentials: s.passkeys.for_rp(rp_id) }
+    PasskeyArming { keep, credentials: s.kinds.peek::<PasskeyKeys>().map_or_else(Vec::new, |k| k.for_rp(rp_id)) }
 }
 
 impl PasskeyAsk {
@@ -187,7 +206,7 @@ impl State {
                 }
             })
             .collect();
-        self.passkeys.save(keys, keep);
+        self.kinds.get::<PasskeyKeys>().save(keys, keep);
     }
 }
 
@@ -314,6 +333,28 @@ mod tests {
         let m = &to_json(&done.msgs)[0];
         assert_eq!((m["decision"].as_str(), m["passkeys"]["keep"].as_bool()), (Some("accept"), Some(false)));
         assert_eq!(m["passkeys"]["credentials"][0]["credentialId"], "Ag==");
+    }
+
+    /// A host that takes over the browser session (from its state file) arms with the
+    /// session's keys; a file whose keys are unreadable costs only them.
+    #[test]
+    fn the_sessions_keys_go_to_the_next_host() {
+        let mut old = state(Policy::Auto);
+        saved(&mut old, false, "AQ==", "a.example");
+        let file = serde_json::to_value(old.snapshot()).unwrap();
+        assert_eq!(file["kinds"]["passkey"][0]["credentialId"], "AQ==", "{file}");
+        let mut new = state(Policy::Auto);
+        new.restore(serde_json::from_value(file.clone()).unwrap());
+        assert_eq!(arming(&new, "a.example", false).credentials.len(), 1);
+        assert!(arming(&new, "b.example", false).credentials.is_empty());
+        // Nothing kept: nothing written for the kind.
+        assert!(serde_json::to_value(state(Policy::Auto).snapshot()).unwrap().get("kinds").is_none());
+        let mut bad = file;
+        bad["kinds"]["passkey"] = json!("not keys");
+        let mut new = state(Policy::Auto);
+        new.restore(serde_json::from_value(bad).unwrap());
+        assert!(arming(&new, "a.example", false).credentials.is_empty());
+        assert_eq!(new.tabs.len(), old.tabs.len(), "the rest of the state came back");
     }
 
     #[test]
