@@ -61,9 +61,30 @@ pub struct Shared {
     /// How many snapshots were taken, and the newest one on disk.
     snapshots: std::sync::atomic::AtomicU64,
     written: Mutex<u64>,
+    /// The state directory was found gone (said once).
+    dir_gone: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
+    /// What serves `state`, saving it under `dir`; and what it sends the browser.
+    fn new(state: State, dir: PathBuf) -> (Arc<Self>, mpsc::UnboundedReceiver<ToBrowser>) {
+        let (tx, outbox) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            to_browser: tx,
+            browser_spoke: Notify::new(),
+            dir,
+            session: Mutex::new(None),
+            changed: Notify::new(),
+            pilot: pilot::PilotCalls::default(),
+            fetch: Mutex::new(None),
+            snapshots: 0.into(),
+            written: Mutex::new(0),
+            dir_gone: Default::default(),
+        });
+        (shared, outbox)
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave State half-updated in a way that
         // matters more than losing the browser; keep serving.
@@ -149,6 +170,13 @@ impl Shared {
         }
         match persist::save(&self.dir, &s.session, &s.bytes) {
             Ok(()) => *written = s.seq,
+            // The runtime directory was removed (a logout, a test's teardown): no later host
+            // can look there either. Said once, not at every snapshot.
+            Err(_) if !self.dir.exists() => {
+                if !self.dir_gone.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::warn!(dir = %self.dir.display(), "the state directory is gone: state is not saved");
+                }
+            }
             Err(e) => tracing::error!(error = %e, "state not saved"),
         }
     }
@@ -272,19 +300,7 @@ async fn start(browser: crate::parent_browser::ParentBrowser) -> Result<Started>
         }
     }
     persist::remove_stale(&dir);
-    let (tx, outbox) = mpsc::unbounded_channel();
-    let shared = Arc::new(Shared {
-        state: Mutex::new(state),
-        to_browser: tx,
-        browser_spoke: Notify::new(),
-        dir,
-        session: Mutex::new(None),
-        changed: Notify::new(),
-        pilot: pilot::PilotCalls::default(),
-        fetch: Mutex::new(None),
-        snapshots: 0.into(),
-        written: Mutex::new(0),
-    });
+    let (shared, outbox) = Shared::new(state, dir);
     tokio::spawn(socket::accept(listener, shared.clone()));
     tokio::spawn(saver(shared.clone()));
     Ok(Started { shared, outbox, socket })
@@ -410,5 +426,26 @@ mod tests {
         assert!(!paths::socket_being_bound(&path).exists());
         let (client, accepted) = tokio::join!(crate::platform::connect(&path), listener.accept());
         assert!(client.is_ok() && accepted.is_ok(), "the renamed socket takes connections");
+    }
+
+    /// Snapshots are written under the session's name; once the directory is gone (a
+    /// logout, a test's teardown) none is, and it is said once; when it is back, they are.
+    #[test]
+    fn a_removed_state_directory_is_said_once_and_saving_resumes_when_it_is_back() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("run");
+        std::fs::create_dir(&dir).unwrap();
+        let (shared, _outbox) = Shared::new(State::new(), dir.clone());
+        *shared.session.lock().unwrap() = Some(("session0001".into(), tempfile::tempfile().unwrap()));
+        let save = || shared.write(shared.snapshot_locked(&shared.state()).unwrap());
+        save();
+        assert!(persist::path(&dir, "session0001").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+        save();
+        save();
+        assert!(shared.dir_gone.load(std::sync::atomic::Ordering::Relaxed), "said");
+        std::fs::create_dir(&dir).unwrap();
+        save();
+        assert!(persist::path(&dir, "session0001").exists(), "saved again");
     }
 }
