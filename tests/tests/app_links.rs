@@ -305,6 +305,8 @@ async fn a_frame_its_parent_navigates_is_reported_blocking_until_the_tab_goes_to
     s.takes_input().await?;
     // A frame its parent points at an app link fires no `navigate` the hook could cancel:
     // the browser shows its dialog, and Unmodal says so.
+    let blurs = "seen.filter((e) => e === 'blur').length";
+    let blurred = s.page_value(blurs).await?.as_u64().unwrap_or(0);
     s.page_value(
         "document.body.insertAdjacentHTML('beforeend', '<iframe src=\"myapp://framed?token=s3cret\"></iframe>'); 0",
     )
@@ -329,6 +331,13 @@ async fn a_frame_its_parent_navigates_is_reported_blocking_until_the_tab_goes_to
     let id = shown["dialog_id"].clone();
     let err = s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": false})).await?;
     assert!(format!("{err:?}").contains("no answer reaches it"), "{err:?}");
+    // The browser shows its dialog once it has asked the system for the scheme's handler
+    // (under load, after the navigation's end was reported): it takes the page's focus.
+    // Navigating away before that would leave it over the next page.
+    eventually(LIMIT, "the browser's dialog taking the page's focus", || async {
+        Ok((s.page_value(blurs).await?.as_u64().unwrap_or(0) > blurred).then_some(()))
+    })
+    .await?;
     // The way out: another site.
     let other = WebServer::other_site()?;
     let away = other.page("/away", PAGE, &[]);
