@@ -56,6 +56,21 @@ fn available_memory_gb() -> Option<u64> {
 /// One test's share of the machine: held while any browser of that test runs.
 pub struct Slot {
     _permit: OwnedSemaphorePermit,
+    since: std::time::Instant,
+}
+
+/// `UNMODAL_TEST_TIMES=<file>`: each test's time holding a slot (its browsers' lives) is
+/// appended there as `<seconds> <test>`, to find the tests that set the suite's length.
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let Some(path) = std::env::var_os("UNMODAL_TEST_TIMES") else { return };
+        let thread = std::thread::current();
+        let line = format!("{:.1} {}\n", self.since.elapsed().as_secs_f64(), thread.name().unwrap_or("?"));
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
+        if let Ok(mut file) = file {
+            let _ = std::io::Write::write_all(&mut file, line.as_bytes());
+        }
+    }
 }
 
 static SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(browser_slots())));
@@ -76,7 +91,7 @@ pub async fn slot() -> Arc<Slot> {
     if let Some(slot) = held(&map) {
         return slot;
     }
-    let slot = Arc::new(Slot { _permit: permit });
+    let slot = Arc::new(Slot { _permit: permit, since: std::time::Instant::now() });
     map.retain(|_, s| s.strong_count() > 0);
     map.insert(me, Arc::downgrade(&slot));
     slot
@@ -275,8 +290,18 @@ impl Browser {
         Page::attach(self.cdp.clone(), id).await
     }
 
+    /// Closes the tab and waits until the browser has let it go (its target is gone):
+    /// `Target.closeTarget` answers as the close starts, and what the tab held (a chooser
+    /// left open) is torn down after, where it can cancel a chooser another tab opens.
     pub async fn close_page(&self, page: &Page) -> Result<()> {
-        self.cdp.call(None, "Target.closeTarget", json!({"targetId": page.target_id})).await.map(drop)
+        self.cdp.call(None, "Target.closeTarget", json!({"targetId": page.target_id})).await?;
+        eventually(Duration::from_secs(10), "the closed tab's target went away", || async {
+            let targets = self.cdp.call(None, "Target.getTargets", json!({})).await?;
+            let listed =
+                targets["targetInfos"].as_array().into_iter().flatten().any(|t| t["targetId"] == *page.target_id);
+            Ok((!listed).then_some(()))
+        })
+        .await
     }
 
     /// The port of the browser's DevTools endpoint (`--remote-debugging-port=0` picked it;
