@@ -90,6 +90,7 @@ const asks = {
   sign_in: heldInPage('sign_in', (what) => ({ provider: what.slice(0, 2048) })),
   payment: heldInPage('payment', (what) => ({ able: what === 'able' })),
   storage_access: heldInPage('storage_access', (what) => ({ granted: what === 'granted' })),
+  eye_dropper: heldInPage('eye_dropper', () => ({})),
   // A File System Access picker (inject/48-file-pickers.js): `what` is its mode.
   file_chooser: heldInPage('file_chooser', (what) => ({ mode: ['open_picker', 'save_picker', 'directory_picker'][what] ?? 'open_picker' })),
 };
@@ -107,9 +108,9 @@ const pages = createPageRouter({
   configFor,
   report: (msg) => hostPort.report(msg),
   asks,
+  // The browser answered a call of the page's first: each kind that made it keeps it.
   settled: (msg, sender) => {
-    choosers.settled(msg, sender);
-    passkeys.settled(msg, sender);
+    for (const kind in asks) asks[kind].settled?.(msg, sender);
   },
   pilot,
   tabs,

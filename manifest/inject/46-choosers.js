@@ -1,16 +1,12 @@
-  // @needs win, apply, defineProperty, captureStackTrace, queueMicrotask, protoOf, withoutOwnFrames, addDisguiser
-  // @needs newDOMException
-  // @needs ANSWER_NATIVE, askBrowser, tellSettled, promiseThen, deferred
+  // @needs apply, defineProperty, captureStackTrace, protoOf, addDisguiser, newDOMException
+  // @needs promiseThen, askIfPending
   // ---- Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth; the screen-share picker) ----
   // No extension can list, pick or cancel a chooser (chrome.debugger refuses the
   // DeviceAccess domain), and in headless Chromium one opened after a gesture never settles.
-  // So the browser's own code makes the call — it converts and checks the arguments, the
-  // gesture and the permissions policy, and every such failure comes back already settled —
-  // and a call still pending two microtasks later opened a chooser. That one is asked about
-  // (44-ask) like a permission (rule, policy, agent, watchdog); the answer is cancel, and
-  // the page gets the browser's own cancel result. Pilot off, the browser's chooser stands.
-  // Whichever settles first wins: a person who picks a device in a headful browser's
-  // chooser answers it. getDisplayMedia's picker (screen, window or tab) is one more
+  // So the browser makes the call and a call still pending two microtasks later opened a
+  // chooser (45-pending-call); the host's answer is cancel (it never accepts one), and the
+  // page gets the browser's own cancel result. Pilot off, the browser's chooser stands.
+  // getDisplayMedia's picker (screen, window or tab) is one more
   // chooser: it needs no gesture, and in headless it never settles either.
   // The browser's results for a cancelled chooser (measured: a second chooser in a tab
   // cancels the first; Bluetooth's from Blink's error table; the picker's is the refusal
@@ -27,86 +23,42 @@
   const chooserNatives = { __proto__: null };
   let availabilityOf; // Bluetooth.prototype.getAvailability, where Bluetooth is exposed
 
-  const chooserCall = (which, self, args) => {
-    const c = CANCELS[which];
-    const d = deferred();
-    let p;
-    try {
-      p = apply(chooserNatives[which], self, args);
-    } catch (err) {
-      d.reject(withoutOwnFrames(err, chooserHooks[which]));
-      return d.promise;
-    }
-    if (p === null || typeof p !== 'object') {
-      d.resolve(p);
-      return d.promise;
-    }
-    let done = false;
-    let asked = 0;
-    const end = () => {
-      if (done) return false;
-      done = true;
-      return true;
-    };
-    // The browser's chooser answered (or the call failed): the page gets that.
-    const settled = () => {
-      if (asked !== 0) tellSettled(asked);
-    };
-    // Named: its stack is re-captured from below it (nothing of the page's is under it).
-    const rejected = (err) => {
-      if (!end()) return;
-      d.reject(withoutOwnFrames(err, rejected));
-      settled();
-    };
-    defineProperty(p, 'constructor', { __proto__: null, value: undefined, configurable: true });
-    apply(promiseThen, p, [
-      (v) => {
-        if (!end()) return;
-        d.resolve(v);
-        settled();
-      },
-      rejected,
-    ]);
-    const cancel = () => {
-      if (!end()) return;
+  // Each chooser's cancel result. The browser's own cancel errors have a `stack` (V8's
+  // accessor, as captureStackTrace makes it) with no frames: they are made in a task of
+  // the browser's. A script's DOMException has none; capturing from above the cancel (our
+  // only frames) leaves none either, so not even a page's Error.prepareStackTrace sees ours.
+  const cancels = [];
+  for (let i = 0; i < 5; i++) {
+    const c = CANCELS[i];
+    const cancel = (d, top) => {
       if (c.message === null) {
         d.resolve([]);
         return;
       }
-      // The browser's own cancel errors have a `stack` (V8's accessor, as captureStackTrace
-      // makes it) with no frames: they are made in a task of the browser's. A script's
-      // DOMException has none; capturing from above `cancel` (our only frame) leaves none
-      // either, so not even a page's Error.prepareStackTrace sees ours.
       const err = newDOMException(c.message, c.name);
-      if (c.stack) captureStackTrace(err, cancel);
+      if (c.stack) captureStackTrace(err, top);
       d.reject(err);
     };
-    const look = () => {
-      if (done) return;
-      asked = askBrowser('device_chooser', c.api, c.method, (code) => {
-        // Anything but the browser's own way (pilot off) cancels: a chooser left open never
-        // settles in headless.
-        if (code !== ANSWER_NATIVE) apply(queueMicrotask, win, [cancel]);
-      });
-    };
-    // Bluetooth without an adapter fails by itself, but later than two microtasks: no
-    // chooser opened, nothing to ask (a cancel would race the browser's own failure; it won
-    // 8 times in 32 measured).
-    const lookUnlessNoAdapter = () => {
-      if (done) return;
-      if (which !== 3 || availabilityOf === undefined) return look();
-      let q;
-      try {
-        q = apply(availabilityOf, self, []);
-      } catch {
-        return look();
-      }
-      if (q === null || typeof q !== 'object') return look();
-      defineProperty(q, 'constructor', { __proto__: null, value: undefined, configurable: true });
-      apply(promiseThen, q, [(has) => { if (has !== false) look(); }, look]);
-    };
-    apply(queueMicrotask, win, [() => apply(queueMicrotask, win, [lookUnlessNoAdapter])]);
-    return d.promise;
+    cancels[i] = cancel;
+  }
+  // Bluetooth without an adapter fails by itself, but later than two microtasks: no
+  // chooser opened, nothing to ask (a cancel would race the browser's own failure; it won
+  // 8 times in 32 measured).
+  const unlessNoAdapter = (self) => (look) => {
+    let q;
+    try {
+      q = apply(availabilityOf, self, []);
+    } catch {
+      return look();
+    }
+    if (q === null || typeof q !== 'object') return look();
+    defineProperty(q, 'constructor', { __proto__: null, value: undefined, configurable: true });
+    apply(promiseThen, q, [(has) => { if (has !== false) look(); }, look]);
+  };
+  const chooserCall = (which, self, args) => {
+    const c = CANCELS[which];
+    const ready = which === 3 && availabilityOf !== undefined ? unlessNoAdapter(self) : null;
+    return askIfPending(chooserNatives[which], self, args, chooserHooks[which], 'device_chooser', c.api, c.method, cancels[which], ready);
   };
   // Method shorthand, one object each: the natives' names and lengths (a named parameter
   // where the native declares one, so no `length` needs defining), no prototype, not

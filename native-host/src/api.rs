@@ -67,6 +67,11 @@ pub enum DialogTypeArg {
     /// browser's own refusal).
     #[serde(rename = "storage_access")]
     StorageAccess,
+    /// EyeDropper.open(), once the browser opened its eye dropper: accept = leave it to the
+    /// browser (headless: it never settles; headful: it waits for a person's click),
+    /// dismiss = the page gets a person's Escape at once (AbortError).
+    #[serde(rename = "eye_dropper")]
+    EyeDropper,
     /// A file chooser (<input type=file>): accept = the page gets the rule's or the agent's
     /// `files` as a person's pick gives them, dismiss = cancelled as a person's cancel.
     #[serde(rename = "file_chooser")]
@@ -90,6 +95,7 @@ impl DialogTypeArg {
             Self::SignIn => "sign_in",
             Self::Payment => "payment",
             Self::StorageAccess => "storage_access",
+            Self::EyeDropper => "eye_dropper",
             Self::FileChooser => "file_chooser",
             Self::Download => "download",
             page => page.target().as_str(),
@@ -102,6 +108,7 @@ impl DialogTypeArg {
             Self::SignIn => Some(HeldCall::SignIn),
             Self::Payment => Some(HeldCall::Payment),
             Self::StorageAccess => Some(HeldCall::StorageAccess),
+            Self::EyeDropper => Some(HeldCall::EyeDropper),
             _ => None,
         }
     }
@@ -129,10 +136,16 @@ impl DialogTypeArg {
             | Self::SignIn
             | Self::Payment
             | Self::StorageAccess
+            | Self::EyeDropper
             | Self::FileChooser
             | Self::Download => RuleTarget::All,
         }
     }
+}
+
+/// "a" or "an", as `word` (a kind's name) begins: "an app_link", "an eye_dropper".
+pub fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
 }
 
 /// A call the page hook holds and answers itself with the browser's own refusal, or leaves
@@ -142,6 +155,7 @@ pub enum HeldCall {
     SignIn,
     Payment,
     StorageAccess,
+    EyeDropper,
 }
 
 impl HeldCall {
@@ -150,6 +164,7 @@ impl HeldCall {
             Self::SignIn => "sign_in",
             Self::Payment => "payment",
             Self::StorageAccess => "storage_access",
+            Self::EyeDropper => "eye_dropper",
         }
     }
 }
@@ -513,7 +528,7 @@ pub enum RuleSpec {
     /// frame's URL.
     Print { accept: bool, save_to: Option<PathBuf>, matcher: MatchArg },
     /// A call the page hook holds and refuses itself (`kind`: sign_in, payment,
-    /// storage_access): leave it to the browser (accept) or refuse it at once with the
+    /// storage_access, eye_dropper): leave it to the browser (accept) or refuse it at once with the
     /// browser's own refusal; `match.url_contains` is on the frame's URL.
     Held { kind: HeldCall, accept: bool, matcher: MatchArg },
     /// A file chooser: give the page these files (none: cancel it, as a person does);
@@ -763,7 +778,8 @@ impl InteractArgs {
                 return Err(bad(
                     "dialog_type",
                     "required with setup: true; one of alert, confirm, prompt, beforeunload, auth, permission, \
-device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file_chooser, download, all",
+device_chooser, app_link, passkey, print, sign_in, payment, storage_access, eye_dropper, file_chooser, download, \
+all",
                 ));
             };
             let rule = self.rule(kind)?;
@@ -815,6 +831,7 @@ device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file
             D::SignIn => self.held_rule(HeldCall::SignIn),
             D::Payment => self.held_rule(HeldCall::Payment),
             D::StorageAccess => self.held_rule(HeldCall::StorageAccess),
+            D::EyeDropper => self.held_rule(HeldCall::EyeDropper),
             D::FileChooser => self.file_chooser_rule(),
             D::Download => self.download_rule(),
         }
@@ -980,9 +997,10 @@ device_chooser, app_link, passkey, print, sign_in, payment, storage_access, file
 
     fn held_rule(&self, kind: HeldCall) -> Result<RuleSpec, ParamError> {
         let name = kind.as_str();
-        let matcher = self.url_only_match(&format!("a {name} call"), "leave match out")?;
+        let a = article(name);
+        let matcher = self.url_only_match(&format!("{a} {name} call"), "leave match out")?;
         if self.text.is_some() {
-            return Err(bad("text", format!("a {name} rule takes no text")));
+            return Err(bad("text", format!("{a} {name} rule takes no text")));
         }
         Ok(RuleSpec::Held { kind, accept: self.accept.unwrap_or(true), matcher })
     }
@@ -1395,7 +1413,9 @@ mod tests {
         // dialog_type ..."), and a clear's save_to, files and save_dir; `FIELDS` refuses or
         // ignores them before any builder runs, so those checks could never answer.
         let err = |v| call(v).unwrap_err();
-        for kind in ["print", "download", "file_chooser", "sign_in", "payment", "storage_access", "passkey"] {
+        for kind in
+            ["print", "download", "file_chooser", "sign_in", "payment", "storage_access", "eye_dropper", "passkey"]
+        {
             let e = err(json!({"action":"handle_dialog","setup":true,"dialog_type":kind,"match":{"scheme":"tel"}}));
             assert_eq!(e, bad("match.scheme", "only with setup: true and dialog_type \"app_link\""), "{kind}");
             if kind != "passkey" {
@@ -1616,6 +1636,7 @@ mod tests {
             Some("sign_in"),
             Some("payment"),
             Some("storage_access"),
+            Some("eye_dropper"),
             Some("file_chooser"),
             Some("download"),
             Some("all"),

@@ -42,6 +42,10 @@ pub enum Kind {
     /// `document.requestStorageAccess()` (`host/kinds/held_in_page.rs`), held by the page hook.
     #[serde(rename = "storage_access")]
     StorageAccess,
+    /// `EyeDropper.open()` (`host/kinds/held_in_page.rs`): the browser opened its eye dropper,
+    /// and the page hook asks before the page's promise settles.
+    #[serde(rename = "eye_dropper")]
+    EyeDropper,
     /// A file chooser (`host/kinds/file_chooser.rs`), intercepted through the tab's debugger.
     #[serde(rename = "file_chooser")]
     FileChooser,
@@ -61,6 +65,7 @@ impl Kind {
             None if self == Self::SignIn => "sign_in",
             None if self == Self::Payment => "payment",
             None if self == Self::StorageAccess => "storage_access",
+            None if self == Self::EyeDropper => "eye_dropper",
             None if self == Self::FileChooser => "file_chooser",
             None if self == Self::Download => "download",
             None => "auth",
@@ -92,6 +97,7 @@ to the tab and no answer reaches it; navigate the tab to another site to clear i
             | Self::SignIn
             | Self::Payment
             | Self::StorageAccess
+            | Self::EyeDropper
             | Self::FileChooser
             | Self::Download => None,
         }
@@ -110,6 +116,7 @@ impl From<crate::api::HeldCall> for Kind {
             HeldCall::SignIn => Self::SignIn,
             HeldCall::Payment => Self::Payment,
             HeldCall::StorageAccess => Self::StorageAccess,
+            HeldCall::EyeDropper => Self::EyeDropper,
         }
     }
 }

@@ -94,23 +94,38 @@ async fn after_a_gesture_usb_hid_and_serial_raise_no_prompt_and_never_settle() -
     // A full CDP client (not an extension) may use the domain.
     assert_eq!(s.page.call("DeviceAccess.enable", json!({})).await?, json!({}));
     // One chooser per tab at a time: a second one cancels the first (PROMPTS-FACTS.md, F).
-    // So each gets a tab of its own.
+    // So each gets a document of its own. Under load the browser sometimes closes a chooser
+    // by itself as it opens (the page gets its cancel result at once; seen in 1 of 10
+    // fresh-clone runs, and in the browser without Unmodal of `choosers_stealth`): that try
+    // says nothing of a chooser left open, and is made again, three times at most.
     for (key, _) in CALLS {
-        if key != "usb" {
+        let mut early = Vec::new();
+        loop {
             s.page.goto(&s.web.page("/choosers", PAGE, &[])).await?;
             s.page.call("DeviceAccess.enable", json!({})).await?;
+            eventually(Duration::from_secs(10), "the tab has the focus", || async {
+                Ok((s.page.eval("document.hasFocus()").await? == true).then_some(()))
+            })
+            .await?;
+            let mut events = s.page.events();
+            s.page.click(&format!("#{key}")).await?;
+            let me = s.page.session.clone();
+            // The window the chooser has to show itself in: a prompt event, or the promise settling.
+            let prompted = cdp::wait_event(&mut events, Duration::from_secs(3), |e| {
+                e.method == "DeviceAccess.deviceRequestPrompted" && e.session.as_deref() == Some(&me)
+            })
+            .await;
+            assert!(prompted.is_err(), "{key}: a chooser prompt event appeared: {:?}", prompted.map(|e| e.params));
+            // The page's script still runs; only the chooser's promise is stuck.
+            let got = outcome(&s, key).await?;
+            let closed_by_itself =
+                got == "resolved []" || got.as_str().is_some_and(|v| v.starts_with("NotFoundError: "));
+            if !closed_by_itself || early.len() == 2 {
+                assert_eq!(got, json!("pending"), "{key} (closed by the browser at once before: {early:?})");
+                break;
+            }
+            early.push(got);
         }
-        let mut events = s.page.events();
-        s.page.click(&format!("#{key}")).await?;
-        let me = s.page.session.clone();
-        // The window the chooser has to show itself in: a prompt event, or the promise settling.
-        let prompted = cdp::wait_event(&mut events, Duration::from_secs(3), |e| {
-            e.method == "DeviceAccess.deviceRequestPrompted" && e.session.as_deref() == Some(&me)
-        })
-        .await;
-        assert!(prompted.is_err(), "{key}: a chooser prompt event appeared: {:?}", prompted.map(|e| e.params));
-        // The page's script still runs; only the chooser's promise is stuck.
-        assert_eq!(outcome(&s, key).await?, json!("pending"), "{key}");
     }
     Ok(())
 }

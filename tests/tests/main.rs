@@ -18,6 +18,7 @@ mod csp_frames;
 mod device_chooser;
 mod downloads;
 mod extension_zip;
+mod eye_dropper;
 mod file_chooser;
 mod flood;
 mod host_process;

@@ -218,10 +218,10 @@ Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
         if let Some((owner, carries)) = kinds::carrier(&with)
             && owner != h.record.kind
         {
-            return Err(ToolError::new(
-                ErrorCode::InvalidParams,
-                format!("Dialog {id} is a {}; {} (use accept and text).", h.record.kind.as_str(), carries.only),
-            ));
+            let kind = h.record.kind.as_str();
+            let a = crate::api::article(kind);
+            let why = format!("Dialog {id} is {a} {kind}; {} (use accept and text).", carries.only);
+            return Err(ToolError::new(ErrorCode::InvalidParams, why));
         }
         if h.closing.is_some() {
             return Err(ToolError::new(ErrorCode::DialogNotFound, format!("Dialog {id} is being answered already.")));

@@ -49,6 +49,7 @@ fn samples(dir: &str) -> Vec<(&'static str, Value)> {
         ("payment unable", json!({"kind":"payment","url":"https://shop/pay","able":false})),
         ("storage_access", json!({"kind":"storage_access","url":"https://widget/","granted":false})),
         ("storage_access granted", json!({"kind":"storage_access","url":"https://widget/","granted":true})),
+        ("eye_dropper", json!({"kind":"eye_dropper","url":"https://paint/"})),
         (
             "file_chooser",
             json!({"kind":"file_chooser","url":"https://site/form","mode":"single","accept":".txt","label":"CV"}),
@@ -152,6 +153,8 @@ fn rules(dir: &str) -> Vec<Value> {
         json!({"dialog_type":"payment","accept":false,"match":{"url_contains":"shop"}}),
         json!({"dialog_type":"storage_access","accept":true}),
         json!({"dialog_type":"storage_access","accept":false}),
+        json!({"dialog_type":"eye_dropper","accept":true}),
+        json!({"dialog_type":"eye_dropper","accept":false,"match":{"url_contains":"paint"}}),
         json!({"dialog_type":"file_chooser","files":[format!("{dir}/up.txt")]}),
         json!({"dialog_type":"file_chooser","accept":false}),
         json!({"dialog_type":"download","accept":true}),

@@ -1,6 +1,7 @@
 //! Calls the page hook holds and refuses itself (`manifest/held_in_page.js`): FedCM
-//! sign-ins, Payment Request's `show()`, `requestStorageAccess()`. They differ only in
-//! words, so they are one kind of code with three descriptions (data below). A refusal
+//! sign-ins, Payment Request's `show()`, `requestStorageAccess()`, `EyeDropper.open()`.
+//! They differ only in words, so they are one kind of code with four descriptions (data
+//! below). A refusal
 //! rejects the page's call at once with the browser's own error; an accept lets the
 //! browser have it. Pilot off: the browser's way, recorded.
 //!
@@ -18,6 +19,10 @@
 //!   at once with `NotAllowedError`; a frame with access is granted without a prompt. The
 //!   hook asks the browser's own `hasStorageAccess()` first (`granted`); a frame with
 //!   access is left to the browser unrecorded unless a rule says otherwise.
+//! - **Eye dropper** (`47-eye-dropper.js`): the browser makes the call first, and one still
+//!   pending two microtasks later opened the eye dropper (every failure settles sooner),
+//!   which never settles in headless Chromium and, headful, covers the screen until a
+//!   person clicks a colour or presses Escape. A refusal is that Escape (`AbortError`).
 
 use super::{
     Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
@@ -59,6 +64,8 @@ pub(super) struct HeldInPage {
 
 /// What a held call's record says.
 enum Message {
+    /// Always the same.
+    Plain(&'static str),
     /// By one flag of the request: (when set, when not).
     Flag(fn(&HeldAsk) -> bool, &'static str, &'static str),
     /// The provider the page named (cut, redacted) in `with`, at `{}`; `without` when none.
@@ -181,6 +188,43 @@ third-party cookies blocked: a prompt that waits for a person)",
     ),
 };
 
+pub(super) static EYE_DROPPER: HeldInPage = HeldInPage {
+    words: Words {
+        kind: Kind::EyeDropper,
+        group: "eye dropper",
+        closed: (
+            "left to the browser's eye dropper",
+            "refused (the page got AbortError, as after a person presses Escape)",
+        ),
+        expired: EXPIRED_REFUSED,
+    },
+    what: "Eye dropper",
+    message: Message::Plain("eye dropper (EyeDropper.open): the page asks for a colour from the screen"),
+    rule_name: "eye_dropper",
+    browsers: "the browser's eye dropper",
+    refusal: "AbortError",
+    policies: Policies {
+        hold: "Eye dropper held for the agent (policy must_respond): the page's open() waits; answer with interact \
+{action:\"handle_dialog\", dialog_id, accept} (true: the browser's eye dropper; false: AbortError at once)",
+        auto: Says::Refuse(
+            "Eye dropper refused at once by the default policy (AbortError, as when a person presses Escape): \
+headless, the browser's eye dropper never settles; a headful one covers the screen until a person clicks a colour; an \
+eye_dropper rule with accept: true leaves it to the browser",
+        ),
+        auto_accept: Says::Accept("Eye dropper left to the browser (the tab's auto_accept policy)"),
+        auto_dismiss: Says::Refuse("Eye dropper refused by the tab's auto_dismiss policy"),
+    },
+    auto_when_unable: None,
+    unprompted_when_granted: false,
+    pilot_off: "the browser handles the eye dropper itself (headless: it never settles; headful: it covers the \
+screen until a person clicks a colour or presses Escape)",
+    rule_set: (
+        "eye dropper (EyeDropper.open)",
+        "leave it to the browser's eye dropper",
+        "refuse it at once (the page gets AbortError, as after a person presses Escape)",
+    ),
+};
+
 impl Spec for HeldInPage {
     fn words(&self) -> &Words {
         &self.words
@@ -210,6 +254,7 @@ struct Asked<'a> {
 impl PromptKind for Asked<'_> {
     fn describe(&self, redactor: &Redactor, url: &str) -> Described {
         match self.of.message {
+            Message::Plain(message) => Described::plain(message, url),
             Message::Flag(flag, set, unset) => Described::plain(if flag(&self.ask) { set } else { unset }, url),
             Message::Provider { with: (before, after), without } => {
                 let (provider, truncated) = record::clip(&self.ask.provider, MAX_MESSAGE_CHARS);
@@ -334,6 +379,32 @@ mod tests {
         }
         assert_eq!(s.held.len(), 2);
     }
+    #[test]
+    fn an_eye_dropper_is_refused_by_default_left_to_the_browser_by_a_rule_and_held_under_must_respond() {
+        let ask =
+            |n: u64| json!({"type":"prompt_request","kind":"eye_dropper","tab_id":3,"id":n,"url":"https://paint/"});
+        let mut s = state_with(Policy::Auto);
+        assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["decision"], "refuse");
+        let rec = s.history.iter().last().unwrap();
+        assert_eq!((rec.kind, rec.decided_by), (Kind::EyeDropper, DecidedBy::DefaultPolicy));
+        assert!(rec.message.starts_with("eye dropper (EyeDropper.open)"), "{}", rec.message);
+        let rule = RuleSpec::Held { kind: HeldCall::EyeDropper, accept: true, matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
+        assert_eq!(to_json(&feed(&mut s, ask(2)).unwrap())[1]["decision"], "accept");
+        assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);
+        // Spent: the default again.
+        assert_eq!(to_json(&feed(&mut s, ask(3)).unwrap())[1]["decision"], "refuse");
+        let mut s = state_with(Policy::MustRespond);
+        let out = feed(&mut s, ask(4)).unwrap();
+        assert!(to_json(&out).iter().all(|m| m["decision"].is_null()), "nothing answered: {out:?}");
+        assert_eq!(s.held.len(), 1);
+        // A field that does not read as its description's: the whole request is refused.
+        let mut bad = ask(5);
+        bad["provider"] = json!(5);
+        assert!(feed(&mut s, bad).is_err());
+        assert_eq!(s.held.len(), 1);
+    }
+
     #[test]
     fn the_default_refuses_a_frame_without_access_and_a_rule_decides_even_one_with_it() {
         let mut s = state_with(Policy::MustRespond);

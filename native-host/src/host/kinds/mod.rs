@@ -30,7 +30,7 @@ use std::time::Duration;
 use unmodal_engine::Policy;
 
 /// Every kind's `Spec`, once.
-static ALL: [&dyn Spec; 11] = [
+static ALL: [&dyn Spec; 12] = [
     &auth::Auth,
     &permission::Permission,
     &device_chooser::DeviceChooser,
@@ -40,6 +40,7 @@ static ALL: [&dyn Spec; 11] = [
     &held_in_page::SIGN_IN,
     &held_in_page::PAYMENT,
     &held_in_page::STORAGE_ACCESS,
+    &held_in_page::EYE_DROPPER,
     &file_chooser::FileChooser,
     &download::Download,
 ];
@@ -141,9 +142,9 @@ pub(in crate::host) fn asked<R>(
     go: impl FnOnce(&dyn PromptKind) -> Result<R, String>,
 ) -> Result<R, String> {
     let spec = spec(kind).ok_or_else(|| format!("{} is not a browser prompt", kind.as_str()))?;
-    let ask = spec
-        .ask(serde_json::Value::Object(fields))
-        .map_err(|e| format!("a {} request the host cannot read: {e}", kind.as_str()))?;
+    let ask = spec.ask(serde_json::Value::Object(fields)).map_err(|e| {
+        format!("{} {} request the host cannot read: {e}", crate::api::article(kind.as_str()), kind.as_str())
+    })?;
     go(&*ask)
 }
 
