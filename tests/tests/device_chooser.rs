@@ -95,9 +95,9 @@ async fn after_a_gesture_usb_hid_and_serial_raise_no_prompt_and_never_settle() -
     assert_eq!(s.page.call("DeviceAccess.enable", json!({})).await?, json!({}));
     // One chooser per tab at a time: a second one cancels the first (PROMPTS-FACTS.md, F).
     // So each gets a document of its own. Under load the browser sometimes closes a chooser
-    // by itself as it opens (the page gets its cancel result at once; seen in 1 of 10
-    // fresh-clone runs, and in the browser without Unmodal of `choosers_stealth`): that try
-    // says nothing of a chooser left open, and is made again, three times at most.
+    // by itself as it opens (the page gets its cancel result at once): seen in a fresh-clone
+    // run at ac973a6, and in the browser without Unmodal of `choosers_stealth`. That try says
+    // nothing of a chooser left open, and is made again, three times at most.
     for (key, _) in CALLS {
         let mut early = Vec::new();
         loop {
