@@ -392,8 +392,21 @@ async fn pickers_seen(page: &Page, eval: impl AsyncFn(&str) -> anyhow::Result<Va
     let mut after = Vec::new();
     for (button, n) in [("#one", 1), ("#two", 3)] {
         let clicks = std::sync::atomic::AtomicU64::new(eval("missed").await?.as_u64().unwrap_or(0));
+        let base = eval("outcomes.length").await?.as_u64().unwrap_or(0);
         eventually(LIMIT, "the pickers' outcomes after a click with its activation", || async {
             let (missed, done) = (eval("missed").await?.as_u64(), eval("outcomes.length").await?.as_u64() >= Some(n));
+            // The browser process can miss an activation its renderer saw (under load, in the
+            // browser without Unmodal: every picker of the click refused "User activation
+            // required"): not the gesture the test means either, so it clicks again.
+            let unseen = format!(
+                "outcomes.slice({base}).every((o) => o[1] === 'NotAllowedError' && o[2].endsWith('User activation required.'))"
+            );
+            if done && eval(&unseen).await? == true {
+                eval(&format!("outcomes.length = {base}; 0")).await?;
+                clicks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                page.click(button).await?;
+                return Ok(None);
+            }
             // Clicked again only when the last click reached its handler without activation.
             if !done && missed.unwrap_or(0) >= clicks.load(std::sync::atomic::Ordering::Relaxed) {
                 clicks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
