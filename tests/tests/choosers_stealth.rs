@@ -526,18 +526,34 @@ async fn page_traps_never_see_the_chooser_wrappers_at_work() -> anyhow::Result<(
 
     // Pilot off: the hook asks, hears `native`, and tells when the browser's chooser
     // answered (a second chooser cancels the first).
+    // Under load the browser sometimes closes a chooser by itself as it opens (see
+    // `cancelled_by_a_second`); that try is made again in a fresh document, 3 at most.
     let off = Session::start().await?;
-    off.open("/traps", TRAPS, &[]).await?;
-    off.page.eval("armed = true; 0").await?;
-    off.page.click("#usb").await?;
-    wait_outcome(&off.page, "usb", true).await?;
+    let mut early = 0;
+    loop {
+        off.open("/traps", TRAPS, &[]).await?;
+        off.page.eval("armed = true; 0").await?;
+        off.page.click("#usb").await?;
+        let first = eventually(LIMIT, "usb: the click reached the page", || async {
+            let v = outcome(&off.page, "usb").await?;
+            Ok((!v.is_null()).then_some(v))
+        })
+        .await?;
+        if first == "pending" || early == 2 {
+            wait_outcome(&off.page, "usb", true).await?;
+            break;
+        }
+        early += 1;
+    }
     off.page.click("#hid").await?;
     let usb = wait_outcome(&off.page, "usb", false).await?;
     assert_eq!(usb, json!("NotFoundError: Failed to execute 'requestDevice' on 'USB': No device selected."));
     let recs = eventually(LIMIT, "both choosers recorded, the first closed by the browser", || async {
         let d = off.dialogs().await?;
         let recs = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
-        Ok((recs.len() == 2 && recs[0]["closed_by"] == "remote").then_some(recs))
+        // The last two: an early try's chooser may have been recorded too.
+        let ours = recs.get(recs.len().saturating_sub(2)..).unwrap_or_default().to_vec();
+        Ok((ours.len() == 2 && ours[0]["closed_by"] == "remote").then_some(ours))
     })
     .await?;
     let apis: Vec<_> = recs.iter().map(|r| (r["chooser"].clone(), r["decided_by"].clone())).collect();
