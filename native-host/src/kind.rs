@@ -29,7 +29,7 @@ pub enum Kind {
     /// it; it can be opened.
     #[serde(rename = "app_link")]
     AppLink,
-    /// A WebAuthn request (`host/kinds/passkey.rs`) the page hook holds before the browser sees it.
+    /// A WebAuthn request (`host/kinds/passkey/`) the page hook holds before the browser sees it.
     Passkey,
     /// A `window.print()` (`host/kinds/print.rs`), answered in the page as a person's cancel.
     Print,

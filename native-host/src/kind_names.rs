@@ -12,26 +12,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where a kind may be named: the kinds' enum (`kind.rs`), the registry (`host/kinds/mod.rs`),
-/// the agent's parameters (`api.rs`), and its own file (or the file its family shares:
-/// payment, sign-in and storage access).
+/// the agent's parameters (`api.rs`), and its own file or folder (or the file its family
+/// shares: payment, sign-in, storage access and the eye dropper).
 const MOST_FILES: usize = 4;
 
 /// The kinds still named beyond those four, each at most this often, and why. Lower a
 /// figure when a file stops naming the kind; never raise one.
-const STILL_MORE: [(&str, usize, &str); 2] = [
-    (
-        "download",
-        7,
-        "the worker's tab config carries the automatic-downloads setting (protocol.rs, state.rs), and the CDP \
-bridge forwards a remote browser's download events (transport/bridge.rs)",
-    ),
-    (
-        "passkey",
-        7,
-        "the passkey store (passkey_keys.rs, a module of host/mod.rs) sits below the wire types, which carry the \
-keys an answer arms (protocol.rs)",
-    ),
-];
+const STILL_MORE: [(&str, usize, &str); 0] = [];
 
 /// Every browser prompt's kind, by its wire name (page dialogs are the engine's).
 fn kinds() -> Vec<String> {
@@ -195,6 +182,15 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// What a file counts as: itself, or the folder of the kind it is in (`host/kinds/passkey/`).
+fn unit(rel: &Path) -> String {
+    let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    match &parts[..] {
+        [host, kinds, kind, _, ..] if host == "host" && kinds == "kinds" => format!("host/kinds/{kind}/"),
+        _ => parts.join("/"),
+    }
+}
+
 /// The agent's side of the pipeline, beside `host/`.
 const AGENT_FILES: [&str; 4] = ["api.rs", "kind.rs", "reply.rs", "mcp.rs"];
 
@@ -213,7 +209,7 @@ pub fn table() -> BTreeMap<String, Vec<String>> {
                 .filter(|t| t.starts_with(|c: char| c.is_alphabetic()))
                 .map(str::to_owned)
                 .collect();
-            (p.strip_prefix(&src).expect("under src").display().to_string(), idents)
+            (unit(p.strip_prefix(&src).expect("under src")), idents)
         })
         .collect();
     kinds()
@@ -223,6 +219,7 @@ pub fn table() -> BTreeMap<String, Vec<String>> {
             let mut named: Vec<String> =
                 idents.iter().filter(|(_, ids)| ids.iter().any(|i| names(i, &kw))).map(|(f, _)| f.clone()).collect();
             named.sort();
+            named.dedup();
             (kind, named)
         })
         .collect()

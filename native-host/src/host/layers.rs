@@ -9,17 +9,23 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Imports nothing but each other: what a new kind may add to without touching handlers.
-const LOW: [&str; 6] = ["protocol", "record", "rules", "logs", "passkey_keys", "kind_state"];
+const LOW: [&str; 5] = ["protocol", "record", "rules", "logs", "kind_state"];
 
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
     let host = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/host");
     let mut files: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    // Each file of `host/` is a node; the folder `kinds/` (one file per kind, and its
-    // registry) is one node, `kinds`, whose `super::` is itself.
+    // Each file of `host/` is a node; the folder `kinds/` (a file or a folder per kind, and
+    // its registry) is one node, `kinds`, whose `super::` is itself. A kind's own folder
+    // names the host's modules as `crate::host::x`.
     let mut sources = Vec::new();
-    for (dir, folder) in [(host.clone(), None), (host.join("kinds"), Some("kinds"))] {
+    let mut dirs = vec![(host.clone(), None), (host.join("kinds"), Some("kinds"))];
+    while let Some((dir, folder)) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).expect("a host directory") {
             let path = entry.expect("a directory entry").path();
+            if folder.is_some() && path.is_dir() {
+                dirs.push((path, folder));
+                continue;
+            }
             let Some(stem) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else { continue };
             if path.extension().is_none_or(|e| e != "rs") || (folder.is_none() && stem == "mod") {
                 continue;

@@ -13,7 +13,6 @@ mod kinds;
 mod layers;
 pub mod logs;
 mod opener;
-pub mod passkey_keys;
 pub mod persist;
 mod pilot;
 mod pilot_switch;

@@ -71,26 +71,31 @@ mod tests {
         assert_eq!(s.rules_of(4).len(), 1);
     }
 
+    /// Of a rule of each kind, the new tab gets those its opener's config carries, and its
+    /// config carries what the opener's does.
     #[test]
     fn the_copy_is_what_the_openers_config_carries() {
-        use crate::api::{MatchArg, PermissionName};
         let mut s = state();
-        let m = MatchArg::default;
-        let grant =
-            RuleSpec::Permission { accept: true, permission: Some(PermissionName::AutomaticDownloads), matcher: m() };
-        s.add_rule(3, false, grant.clone()).unwrap();
-        s.add_rule(3, false, RuleSpec::FileChooser { files: Vec::new(), matcher: m() }).unwrap();
-        s.add_rule(3, false, RuleSpec::Auth { credentials: None, matcher: m() }).unwrap();
-        s.add_rule(3, false, RuleSpec::Print { accept: false, save_to: None, matcher: m() }).unwrap();
+        let rules = crate::host::kinds::tests::one_of_each();
+        for rule in &rules {
+            s.add_rule(3, false, rule.clone()).unwrap();
+        }
+        let carried: Vec<RuleSpec> = s.rules_of(3).iter().map(|r| r.rule.clone()).filter(RuleSpec::in_config).collect();
+        assert!(carried.len() > 2 && carried.len() < s.rules_of(3).len(), "{carried:?}");
         let out = feed(&mut s, json!({"type":"opened","tab_id":4,"opener_tab_id":3})).unwrap();
-        let kinds: Vec<_> = s.rules_of(4).iter().map(|r| r.rule.dialog_type()).collect();
-        assert_eq!(kinds, ["permission", "file_chooser"], "credentials and the host's own rules stay");
-        assert!(
-            matches!(out[..], [ToBrowser::Config { tab_id: 4, downloads: Some(true), choosers: true, .. }]),
-            "{out:?}"
-        );
-        // A tab with only a grant of its own keeps it.
-        s.add_rule(5, false, grant).unwrap();
+        let copied: Vec<RuleSpec> = s.rules_of(4).iter().map(|r| r.rule.clone()).collect();
+        assert_eq!(copied, carried, "credentials and the host's own rules stay");
+        let fields = |m: &ToBrowser| match m {
+            ToBrowser::Config { fields, debugger, .. } => (fields.clone(), *debugger),
+            other => panic!("{other:?}"),
+        };
+        assert!(matches!(out[..], [ToBrowser::Config { tab_id: 4, .. }]), "{out:?}");
+        let (sent, debugger) = fields(&out[0]);
+        assert!(!sent.is_empty() && debugger, "{sent:?}");
+        assert_eq!((sent, debugger), fields(&s.config_at(3, 0)));
+        // A tab with a rule of its own the config carries keeps it.
+        let own = rules.iter().find(|r| r.in_config() && !matches!(r, RuleSpec::Dialog { .. })).unwrap();
+        s.add_rule(5, false, own.clone()).unwrap();
         assert!(feed(&mut s, json!({"type":"opened","tab_id":5,"opener_tab_id":3})).unwrap().is_empty());
         assert_eq!(s.rules_of(5).len(), 1);
     }

@@ -337,14 +337,6 @@ pub struct PromptResult {
     pub error: Option<String>,
 }
 
-/// The keys a virtual authenticator is armed with for an accepted passkey request; `keep`:
-/// what it makes is kept for the profile (the worker says so in `passkeys_saved`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PasskeyArming {
-    pub keep: bool,
-    pub credentials: Vec<super::passkey_keys::PasskeyKey>,
-}
-
 /// What an answer to a browser prompt carries besides its decision (`host/kinds/`: each
 /// kind's accept fills in its own).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -352,12 +344,13 @@ pub struct Carried {
     /// HTTP auth's login: the only thing sent anywhere that holds a password.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credentials: Option<crate::api::Credentials>,
-    /// An accepted passkey request: what the virtual authenticator starts with.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub passkeys: Option<PasskeyArming>,
     /// An accepted file chooser: the files (checked, canonical paths) the page gets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<Vec<String>>,
+    /// What else a kind's accept carries (the keys a passkey's virtual authenticator starts
+    /// with).
+    #[serde(flatten)]
+    pub more: KindFields,
 }
 
 /// What the worker does with a held prompt.
@@ -391,6 +384,10 @@ pub struct PilotFailure {
     pub message: String,
 }
 
+/// Fields a kind adds to a message of the core's (a tab's config, an answer's carried
+/// part), by wire name, in a fixed order: the core passes them on without reading them.
+pub type KindFields = std::collections::BTreeMap<&'static str, serde_json::Value>;
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToBrowser {
@@ -411,19 +408,11 @@ pub enum ToBrowser {
         config: String,
         /// The tab's policy needs a debugger session (the extension also needs the pilot on).
         debugger: bool,
-        /// The session intercepts file choosers (a file_chooser rule, or must_respond).
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
-        choosers: bool,
-        /// Every chooser of the tab is cancelled, whatever it is (no rule gives files, the
-        /// policy holds none): the browser cancels each itself as it intercepts it, and the
-        /// worker only reports it. Nothing is held and reopened, so a flood of clicks gets
-        /// exactly one page `cancel` per record.
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
-        choosers_cancel: bool,
-        /// The browser's automatic-downloads setting for the tab's site: allow or block (an
-        /// `automatic-downloads` permission rule); none: the browser's own.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        downloads: Option<bool>,
+        /// What the kinds tell the worker about the tab beside its rules, by field name
+        /// (`kinds::tab_config`): whether its session intercepts file choosers, its site's
+        /// automatic-downloads setting.
+        #[serde(flatten)]
+        fields: KindFields,
     },
     /// The answer to `Hello`: the newest report of this worker the host has (0: none). The
     /// worker sends again what is newer; the host drops what it already had.
@@ -612,15 +601,7 @@ mod tests {
         }
         let sent = [
             ToBrowser::recorded(&crate::host::record::tests::record()),
-            ToBrowser::Config {
-                tab_id: 1,
-                rev: 1,
-                config: String::new(),
-                debugger: false,
-                choosers: false,
-                choosers_cancel: false,
-                downloads: None,
-            },
+            ToBrowser::Config { tab_id: 1, rev: 1, config: String::new(), debugger: false, fields: KindFields::new() },
             ToBrowser::Answer { tab_id: 1, hold: 1, accept: true, text: None },
             ToBrowser::Resume { upto: 0 },
             ToBrowser::PromptAnswer {
@@ -710,15 +691,8 @@ mod tests {
 
     #[test]
     fn host_messages_have_the_shapes_the_extension_reads() {
-        let config = ToBrowser::Config {
-            tab_id: 3,
-            rev: 9,
-            config: "U1E1".into(),
-            debugger: true,
-            choosers: false,
-            choosers_cancel: false,
-            downloads: None,
-        };
+        let config =
+            ToBrowser::Config { tab_id: 3, rev: 9, config: "U1E1".into(), debugger: true, fields: KindFields::new() };
         assert_eq!(
             serde_json::to_value(&config).unwrap(),
             json!({"type":"config","tab_id":3,"rev":9,"config":"U1E1","debugger":true})

@@ -1,8 +1,10 @@
 //! Rules per tab, of any kind: a new rule for the same slot replaces the old one, each
 //! group has a per-tab limit, a once-rule is spent by its first answer, and the most
-//! specific matching rule wins. Generic over the rule; knows nothing of the state, the
-//! browser or the agent.
+//! specific matching rule wins. Generic over the rule; knows nothing of the state or the
+//! agent. The one thing it says of the browser is the shape of what a tab's rules add to
+//! its config message (`TabConfig`), which the kinds' registry fills in.
 
+use super::protocol::KindFields;
 use std::collections::HashMap;
 
 /// What the store needs to know of a rule.
@@ -11,6 +13,13 @@ pub trait Rule {
     fn group(&self) -> &'static str;
     /// A new rule for the same slot (same kind, same target, same match) replaces this one.
     fn same_slot(&self, other: &Self) -> bool;
+}
+
+/// What a tab's rules and policy add to its config message beside the page's own rules, by
+/// field (the kinds' registry says; the store only keeps the rules), and whether that
+/// needs the tab's debugger session.
+pub trait TabConfig: Rule + Sized {
+    fn tab_config(store: &RuleStore<Self>, tab: i64, policy: unmodal_engine::Policy) -> (KindFields, bool);
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

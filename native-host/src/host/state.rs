@@ -7,7 +7,7 @@ use super::logs::Logs;
 pub use super::protocol::Tab;
 use super::protocol::ToBrowser;
 use super::record::{DialogRecord, HeldDialog};
-use super::rules::{RuleStore, Stored};
+use super::rules::{RuleStore, Stored, TabConfig};
 use crate::api::{DEFAULT_TIMEOUT_S, DialogTypeArg, RuleSpec};
 use crate::redact::Redactor;
 use crate::reply::{ErrorCode, ToolError};
@@ -242,21 +242,13 @@ impl State {
     /// The tab's config as revision `rev`: what its policy and its `in_config` rules say.
     pub(super) fn config_at(&self, tab: i64, rev: u64) -> ToBrowser {
         let policy = self.policy_of(tab).policy;
-        // Choosers are intercepted under must_respond or with a chooser rule; where every one
-        // is cancelled whatever it is, the browser cancels them itself (`choosers_cancel`).
-        let must_respond = policy == Policy::MustRespond;
-        let choosers = must_respond || self.rules.any(tab, |r| r.intercepts_choosers().is_some());
-        let choosers_cancel =
-            choosers && !must_respond && !self.rules.any(tab, |r| r.intercepts_choosers() == Some(false));
-        let downloads = self.rules.best(tab, |r| r.downloads().map(|_| 0)).and_then(|r| r.rule.downloads());
+        let (fields, kinds_need_debugger) = <RuleSpec as TabConfig>::tab_config(&self.rules, tab, policy);
         ToBrowser::Config {
             tab_id: tab,
             rev,
             config: self.encode_config(tab, policy),
-            debugger: policy != Policy::Auto || choosers,
-            choosers,
-            choosers_cancel,
-            downloads,
+            debugger: policy != Policy::Auto || kinds_need_debugger,
+            fields,
         }
     }
 
@@ -382,9 +374,7 @@ pub(super) mod tests {
                 rev: 1,
                 config: "U1E1".into(),
                 debugger: false,
-                choosers: false,
-                choosers_cancel: false,
-                downloads: None
+                fields: Default::default(),
             })
         );
         assert!(s.rules_of(7).is_empty());

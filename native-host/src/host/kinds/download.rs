@@ -16,9 +16,10 @@ use super::{
     configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::ToBrowser;
 use crate::host::protocol::{FetchJob, PromptDecision};
+use crate::host::protocol::{KindFields, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord, FileJob};
+use crate::host::rules::RuleStore;
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
@@ -66,6 +67,15 @@ impl Spec for Download {
 
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
         super::read::<DownloadAsk>(fields)
+    }
+
+    /// An `automatic-downloads` grant or refusal (a permission rule) is the browser's
+    /// setting for the tab's site, which the worker sets before any download (`downloads`).
+    fn tab_config(&self, rules: &RuleStore<RuleSpec>, tab: i64, _policy: Policy, fields: &mut KindFields) -> bool {
+        if let Some(allow) = rules.best(tab, |r| r.downloads().map(|_| 0)).and_then(|r| r.rule.downloads()) {
+            fields.insert("downloads", allow.into());
+        }
+        false
     }
 
     fn message(&self) -> Option<&'static str> {
@@ -484,7 +494,9 @@ mod tests {
     fn configs(out: &[ToBrowser]) -> Vec<(i64, Option<bool>)> {
         out.iter()
             .filter_map(|m| match m {
-                ToBrowser::Config { tab_id, downloads, .. } => Some((*tab_id, *downloads)),
+                ToBrowser::Config { tab_id, fields, .. } => {
+                    Some((*tab_id, fields.get("downloads").and_then(|v| v.as_bool())))
+                }
                 _ => None,
             })
             .collect()

@@ -17,8 +17,9 @@ use super::{
     configured, pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::protocol::{PromptDecision, ToBrowser};
+use crate::host::protocol::{KindFields, PromptDecision, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord};
+use crate::host::rules::RuleStore;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer as _;
@@ -76,6 +77,21 @@ impl Spec for FileChooser {
 
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
         super::read::<FileChooserAsk>(fields)
+    }
+
+    /// Choosers are intercepted (`choosers`, in the tab's debugger session) under
+    /// must_respond or with a rule of this kind. Where every one is cancelled whatever it is,
+    /// the browser cancels them itself (`choosers_cancel`).
+    fn tab_config(&self, rules: &RuleStore<RuleSpec>, tab: i64, policy: Policy, fields: &mut KindFields) -> bool {
+        let must_respond = policy == Policy::MustRespond;
+        let intercepts = must_respond || rules.any(tab, |r| r.intercepts_choosers().is_some());
+        if intercepts {
+            fields.insert("choosers", true.into());
+            if !must_respond && !rules.any(tab, |r| r.intercepts_choosers() == Some(false)) {
+                fields.insert("choosers_cancel", true.into());
+            }
+        }
+        intercepts
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
@@ -401,7 +417,10 @@ mod tests {
     #[test]
     fn the_browser_cancels_choosers_itself_only_where_all_are_cancelled() {
         let modes = |s: &mut crate::host::state::State| match s.config_message(3) {
-            ToBrowser::Config { choosers, choosers_cancel, .. } => (choosers, choosers_cancel),
+            ToBrowser::Config { fields, .. } => {
+                let on = |name| fields.get(name).is_some_and(|v| v == true);
+                (on("choosers"), on("choosers_cancel"))
+            }
             other => panic!("{other:?}"),
         };
         let refuse = || RuleSpec::FileChooser { files: vec![], matcher: MatchArg::default() };

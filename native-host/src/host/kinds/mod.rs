@@ -18,9 +18,9 @@ mod permission;
 mod print;
 
 use crate::api::{Carry, ChooserApi, Credentials, MatchArg, PermissionName, RuleSpec};
-use crate::host::protocol::{Carried, KindMessage, PromptDecision, ToBrowser};
+use crate::host::protocol::{Carried, KindFields, KindMessage, PromptDecision, ToBrowser};
 use crate::host::record::{DecidedBy, Details, DialogRecord};
-use crate::host::rules;
+use crate::host::rules::{self, RuleStore};
 use crate::host::state::Rule;
 use crate::host::state::State;
 use crate::kind::Kind;
@@ -169,6 +169,18 @@ pub(in crate::host) fn restore(s: &mut State, saved: std::collections::BTreeMap<
     }
 }
 
+/// Each kind adds its fields to a tab's config message.
+impl rules::TabConfig for RuleSpec {
+    fn tab_config(rules: &RuleStore<RuleSpec>, tab: i64, policy: Policy) -> (KindFields, bool) {
+        let mut fields = KindFields::new();
+        let mut debugger = false;
+        for k in ALL {
+            debugger |= k.tab_config(rules, tab, policy, &mut fields);
+        }
+        (fields, debugger)
+    }
+}
+
 /// A kind's own message, to the kind whose `type` it is. `Err` refuses it whole.
 pub(in crate::host) fn on_message(s: &mut State, m: KindMessage) -> Result<Vec<ToBrowser>, String> {
     let kind = ALL
@@ -212,6 +224,12 @@ pub(in crate::host) trait Spec: Sync {
     }
     /// Takes back what `saved` gave, from the host before this one.
     fn restore(&self, _s: &mut State, _saved: serde_json::Value) {}
+    /// What the worker must know of this kind for `tab` beside the page's rules, as fields of
+    /// the tab's config message (they are sent again whenever `RuleSpec::in_config` rules
+    /// change). `true`: they need the tab's debugger session.
+    fn tab_config(&self, _rules: &RuleStore<RuleSpec>, _tab: i64, _policy: Policy, _fields: &mut KindFields) -> bool {
+        false
+    }
     /// Whether `rule` is one of this kind's.
     fn owns(&self, rule: &RuleSpec) -> bool;
     /// Its rules' name in the rule store's per-tab limit.
@@ -391,7 +409,7 @@ impl With {
         let mut carried = Carried::default();
         match self {
             Self::Login(c) if accept => carried.credentials = Some(c),
-            Self::Passkeys { rp_id, keep } if accept => carried.passkeys = Some(passkey::arming(s, &rp_id, keep)),
+            Self::Passkeys { rp_id, keep } if accept => passkey::arm(s, &rp_id, keep, &mut carried),
             Self::Pdf { to } if accept => print::leave_job(s, (tab, id, record), to),
             Self::Files(f) if accept => carried.files = Some(f.iter().map(|p| p.display().to_string()).collect()),
             Self::SaveDir(to) => s.track_download(tab, id, record, to.filter(|_| accept)),
@@ -506,7 +524,7 @@ impl Described {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::host) mod tests {
     use crate::api::{DialogTypeArg, MatchArg, RuleSpec};
     use crate::host::protocol::ToBrowser;
     use crate::host::state::in_config;
@@ -538,7 +556,7 @@ mod tests {
 
     /// One rule of every kind (and both sides of each kind's split), so a new kind cannot
     /// be forgotten: the match below has no wildcard.
-    fn one_of_each() -> Vec<RuleSpec> {
+    pub(in crate::host) fn one_of_each() -> Vec<RuleSpec> {
         use crate::api::{ChooserApi, HeldCall, PermissionName};
         let m = MatchArg::default;
         let rules = vec![
@@ -613,8 +631,11 @@ mod tests {
         let mut s = state_with(Policy::Auto);
         let grant = &one_of_each()[2];
         s.add_rule(3, false, grant.clone()).unwrap();
-        assert!(matches!(s.config_message(3), ToBrowser::Config { downloads: Some(true), .. }));
+        let downloads = |m: &ToBrowser| serde_json::to_value(m).unwrap()["downloads"].clone();
+        assert_eq!(downloads(&s.config_message(3)), true);
         let (_, msg) = s.clear_rules(3, DialogTypeArg::Permission);
-        assert!(matches!(msg, Some(ToBrowser::Config { tab_id: 3, downloads: None, .. })), "{msg:?}");
+        let msg = msg.expect("the config again");
+        assert!(matches!(msg, ToBrowser::Config { tab_id: 3, .. }), "{msg:?}");
+        assert_eq!(downloads(&msg), serde_json::Value::Null, "{msg:?}");
     }
 }

@@ -215,8 +215,9 @@ struct Connection {
     batches: u64,
     done_tx: mpsc::UnboundedSender<Done>,
     link: LinkState,
-    /// Where the uploads' download events go (`remote_uploads`).
-    downloads: Option<mpsc::UnboundedSender<Event>>,
+    /// Where the browser's file-transfer events go: uploads are written on the browser's
+    /// machine through its downloads (`remote_uploads`).
+    transfers: Option<mpsc::UnboundedSender<Event>>,
 }
 
 impl Connection {
@@ -233,7 +234,7 @@ impl Connection {
             batches: 0,
             done_tx,
             link,
-            downloads: None,
+            transfers: None,
         }
     }
 
@@ -265,8 +266,8 @@ impl Connection {
         // meanwhile.
         let (upload_tx, mut upload_rx) = mpsc::unbounded_channel::<ToBrowser>();
         let (ready_tx, mut ready_rx) = mpsc::unbounded_channel::<ToBrowser>();
-        let (downloads_tx, mut downloads_rx) = mpsc::unbounded_channel::<Event>();
-        self.downloads = Some(downloads_tx);
+        let (transfers_tx, mut transfers_rx) = mpsc::unbounded_channel::<Event>();
+        self.transfers = Some(transfers_tx);
         let (conn, inbox) = (self.conn.clone(), self.inbox.clone());
         let uploader = tokio::spawn(async move {
             let mut uploader = remote_uploads::Uploader::new();
@@ -284,7 +285,7 @@ impl Connection {
                 };
                 let wait_ms = u64::try_from(remote_uploads::wait_for(files).as_millis()).unwrap_or(u64::MAX);
                 let _ = ready_tx.send(ToBrowser::PromptHold { kind: *kind, tab_id: *tab_id, id: *id, wait_ms });
-                match uploader.copy_all(&conn, &mut downloads_rx, files).await {
+                match uploader.copy_all(&conn, &mut transfers_rx, files).await {
                     Ok(there) => {
                         *files = there;
                         let _ = ready_tx.send(m);
@@ -362,8 +363,8 @@ impl Connection {
                 }
             }
             "Browser.downloadWillBegin" | "Browser.downloadProgress" if ev.session.is_none() => {
-                // Only the uploads' browser context reports downloads to this connection.
-                if let Some(tx) = &self.downloads {
+                // Only the uploads' browser context reports these to this connection.
+                if let Some(tx) = &self.transfers {
                     let _ = tx.send(ev);
                 }
             }

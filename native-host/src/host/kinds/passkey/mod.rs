@@ -6,7 +6,7 @@
 //! - refuse: the page gets a person's cancel (`NotAllowedError`), and sites then offer
 //!   another way in;
 //! - accept: the worker arms a virtual authenticator (the DevTools protocol's WebAuthn
-//!   domain) with the relying party's keys (`passkey_keys.rs`), then lets the call through:
+//!   domain) with the relying party's keys (`keys.rs`), then lets the call through:
 //!   `create()` makes a real credential, `get()` signs with one; the keys come back after.
 //!
 //! The prompt pipeline (`prompt.rs`) does the rest; here is what is the passkey's own.
@@ -17,8 +17,10 @@ use super::{
     pilot_off, url_fits,
 };
 use crate::api::RuleSpec;
-use crate::host::passkey_keys::{PasskeyKey, PasskeyKeys};
-use crate::host::protocol::{PasskeyArming, PromptDecision, ToBrowser};
+use crate::host::protocol::{Carried, PromptDecision, ToBrowser};
+use keys::{PasskeyKey, PasskeyKeys};
+
+mod keys;
 use crate::host::record::{self, Details, DialogRecord};
 use crate::host::state::State;
 use crate::kind::Kind;
@@ -124,10 +126,24 @@ impl Spec for Passkey {
     }
 }
 
+/// The keys a virtual authenticator is armed with for an accepted request; `keep`: what it
+/// makes is kept for the profile (the worker says so in `passkeys_saved`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct Arming {
+    keep: bool,
+    credentials: Vec<PasskeyKey>,
+}
+
 /// What arms the virtual authenticator for `rp_id`: its passkeys, and whether what it makes
 /// is kept for the profile.
-pub(super) fn arming(s: &State, rp_id: &str, keep: bool) -> PasskeyArming {
-    PasskeyArming { keep, credentials: s.kinds.peek::<PasskeyKeys>().map_or_else(Vec::new, |k| k.for_rp(rp_id)) }
+fn arming(s: &State, rp_id: &str, keep: bool) -> Arming {
+    Arming { keep, credentials: s.kinds.peek::<PasskeyKeys>().map_or_else(Vec::new, |k| k.for_rp(rp_id)) }
+}
+
+/// An accept's carried part, armed for `rp_id` (the worker reads it as `passkeys`).
+pub(super) fn arm(s: &State, rp_id: &str, keep: bool, carried: &mut Carried) {
+    let armed = serde_json::to_value(arming(s, rp_id, keep)).expect("keys serialize");
+    carried.more.insert("passkeys", armed);
 }
 
 impl PasskeyAsk {
@@ -229,7 +245,7 @@ pub struct PasskeyDetails {
 }
 
 /// The keys a virtual authenticator holds after an accepted passkey call (made or signed
-/// with), and whether the answer said to keep them (`passkey_keys.rs`).
+/// with), and whether the answer said to keep them (`keys.rs`).
 #[derive(Debug, Deserialize)]
 struct PasskeysSaved {
     #[serde(default)]
