@@ -38,9 +38,32 @@ const firstLoad = async (tab) => {
   return tab.status === 'complete' ? 'stalled' : 'loading';
 };
 
-// Top documents content scripts run in (the manifest's matches; file: once allowed).
+// Top documents our content scripts run in, as the manifest's `matches` say (a copy scoped
+// to one site, as the start-up bench loads, must not judge the pages it never runs in: they
+// never say hello). file: only once the person allowed it.
+const ALL_URLS = /^(https?|wss?|ftp|file):/;
+const glob = (s) => new RegExp(`^${s.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+const covers = (pattern, url) => {
+  if (pattern === '<all_urls>') return ALL_URLS.test(url);
+  const parts = /^(\*|[a-z-]+):\/\/([^/]*)(\/.*)$/.exec(pattern);
+  let u;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
+  if (!parts) return false;
+  const [, scheme, host, path] = parts;
+  const ours = u.protocol.slice(0, -1);
+  if (scheme === '*' ? ours !== 'http' && ours !== 'https' : scheme !== ours) return false;
+  const name = host.includes(':') ? u.host : u.hostname;
+  if (host !== '*' && host !== name && !(host.startsWith('*.') && (name === host.slice(2) || name.endsWith(host.slice(1))))) return false;
+  return glob(path).test(u.pathname + u.search);
+};
+const MATCHES = (chrome.runtime.getManifest().content_scripts ?? []).flatMap((s) => s.matches ?? []);
 const hookable = async (url) =>
-  /^https?:/.test(url) || (url.startsWith('file:') && (await chrome.extension.isAllowedFileSchemeAccess().catch(() => false)));
+  MATCHES.some((p) => covers(p, url)) &&
+  (!url.startsWith('file:') || (await chrome.extension.isAllowedFileSchemeAccess().catch(() => false)));
 
 export function createStalled() {
   const restarted = new Set(); // once per tab: a navigation that stalls again is left alone
