@@ -5,6 +5,7 @@ pub mod agent;
 pub mod artifacts;
 pub mod browser;
 pub mod cdp;
+pub mod chooser;
 pub mod chromium_group;
 pub mod framed;
 pub mod page;

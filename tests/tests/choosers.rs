@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::web::CHOOSERS_PAGE as PAGE;
-use unmodal_e2e::{Session, eventually};
+use unmodal_e2e::{Session, chooser, eventually};
 
 const USB_CANCEL: &str = "NotFoundError: Failed to execute 'requestDevice' on 'USB': No device selected.";
 const HID_CANCEL: &str = "resolved []";
@@ -24,6 +24,17 @@ async fn session(pilot: bool) -> anyhow::Result<Session> {
 
 async fn outcome(s: &Session, key: &str) -> anyhow::Result<Value> {
     s.page.eval(&format!("out[{}] ?? null", serde_json::to_string(key)?)).await
+}
+
+/// The newest device_chooser record of `chooser` (`usb`, `display`, …), once it is closed.
+async fn newest_closed(s: &Session, chooser: &str) -> anyhow::Result<Value> {
+    eventually(Duration::from_secs(15), &format!("a closed {chooser} chooser record"), || async {
+        let d = s.dialogs().await?;
+        let recs = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
+        let newest = recs.into_iter().rev().find(|r| r["type"] == "device_chooser" && r["chooser"] == chooser);
+        Ok(newest.filter(|r| r["state"] == "closed"))
+    })
+    .await
 }
 
 /// Clicks the chooser's button and waits until the page's call settled.
@@ -93,8 +104,10 @@ async fn under_must_respond_a_rule_cancels_and_the_agent_can_only_cancel() -> an
     let recs = s.closed_records("device_chooser", 1).await?;
     assert_eq!((recs[0]["decided_by"].as_str(), recs[0]["rule_id"].is_u64()), (Some("rule"), true), "{recs:?}");
 
-    // No rule for USB: held for the agent, the page's call waits.
-    s.page.click("#usb").await?;
+    // No rule for USB: held for the agent, the page's call waits (in a chooser the browser
+    // keeps open: `chooser::open_kept_open`).
+    let url = s.web.page("/choosers", PAGE, &[]);
+    chooser::open_kept_open(&s.page, &url, "usb").await?;
     let held = s.held(1).await?;
     assert_eq!((held[0]["type"].as_str(), held[0]["tab_id"].is_i64()), (Some("device_chooser"), true), "{held:?}");
     let id = held[0]["dialog_id"].clone();
@@ -107,8 +120,9 @@ async fn under_must_respond_a_rule_cancels_and_the_agent_can_only_cancel() -> an
     let got = settled_outcome(&s, "usb").await?;
     assert_eq!(got, json!(USB_CANCEL));
     let recs = s.closed_records("device_chooser", 2).await?;
+    let last = recs.last().unwrap();
     assert_eq!(
-        (recs[1]["decided_by"].as_str(), recs[1]["closed_by"].as_str(), recs[1]["accepted"].as_bool()),
+        (last["decided_by"].as_str(), last["closed_by"].as_str(), last["accepted"].as_bool()),
         (Some("agent"), Some("agent"), Some(false)),
         "{recs:?}"
     );
@@ -118,10 +132,14 @@ async fn under_must_respond_a_rule_cancels_and_the_agent_can_only_cancel() -> an
 #[tokio::test(flavor = "multi_thread")]
 async fn the_watchdog_cancels_a_chooser_nobody_answers() -> anyhow::Result<()> {
     let s = session(true).await?;
-    s.policy("must_respond", 1).await?;
-    assert_eq!(chooser_outcome(&s, "hid").await?, json!(HID_CANCEL));
-    let recs = s.closed_records("device_chooser", 1).await?;
-    assert_eq!((recs[0]["closed_by"].as_str(), recs[0]["accepted"].as_bool()), (Some("watchdog"), Some(false)));
+    // 3 s: time to see the call pending before the watchdog ends it.
+    s.policy("must_respond", 3).await?;
+    // A chooser the browser keeps open (`chooser::open_kept_open`): one it closed at once
+    // would settle with the same result, by the browser.
+    chooser::open_kept_open(&s.page, &s.web.page("/choosers", PAGE, &[]), "hid").await?;
+    assert_eq!(settled_outcome(&s, "hid").await?, json!(HID_CANCEL));
+    let hid = newest_closed(&s, "hid").await?;
+    assert_eq!((hid["closed_by"].as_str(), hid["accepted"].as_bool()), (Some("watchdog"), Some(false)), "{hid}");
     Ok(())
 }
 
@@ -130,23 +148,26 @@ async fn the_watchdog_cancels_a_chooser_nobody_answers() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread")]
 async fn pilot_off_the_browsers_chooser_stands_and_is_recorded() -> anyhow::Result<()> {
     let s = session(false).await?;
-    s.page.click("#usb").await?;
-    let recs = s.closed_records("device_chooser", 1).await?;
+    let url = s.web.page("/choosers", PAGE, &[]);
+    // A chooser the browser keeps open (`chooser::open_kept_open`); a try the browser closed
+    // at once may have left a record too, so records are read by their chooser, newest.
+    chooser::open_kept_open(&s.page, &url, "usb").await?;
+    let usb = newest_closed(&s, "usb").await?;
     assert_eq!(
-        (recs[0]["decided_by"].as_str(), recs[0]["closed_by"].as_str(), &recs[0]["accepted"]),
+        (usb["decided_by"].as_str(), usb["closed_by"].as_str(), &usb["accepted"]),
         (Some("pilot_off"), Some("remote"), &Value::Null),
-        "{recs:?}"
+        "{usb}"
     );
-    assert!(recs[0]["explanation"].as_str().unwrap_or_default().contains("unmodal pilot on"), "{recs:?}");
+    assert!(usb["explanation"].as_str().unwrap_or_default().contains("unmodal pilot on"), "{usb}");
     assert_eq!(outcome(&s, "usb").await?, json!("pending"), "the browser's chooser still stands");
     s.page.click("#serial").await?;
     let got = settled_outcome(&s, "usb").await?;
     assert_eq!(got, json!(USB_CANCEL));
-    s.closed_records("device_chooser", 2).await?;
+    newest_closed(&s, "serial").await?;
     // The screen-share picker likewise: recorded, and the page's call waits on the browser.
     s.page_value("window.shared = 'pending'; navigator.mediaDevices.getDisplayMedia({video: true}).then(() => { shared = 'ok'; }, (e) => { shared = e.name; }); 0").await?;
-    let recs = s.closed_records("device_chooser", 3).await?;
-    assert_eq!((recs[2]["chooser"].as_str(), recs[2]["decided_by"].as_str()), (Some("display"), Some("pilot_off")));
+    let display = newest_closed(&s, "display").await?;
+    assert_eq!(display["decided_by"].as_str(), Some("pilot_off"), "{display}");
     assert_eq!(s.page_value("shared").await?, json!("pending"));
     Ok(())
 }

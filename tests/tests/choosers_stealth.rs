@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::browser::{Browser, Options};
 use unmodal_e2e::page::Page;
-use unmodal_e2e::{Session, eventually};
+use unmodal_e2e::{Session, chooser, eventually};
 
 /// Makes `navigator.bluetooth` exist (it fails at once without an adapter here).
 const EXPERIMENTAL: &str = "--enable-experimental-web-platform-features";
@@ -368,41 +368,17 @@ async fn native_cancels(browser: &Browser, url: &str) -> anyhow::Result<Value> {
     Ok(Value::Object(got))
 }
 
-/// What the page got from the `first` chooser when `second` cancelled it. Under load the
-/// browser sometimes closes a chooser by itself as soon as it opens, with or without
-/// Unmodal (2–5 of 24 runs at 4 at once beside 2 busy loops): the page then settles before
-/// any second call, and that try says nothing about a second call's cancel, so it is made
-/// again in a new tab, three times at most. Each try has a tab of its own, closed after,
-/// so no chooser left open in it reaches the next.
+/// What the page got from the `first` chooser when `second` cancelled it, in a tab of its
+/// own (closed after, so no chooser left open in it reaches the next). The first is one the
+/// browser kept open (`chooser::open_kept_open`): a try whose chooser the browser closed at
+/// once says nothing about a second call's cancel.
 async fn cancelled_by_a_second(browser: &Browser, url: &str, first: &str, second: &str) -> anyhow::Result<Value> {
-    let mut early = Vec::new();
-    while early.len() < 3 {
-        let page = browser.new_page("about:blank").await?;
-        page.goto(url).await?;
-        page.bring_to_front().await?;
-        eventually(LIMIT, "the tab has the focus", || async {
-            Ok((page.eval("document.hasFocus()").await? == true).then_some(()))
-        })
-        .await?;
-        page.click(&format!("#{first}")).await?;
-        let before = eventually(LIMIT, &format!("{first}: the click reached the page"), || async {
-            let v = outcome(&page, first).await?;
-            Ok((!v.is_null()).then_some(v))
-        })
-        .await?;
-        let got = if before == "pending" {
-            page.click(&format!("#{second}")).await?;
-            Some(wait_outcome(&page, first, false).await.with_context(|| format!("{first}, after {second}"))?)
-        } else {
-            early.push(before);
-            None
-        };
-        browser.close_page(&page).await?;
-        if let Some(v) = got {
-            return Ok(v);
-        }
-    }
-    anyhow::bail!("{first}: the browser closed the chooser at once in every try: {early:?}")
+    let page = browser.new_page("about:blank").await?;
+    chooser::open_kept_open(&page, url, first).await?;
+    page.click(&format!("#{second}")).await?;
+    let got = wait_outcome(&page, first, false).await.with_context(|| format!("{first}, after {second}"))?;
+    browser.close_page(&page).await?;
+    Ok(got)
 }
 
 /// A page that formats stacks itself: V8 hands it the frames (a frame of ours would show).
@@ -526,25 +502,12 @@ async fn page_traps_never_see_the_chooser_wrappers_at_work() -> anyhow::Result<(
 
     // Pilot off: the hook asks, hears `native`, and tells when the browser's chooser
     // answered (a second chooser cancels the first).
-    // Under load the browser sometimes closes a chooser by itself as it opens (see
-    // `cancelled_by_a_second`); that try is made again in a fresh document, 3 at most.
+    // The browser keeps it open (`chooser::open_kept_open`); the page's traps are armed
+    // before each click.
     let off = Session::start().await?;
-    let mut early = 0;
-    loop {
-        off.open("/traps", TRAPS, &[]).await?;
-        off.page.eval("armed = true; 0").await?;
-        off.page.click("#usb").await?;
-        let first = eventually(LIMIT, "usb: the click reached the page", || async {
-            let v = outcome(&off.page, "usb").await?;
-            Ok((!v.is_null()).then_some(v))
-        })
+    let url = off.open("/traps", TRAPS, &[]).await?;
+    chooser::open_kept_open_with(&off.page, &url, "usb", || async { off.page.eval("armed = true; 0").await.map(drop) })
         .await?;
-        if first == "pending" || early == 2 {
-            wait_outcome(&off.page, "usb", true).await?;
-            break;
-        }
-        early += 1;
-    }
     off.page.click("#hid").await?;
     let usb = wait_outcome(&off.page, "usb", false).await?;
     assert_eq!(usb, json!("NotFoundError: Failed to execute 'requestDevice' on 'USB': No device selected."));

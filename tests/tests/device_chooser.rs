@@ -19,7 +19,7 @@
 use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::web::CHOOSERS_PAGE as PAGE;
-use unmodal_e2e::{Options, Session, cdp, eventually};
+use unmodal_e2e::{Options, Session, cdp, chooser, eventually};
 
 /// Each chooser call, as a page script makes it.
 const CALLS: [(&str, &str); 3] = [
@@ -94,38 +94,29 @@ async fn after_a_gesture_usb_hid_and_serial_raise_no_prompt_and_never_settle() -
     // A full CDP client (not an extension) may use the domain.
     assert_eq!(s.page.call("DeviceAccess.enable", json!({})).await?, json!({}));
     // One chooser per tab at a time: a second one cancels the first (PROMPTS-FACTS.md, F).
-    // So each gets a document of its own. Under load the browser sometimes closes a chooser
-    // by itself as it opens (the page gets its cancel result at once): seen in a fresh-clone
-    // run at ac973a6, and in the browser without Unmodal of `choosers_stealth`. That try says
-    // nothing of a chooser left open, and is made again, three times at most.
+    // So each gets a document of its own (`chooser::open_kept_open`).
+    let url = s.web.page("/choosers", PAGE, &[]);
     for (key, _) in CALLS {
-        let mut early = Vec::new();
-        loop {
-            s.page.goto(&s.web.page("/choosers", PAGE, &[])).await?;
-            s.page.call("DeviceAccess.enable", json!({})).await?;
-            eventually(Duration::from_secs(10), "the tab has the focus", || async {
-                Ok((s.page.eval("document.hasFocus()").await? == true).then_some(()))
-            })
-            .await?;
-            let mut events = s.page.events();
-            s.page.click(&format!("#{key}")).await?;
-            let me = s.page.session.clone();
-            // The window the chooser has to show itself in: a prompt event, or the promise settling.
-            let prompted = cdp::wait_event(&mut events, Duration::from_secs(3), |e| {
-                e.method == "DeviceAccess.deviceRequestPrompted" && e.session.as_deref() == Some(&me)
-            })
-            .await;
-            assert!(prompted.is_err(), "{key}: a chooser prompt event appeared: {:?}", prompted.map(|e| e.params));
-            // The page's script still runs; only the chooser's promise is stuck.
-            let got = outcome(&s, key).await?;
-            let closed_by_itself =
-                got == "resolved []" || got.as_str().is_some_and(|v| v.starts_with("NotFoundError: "));
-            if !closed_by_itself || early.len() == 2 {
-                assert_eq!(got, json!("pending"), "{key} (closed by the browser at once before: {early:?})");
-                break;
-            }
-            early.push(got);
-        }
+        let mut events = s.page.events();
+        // The click comes after a fresh document's `DeviceAccess.enable`: the helper loads
+        // the page, so the domain is enabled again in the document it clicks in.
+        let early = chooser::open_kept_open_with(&s.page, &url, key, || async {
+            s.page.call("DeviceAccess.enable", json!({})).await.map(drop)
+        })
+        .await?;
+        let me = s.page.session.clone();
+        // The window the chooser has to show itself in: a prompt event, or the promise settling.
+        let prompted = cdp::wait_event(&mut events, Duration::from_secs(3), |e| {
+            e.method == "DeviceAccess.deviceRequestPrompted" && e.session.as_deref() == Some(&me)
+        })
+        .await;
+        assert!(prompted.is_err(), "{key}: a chooser prompt event appeared: {:?}", prompted.map(|e| e.params));
+        // The page's script still runs; only the chooser's promise is stuck.
+        assert_eq!(
+            outcome(&s, key).await?,
+            json!("pending"),
+            "{key} (closed by the browser at once before: {early:?})"
+        );
     }
     Ok(())
 }
@@ -179,13 +170,9 @@ async fn a_second_chooser_cancels_the_first_as_a_user_would() -> anyhow::Result<
             json!("NotFoundError: Failed to execute 'requestPort' on 'Serial': No port selected by the user."),
         ),
     ];
+    let url = s.web.page("/choosers", PAGE, &[]);
     for (first, second, want) in expected {
-        s.page.goto(&s.web.page("/choosers", PAGE, &[])).await?;
-        s.page.click(&format!("#{first}")).await?;
-        eventually(Duration::from_secs(10), "the first chooser pending", || async {
-            Ok((outcome(&s, first).await? == json!("pending")).then_some(()))
-        })
-        .await?;
+        chooser::open_kept_open(&s.page, &url, first).await?;
         s.page.click(&format!("#{second}")).await?;
         let got = eventually(Duration::from_secs(10), "the first chooser cancelled", || async {
             let v = outcome(&s, first).await?;
