@@ -275,6 +275,19 @@ impl Session {
         }
     }
 
+    /// Who closed each record of type `kind` (`rule`, `agent`, `watchdog`, …), oldest
+    /// first, once there are at least `n` and all are closed.
+    pub async fn closed_by(&self, kind: &str, n: usize) -> Result<Vec<String>> {
+        let recs = self.closed_records(kind, n).await?;
+        Ok(recs.iter().map(|r| r["closed_by"].as_str().unwrap_or("").to_string()).collect())
+    }
+
+    /// The agent's answer to a dialog held open for it (one of [`Self::held`]'s).
+    pub async fn answer(&self, held: &Value, accept: bool) -> Result<Value> {
+        let args = json!({"action": "handle_dialog", "dialog_id": held["dialog_id"], "accept": accept});
+        self.agent.ok("interact", args).await
+    }
+
     /// Who decided the first record of type `kind` in each of `tabs`, waiting until every
     /// tab has one.
     pub async fn decided_in_tabs(&self, kind: &str, tabs: &[Value]) -> Result<Vec<Value>> {

@@ -267,9 +267,7 @@ async fn the_browser_answering_first_wins() -> anyhow::Result<()> {
     // The second one is held, until the agent cancels it.
     let held = s.held(1).await?;
     assert_eq!(held.len(), 1, "{held:?}");
-    s.agent
-        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": false}))
-        .await?;
+    s.answer(&held[0], false).await?;
     assert_eq!(settled_outcome(&s, "serial").await?, json!(SERIAL_CANCEL));
     Ok(())
 }

@@ -119,17 +119,13 @@ async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it_for_the_agent
     assert_eq!(held[0]["type"], "eye_dropper");
     assert_eq!(s.page_value("out[0]").await?, json!("pending"), "the page's call waits");
     s.takes_input().await?;
-    s.agent
-        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": false}))
-        .await?;
+    s.answer(&held[0], false).await?;
     assert_eq!(settled(&s.page, 0).await?, escape());
     // Nobody answers the next one: the watchdog refuses it (and it could open: the first
     // one's eye dropper was closed).
     open_pending(&s.page, 1).await?;
     assert_eq!(settled(&s.page, 1).await?, escape());
-    let recs = s.closed_records("eye_dropper", 3).await?;
-    let closed: Vec<_> = recs.iter().map(|r| r["closed_by"].as_str().unwrap_or("").to_string()).collect();
-    assert_eq!(closed, ["rule", "agent", "watchdog"]);
+    assert_eq!(s.closed_by("eye_dropper", 3).await?, ["rule", "agent", "watchdog"]);
     Ok(())
 }
 

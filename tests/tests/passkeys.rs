@@ -121,9 +121,7 @@ async fn a_rule_by_relying_party_and_must_respond_with_the_watchdog() -> anyhow:
     })
     .await?;
     assert_eq!(late[2], "NotAllowedError");
-    let recs = s.closed_records("passkey", 3).await?;
-    let closed: Vec<_> = recs.iter().map(|r| r["closed_by"].as_str().unwrap_or("").to_string()).collect();
-    assert_eq!(closed, ["rule", "agent", "watchdog"]);
+    assert_eq!(s.closed_by("passkey", 3).await?, ["rule", "agent", "watchdog"]);
     Ok(())
 }
 
@@ -270,9 +268,7 @@ async fn a_rule_answers_with_a_virtual_authenticator_create_then_get() -> anyhow
         (held[0]["type"].as_str(), held[0]["message"].as_str()),
         (Some("passkey"), Some("sign in with a passkey for localhost"))
     );
-    s.agent
-        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": true}))
-        .await?;
+    s.answer(&held[0], true).await?;
     let got = eventually(LIMIT, "the page's call answered after the agent's accept", || async {
         let v = s.page_value("window.held").await?;
         Ok((v != json!("pending")).then_some(v))

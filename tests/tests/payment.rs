@@ -80,17 +80,13 @@ async fn a_rule_refuses_as_a_person_closing_the_sheet_and_must_respond_holds_it(
     assert_eq!(held[0]["type"], "payment");
     assert_eq!(s.page_value("window.held").await?, json!("pending"), "the page's call waits");
     s.takes_input().await?;
-    s.agent
-        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": true}))
-        .await?;
+    s.answer(&held[0], true).await?;
     // The agent left it to the browser: its own refusal.
     assert_eq!(settled(&s, "held").await?[2], "NotSupportedError");
     // Nobody answers the next one: the watchdog refuses it.
     s.page_later(&format!("window.late = 'pending'; {SHOW}.then((r) => window.late = r)")).await?;
     assert_eq!(settled(&s, "late").await?[2], "AbortError");
-    let recs = s.closed_records("payment", 3).await?;
-    let closed: Vec<_> = recs.iter().map(|r| r["closed_by"].as_str().unwrap_or("").to_string()).collect();
-    assert_eq!(closed, ["rule", "agent", "watchdog"]);
+    assert_eq!(s.closed_by("payment", 3).await?, ["rule", "agent", "watchdog"]);
     Ok(())
 }
 

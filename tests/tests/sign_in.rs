@@ -70,9 +70,7 @@ async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it() -> anyhow::
     assert_eq!(held[0]["type"], "sign_in");
     assert_eq!(s.page_value("window.held").await?, json!("pending"), "the page's call waits");
     s.takes_input().await?;
-    s.agent
-        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": false}))
-        .await?;
+    s.answer(&held[0], false).await?;
     let v = eventually(LIMIT, "the agent's refusal", || async {
         let v = s.page_value("window.held").await?;
         Ok(v.is_array().then_some(v))
@@ -87,9 +85,7 @@ async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it() -> anyhow::
     })
     .await?;
     assert_eq!(v[1], "NetworkError");
-    let recs = s.closed_records("sign_in", 4).await?;
-    let closed: Vec<_> = recs.iter().map(|r| r["closed_by"].as_str().unwrap_or("").to_string()).collect();
-    assert_eq!(closed, ["rule", "rule", "agent", "watchdog"]);
+    assert_eq!(s.closed_by("sign_in", 4).await?, ["rule", "rule", "agent", "watchdog"]);
     Ok(())
 }
 

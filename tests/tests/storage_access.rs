@@ -68,9 +68,7 @@ async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it() -> anyhow::
     assert_eq!(held[0]["type"], "storage_access");
     assert_eq!(s.in_frame("window.held").await?, json!("pending"), "the page's call waits");
     s.takes_input().await?;
-    s.agent
-        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held[0]["dialog_id"], "accept": false}))
-        .await?;
+    s.answer(&held[0], false).await?;
     let v = eventually(LIMIT, "the agent's refusal", || async {
         let v = s.in_frame("window.held").await?;
         Ok(v.is_array().then_some(v))
@@ -85,9 +83,7 @@ async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it() -> anyhow::
     })
     .await?;
     assert_eq!(v[2], "NotAllowedError");
-    let recs = s.closed_records("storage_access", 3).await?;
-    let closed: Vec<_> = recs.iter().map(|r| r["closed_by"].as_str().unwrap_or("").to_string()).collect();
-    assert_eq!(closed, ["rule", "agent", "watchdog"]);
+    assert_eq!(s.closed_by("storage_access", 3).await?, ["rule", "agent", "watchdog"]);
     Ok(())
 }
 
