@@ -194,18 +194,24 @@ async fn script_times(page: &Page, scopes: &[String], save: Option<&std::ffi::Os
         json!({"transferMode": "ReturnAsStream", "traceConfig": {"includedCategories": cats}}),
     )
     .await?;
-    for r in 0..TRACE_ROUNDS {
-        let order: Vec<usize> =
-            if r % 2 == 0 { (0..scopes.len()).collect() } else { (0..scopes.len()).rev().collect() };
-        for k in order {
-            page.eval(&format!(
-                "(() => {{ const d = frames['{}'].document; for (let i = 0; i < {TRACE_BATCH}; i++) {{ \
-                 const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; }} d.body.replaceChildren(); }})()",
-                scopes[k]
-            ))
-            .await?;
+    let made = async {
+        for r in 0..TRACE_ROUNDS {
+            let order: Vec<usize> =
+                if r % 2 == 0 { (0..scopes.len()).collect() } else { (0..scopes.len()).rev().collect() };
+            for k in order {
+                page.eval(&format!(
+                    "(() => {{ const d = frames['{}'].document; for (let i = 0; i < {TRACE_BATCH}; i++) {{ \
+                     const f = d.createElement('iframe'); d.body.append(f); f.contentWindow.document; }} d.body.replaceChildren(); }})()",
+                    scopes[k]
+                ))
+                .await?;
+            }
         }
+        anyhow::Ok(())
     }
+    .await;
+    // Ended, and its trace waited for, either way: a run made again (the page reloaded
+    // under this one) starts a trace of its own and must not read this one's.
     cdp.call(None, "Tracing.end", json!({})).await?;
     let stream = loop {
         let e = tokio::time::timeout(std::time::Duration::from_secs(60), events.recv()).await??;
@@ -213,6 +219,10 @@ async fn script_times(page: &Page, scopes: &[String], save: Option<&std::ffi::Os
             break e.params["stream"].as_str().context("trace without a stream")?.to_owned();
         }
     };
+    if let Err(e) = made {
+        cdp.call(None, "IO.close", json!({"handle": stream})).await.ok();
+        return Err(e);
+    }
     let mut data = String::new();
     loop {
         let r = cdp.call(None, "IO.read", json!({"handle": stream, "size": 1 << 20})).await?;
