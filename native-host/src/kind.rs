@@ -109,6 +109,14 @@ to the tab and no answer reaches it; navigate the tab to another site to clear i
     }
 }
 
+#[cfg(test)]
+impl Kind {
+    /// A kind by its wire name, for a test that needs some kind without naming one.
+    pub fn named(name: &str) -> Kind {
+        serde_json::from_value(serde_json::Value::from(name)).expect("a kind's wire name")
+    }
+}
+
 impl From<crate::api::HeldCall> for Kind {
     fn from(h: crate::api::HeldCall) -> Self {
         use crate::api::HeldCall;

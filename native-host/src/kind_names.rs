@@ -4,7 +4,7 @@
 //! the tools beside it (`doctor`, `browser/`, `platform/`, `cdp/`) use these words in their
 //! own senses (printing a report, file permissions, a URL's auth). Code only: tests,
 //! comments and string literals are left out. A file names a kind when an identifier holds the kind's words in a row,
-//! in any case (`Print`, `PrintAsk`, `print_jobs`, `on_download_done`, `passkeys`).
+//! in any case (`PrintAsk`, `print_jobs`, `on_download_done`, `passkeys`).
 //! `cargo test -p unmodal kind_names -- --nocapture` prints the table.
 
 use crate::kind::Kind;
@@ -238,10 +238,10 @@ mod tests {
         assert!(!names("ChooserApi", &["device", "chooser"]));
         assert!(!names("eprintln", &["print"]));
         let c = code(
-            "let a = \"Print\"; // Print\nlet b = r#\"Print\"#; let c = '\"'; Print\n#[cfg(test)]\nmod t { fn f() { PrintAsk } }\n#[cfg(test)]\nuse x::Print;\nfn g() { PrintPdf }",
+            "let a = \"Toast\"; // Toast\nlet b = r#\"Toast\"#; let c = '\"'; Toast\n#[cfg(test)]\nmod t { fn f() { ToastAsk } }\n#[cfg(test)]\nuse x::Toast;\nfn g() { ToastPdf }",
         );
-        assert_eq!(c.matches("Print").count(), 2, "{c}");
-        assert!(c.contains("PrintPdf"), "{c}");
+        assert_eq!(c.matches("Toast").count(), 2, "{c}");
+        assert!(c.contains("ToastPdf"), "{c}");
     }
 
     /// Each kind is named in at most `MOST_FILES` files of the pipeline, or (`STILL_MORE`)

@@ -25,12 +25,12 @@ policy:\"must_respond\"}: such dialogs then stay open until interact {action:\"h
 (or a watchdog after timeout_s). While a dialog is held open, every answer carries dialogs_blocking. \
 HTTP auth (a 401 login) is dialog_type \"auth\": set it up with username and password, or under must_respond answer \
 the held challenge with dialog_id, username and password (accept:false cancels; the page gets the 401); passwords are \
-never shown or stored. Permission prompts (camera, microphone, notifications, geolocation, clipboard-read) are dialog_type \"permission\" (optional permission names one): accept grants, accept:false denies; without a rule they are denied. Device choosers (WebUSB, WebHID, Web Serial, \
+never shown or stored. Prompts for a permission (camera, microphone, notifications, geolocation, clipboard-read) are dialog_type \"permission\" (optional permission names one): accept grants, accept:false denies; without a rule they are denied. Device choosers (WebUSB, WebHID, Web Serial, \
 Web Bluetooth, and getDisplayMedia's screen-share picker) are dialog_type \"device_chooser\": no extension can pick a device, so the only answer is accept:false \
 (cancel; the page gets the browser's own cancel result), which is also the default. Links to schemes the OS handles \
 (mailto:, tel:, myapp://, web+x:) are dialog_type \"app_link\": cancelled by default (in headless any but mailto: would block the \
-tab's input); accept:true opens them (match.scheme or match.url_contains narrows a rule). Passkey requests \
-(WebAuthn create/get) are dialog_type \"passkey\": refused by default (the page gets NotAllowedError); accept:true \
+tab's input); accept:true opens them (match.scheme or match.url_contains narrows a rule). WebAuthn requests \
+(passkeys: create/get) are dialog_type \"passkey\": refused by default (the page gets NotAllowedError); accept:true \
 answers them with Unmodal's virtual authenticator (keep:true keeps the passkeys for the profile). window.print() is \
 dialog_type \"print\": cancelled by default; accept:true prints the page to a PDF file (save_to: an absolute path \
 inside your roots). File choosers (<input type=file>) are dialog_type \"file_chooser\": left to the browser by default \

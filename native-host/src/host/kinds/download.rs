@@ -481,12 +481,13 @@ mod tests {
         assert_eq!(s.file_jobs[&Kind::Download][&(3, 1)].to.as_deref(), Some(tmp.path()));
     }
 
+    /// The grant as the agent sets it up: a permission rule for automatic downloads.
     fn grant() -> RuleSpec {
-        use crate::api::PermissionName;
-        RuleSpec::Permission {
-            accept: true,
-            permission: Some(PermissionName::AutomaticDownloads),
-            matcher: MatchArg::default(),
+        let args = json!({"action": "handle_dialog", "setup": true, "dialog_type": "permission",
+                          "permission": "automatic-downloads", "accept": true});
+        match crate::api::parse::<crate::api::InteractArgs>(args).unwrap().validate().unwrap() {
+            DialogCall::Setup { rule, .. } => rule,
+            other => panic!("not a setup: {other:?}"),
         }
     }
 

@@ -573,6 +573,7 @@ pub(in crate::host) mod tests {
             RuleSpec::Held { kind: HeldCall::SignIn, accept: false, matcher: m() },
             RuleSpec::Held { kind: HeldCall::Payment, accept: false, matcher: m() },
             RuleSpec::Held { kind: HeldCall::StorageAccess, accept: false, matcher: m() },
+            RuleSpec::Held { kind: HeldCall::EyeDropper, accept: false, matcher: m() },
             RuleSpec::FileChooser { files: Vec::new(), matcher: m() },
             RuleSpec::Download { accept: false, save_dir: None, matcher: m() },
         ];
@@ -585,9 +586,11 @@ pub(in crate::host) mod tests {
                 | RuleSpec::AppLink { .. }
                 | RuleSpec::Passkey { .. }
                 | RuleSpec::Print { .. }
-                | RuleSpec::Held { .. }
                 | RuleSpec::FileChooser { .. }
                 | RuleSpec::Download { .. } => {}
+                RuleSpec::Held { kind, .. } => match kind {
+                    HeldCall::SignIn | HeldCall::Payment | HeldCall::StorageAccess | HeldCall::EyeDropper => {}
+                },
             }
         }
         rules
