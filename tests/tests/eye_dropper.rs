@@ -44,10 +44,38 @@ async fn session(site: &WebServer, pilot: bool) -> anyhow::Result<Session> {
     Session::showing(&site.page("/eye", PAGE, &[]), pilot).await
 }
 
-/// Clicks `#e` and waits for its call's outcome (`out[n]`) to be other than pending.
-async fn open(page: &Page, n: usize) -> anyhow::Result<Value> {
-    page.click("#e").await?;
-    settled(page, n).await
+/// The browser's own failure when its process has not seen the click's activation that the
+/// page's frame saw: before it opens an eye dropper it checks the activation again, and
+/// consumes it (Chromium's `EyeDropperChooserImpl::Create`), and drops the call if there is
+/// none. Under load the click's activation can reach it after the call (1 fresh-clone run
+/// at 5517a58, the hostile test's first call, in a fresh document); and a second call in
+/// one click's activation finds it consumed by the first. A test's call dropped so is made
+/// again with a new click, as a person would (3 clicks at most), and each such try printed.
+const NOT_AVAILABLE: &str = "Failed to execute 'open' on 'EyeDropper': EyeDropper is not available.";
+
+fn dropped(outcome: &Value) -> bool {
+    outcome[0] == "error" && outcome[3] == NOT_AVAILABLE
+}
+
+/// The index in `out` of the next call `#e` makes.
+async fn next_call(page: &Page) -> anyhow::Result<usize> {
+    let n = page.eval("out.length").await?.as_u64().ok_or_else(|| anyhow::anyhow!("no `out` in the page"))?;
+    Ok(n as usize)
+}
+
+/// Clicks `#e` and waits for its call's outcome to be other than pending; a call the
+/// browser dropped as not available is made again.
+async fn open(page: &Page) -> anyhow::Result<Value> {
+    for attempt in 1.. {
+        let n = next_call(page).await?;
+        page.click("#e").await?;
+        let v = settled(page, n).await?;
+        if !dropped(&v) || attempt == 3 {
+            return Ok(v);
+        }
+        eprintln!("eye dropper: call {n} dropped by the browser as not available (try {attempt}); clicked again");
+    }
+    unreachable!("the loop returns")
 }
 
 async fn settled(page: &Page, n: usize) -> anyhow::Result<Value> {
@@ -58,21 +86,51 @@ async fn settled(page: &Page, n: usize) -> anyhow::Result<Value> {
     .await
 }
 
-/// Clicks `#e` and waits until its call (`out[n]`) is made and still pending.
-async fn open_pending(page: &Page, n: usize) -> anyhow::Result<()> {
-    page.click("#e").await?;
-    eventually(LIMIT, &format!("call {n} made"), || async {
-        Ok((page.eval(&format!("out[{n}] ?? null")).await? == json!("pending")).then_some(()))
-    })
-    .await
+/// The eye-dropper calls the host knows of: recorded, counted or held for the agent.
+async fn known(s: &Session) -> anyhow::Result<u64> {
+    let tabs = s.agent.ok("observe", json!({"what": "tabs"})).await?;
+    let held = tabs["dialogs_blocking"]["dialogs"].as_array().into_iter().flatten();
+    let held = held.filter(|d| d["type"] == "eye_dropper").count() as u64;
+    Ok(s.recorded_or_counted("eye_dropper").await? + held)
+}
+
+/// Clicks `#e` and waits until the host knows of its call (asked two microtasks after it
+/// was made; a call the browser drops has failed by then, its failure being on its way
+/// before the question), then requires it still pending; a dropped call is made again.
+/// Returns its index in `out`.
+async fn open_pending(s: &Session) -> anyhow::Result<usize> {
+    for attempt in 1.. {
+        let n = next_call(&s.page).await?;
+        let before = known(s).await?;
+        s.page.click("#e").await?;
+        eventually(LIMIT, &format!("call {n} known to the host"), || async {
+            Ok((known(s).await? > before).then_some(()))
+        })
+        .await?;
+        let v = s.page.eval(&format!("out[{n}] ?? null")).await?;
+        if v == json!("pending") {
+            return Ok(n);
+        }
+        if !dropped(&v) || attempt == 3 {
+            anyhow::bail!("call {n} is not pending: {v}");
+        }
+        eprintln!("eye dropper: call {n} dropped by the browser as not available (try {attempt}); clicked again");
+    }
+    unreachable!("the loop returns")
+}
+
+/// The newest eye-dropper record, once every one is closed.
+async fn newest(s: &Session) -> anyhow::Result<Value> {
+    let recs = s.closed_records("eye_dropper", 1).await?;
+    Ok(recs.last().cloned().unwrap_or_default())
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_default_refuses_as_a_persons_escape_and_the_next_one_is_asked_again() -> anyhow::Result<()> {
     let site = WebServer::other_site()?;
     let s = session(&site, true).await?;
-    assert_eq!(open(&s.page, 0).await?, escape());
-    let r = &s.closed_records("eye_dropper", 1).await?[0];
+    assert_eq!(open(&s.page).await?, escape());
+    let r = &newest(&s).await?;
     assert_eq!(
         (r["decided_by"].as_str(), r["accepted"].as_bool(), r["message"].as_str()),
         (
@@ -84,7 +142,7 @@ async fn the_default_refuses_as_a_persons_escape_and_the_next_one_is_asked_again
     );
     // The browser's eye dropper was closed with it: the next call opens one again (left
     // open, it would fail at once as "already open") and is asked about.
-    assert_eq!(open(&s.page, 1).await?, escape());
+    assert_eq!(open(&s.page).await?, escape());
     s.closed_records("eye_dropper", 2).await?;
     s.takes_input().await
 }
@@ -96,13 +154,13 @@ async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it_for_the_agent
     let s = session(&site, true).await?;
     let rule = json!({"action": "handle_dialog", "setup": true, "dialog_type": "eye_dropper", "accept": true});
     s.agent.ok("interact", rule).await?;
-    open_pending(&s.page, 0).await?;
-    let r = &s.closed_records("eye_dropper", 1).await?[0];
+    let n = open_pending(&s).await?;
+    let r = &newest(&s).await?;
     assert_eq!((r["decided_by"].as_str(), r["accepted"].as_bool()), (Some("rule"), Some(true)), "{r}");
     // Left to the browser: its eye dropper, which never settles headless; and while it is
     // open, the browser fails the next call at once, unasked.
-    assert_eq!(s.page_value("out[0]").await?, json!("pending"));
-    let again = open(&s.page, 1).await?;
+    assert_eq!(s.page_value(&format!("out[{n}]")).await?, json!("pending"));
+    let again = open(&s.page).await?;
     assert_eq!(
         json!([again[2], again[3]]),
         json!(["InvalidStateError", "Failed to execute 'open' on 'EyeDropper': EyeDropper is already open."])
@@ -114,18 +172,19 @@ async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it_for_the_agent
     s.page.goto(&url).await?;
     s.agent.wait_for_tab(&url).await?;
     s.policy("must_respond", 2).await?;
-    open_pending(&s.page, 0).await?;
+    let n = open_pending(&s).await?;
     let held = s.held(1).await?;
     assert_eq!(held[0]["type"], "eye_dropper");
-    assert_eq!(s.page_value("out[0]").await?, json!("pending"), "the page's call waits");
+    assert_eq!(s.page_value(&format!("out[{n}]")).await?, json!("pending"), "the page's call waits");
     s.takes_input().await?;
     s.answer(&held[0], false).await?;
-    assert_eq!(settled(&s.page, 0).await?, escape());
+    assert_eq!(settled(&s.page, n).await?, escape());
+    assert_eq!(newest(&s).await?["closed_by"], "agent");
     // Nobody answers the next one: the watchdog refuses it (and it could open: the first
     // one's eye dropper was closed).
-    open_pending(&s.page, 1).await?;
-    assert_eq!(settled(&s.page, 1).await?, escape());
-    assert_eq!(s.closed_by("eye_dropper", 3).await?, ["rule", "agent", "watchdog"]);
+    let n = open_pending(&s).await?;
+    assert_eq!(settled(&s.page, n).await?, escape());
+    assert_eq!(newest(&s).await?["closed_by"], "watchdog");
     Ok(())
 }
 
@@ -133,10 +192,14 @@ async fn a_rule_leaves_it_to_the_browser_and_must_respond_holds_it_for_the_agent
 async fn with_the_pilot_off_the_browser_has_it_and_a_flood_is_counted() -> anyhow::Result<()> {
     let site = WebServer::other_site()?;
     let s = session(&site, false).await?;
-    open_pending(&s.page, 0).await?;
+    let n = open_pending(&s).await?;
     let d = s.last_dialog(1).await?;
     assert_eq!((d["type"].as_str(), d["decided_by"].as_str()), (Some("eye_dropper"), Some("pilot_off")), "{d}");
-    assert_eq!(s.page_value("out[0]").await?, json!("pending"), "the browser's own: it never settles headless");
+    assert_eq!(
+        s.page_value(&format!("out[{n}]")).await?,
+        json!("pending"),
+        "the browser's own: it never settles headless"
+    );
 
     let site2 = WebServer::other_site()?;
     let s = session(&site2, true).await?;
@@ -182,16 +245,26 @@ async fn another_sites_frame_under_a_strict_csp() -> anyhow::Result<()> {
         )
         .await?;
     assert_eq!(ready, "armed");
-    s.page.click("iframe").await?;
-    // Asked as text: `in_frame` waits for a value, and `null` (not settled yet) is none.
-    let got = eventually(LIMIT, "the frame's call settled", || async {
-        let v: Value =
-            serde_json::from_str(s.in_frame("JSON.stringify(window.got)").await?.as_str().unwrap_or("null"))?;
-        Ok((!v.is_null()).then_some(v))
-    })
-    .await?;
+    let mut got = Value::Null;
+    for attempt in 1..=3 {
+        s.in_frame("got = null; 'reset'").await?;
+        s.page.click("iframe").await?;
+        // Asked as text: `in_frame` waits for a value, and `null` (not settled yet) is none.
+        got = eventually(LIMIT, "the frame's call settled", || async {
+            let v: Value =
+                serde_json::from_str(s.in_frame("JSON.stringify(window.got)").await?.as_str().unwrap_or("null"))?;
+            Ok((!v.is_null()).then_some(v))
+        })
+        .await?;
+        if got != json!(["OperationError", NOT_AVAILABLE]) {
+            break;
+        }
+        eprintln!(
+            "eye dropper: the frame's call dropped by the browser as not available (try {attempt}); clicked again"
+        );
+    }
     assert_eq!(got, json!(["AbortError", CANCELLED]));
-    let r = &s.closed_records("eye_dropper", 1).await?[0];
+    let r = &newest(&s).await?;
     assert_eq!(r["url"].as_str(), Some(widget.as_str()), "the frame's own URL: {r}");
     s.takes_input().await?;
     assert_eq!(s.page_value("violations").await?, json!([]), "no CSP violation");
@@ -268,9 +341,9 @@ async fn the_wrapper_looks_and_fails_like_the_browsers_own_and_a_hostile_page_se
         )
         .await?;
     assert_eq!(armed, 0);
-    assert_eq!(open(&s.page, 0).await?, escape());
+    assert_eq!(open(&s.page).await?, escape());
     // Closed through the natives taken at start: the next one opens and is refused too.
-    assert_eq!(open(&s.page, 1).await?, escape());
+    assert_eq!(open(&s.page).await?, escape());
     assert_eq!(s.page_value("trapped").await?, json!(0));
     Ok(())
 }
