@@ -56,4 +56,5 @@ mod stealth;
 mod storage_access;
 mod tabs_navigation;
 mod tracked_tab;
+mod trust;
 mod two_browsers;

@@ -18,6 +18,10 @@ use serde::Serialize;
 use serde_json::Value;
 use unmodal_engine::{DialogKind, RuleTarget};
 
+/// Said after a rule set up while the pilot is off.
+const RULE_WAITS_FOR_PILOT: &str = " It is kept by Unmodal and takes effect once a person switches AI Web Pilot on \
+(`unmodal pilot on`); until then the browser holds no rule and pages see their dialogs as without Unmodal.";
+
 /// What an `interact` call did: its answer, messages for the extension, and the held
 /// dialog whose close the caller should wait for before answering the agent.
 #[derive(Debug)]
@@ -242,14 +246,25 @@ impl State {
                 }
                 let page = in_config(&rule);
                 let rule = self.add_rule(tab.id, once, rule)?;
+                // With the pilot off the rule waits here: nothing goes to the browser, and
+                // nothing is in force until a person switches the pilot on.
+                let in_force = match (self.pilot, page) {
+                    (false, _) => Some(false),
+                    (true, false) => Some(true),
+                    (true, true) => None,
+                };
+                let mut message = explain::rule_set(&rule.rule, once);
+                if !self.pilot {
+                    message.push_str(RULE_WAITS_FOR_PILOT);
+                }
                 let body = Configured {
                     status: Status::Configured,
-                    message: explain::rule_set(&rule.rule, once),
+                    message,
                     rule: RuleView::from(&rule),
-                    rules_in_force: (!page).then_some(true),
+                    rules_in_force: in_force,
                 };
                 let value = self.answer(&body, &tab);
-                let msgs = if page { vec![self.config_message(tab.id)] } else { Vec::new() };
+                let msgs = if page { self.config_push(tab.id).into_iter().collect() } else { Vec::new() };
                 Ok(Done::now(value, msgs))
             }
             DialogCall::Clear { tab, what } => {

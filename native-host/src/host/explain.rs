@@ -119,6 +119,15 @@ pub fn held(kind: DialogKind, answered: Option<(DecidedBy, bool, Option<u32>)>, 
     }
 }
 
+/// A dialog a debugger session says it holds while the pilot is off (no session should).
+pub fn held_pilot_off(kind: DialogKind) -> String {
+    format!(
+        "The browser showed a {} dialog while AI Web Pilot was off: it is left to the browser and its user, and \
+Unmodal answers nothing.",
+        kind.as_str()
+    )
+}
+
 /// Who closed a held dialog, after how long, with what answer.
 pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
     let who = match by {

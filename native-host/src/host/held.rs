@@ -20,6 +20,9 @@ use unmodal_engine::{DialogKind, Engine, Policy, Subject};
 const MAX_HELD: usize = 64;
 /// How much of a dialog's message the blocking note repeats.
 const NOTE_CHARS: usize = 200;
+/// The agent's answer to something held while the pilot is off.
+const PILOT_OFF_NO_ANSWER: &str = "AI Web Pilot is off, so Unmodal answers nothing for the agent: a person answers \
+the browser's own prompt, or switches the pilot on with `unmodal pilot on` in a terminal.";
 
 /// What answered a held dialog as it opened, if anything did.
 struct Verdict {
@@ -40,7 +43,10 @@ impl State {
         }
         let (message, cut) = record::clip(&m.message, MAX_MESSAGE_CHARS);
         let tab = self.policy_of(m.tab_id);
-        let verdict = self.verdict(m.tab_id, kind, &message, &m.url, tab.policy);
+        // With the pilot off no session should hold anything (the host sent no policy), so
+        // this is a worker that says so on its own: recorded, answered by nobody here.
+        let pilot = self.pilot;
+        let verdict = if pilot { self.verdict(m.tab_id, kind, &message, &m.url, tab.policy) } else { None };
         let (clean, mut redacted) = self.redactor.apply(&message);
         let default_text = (kind == DialogKind::Prompt).then(|| {
             let (t, hits) = self.redactor.apply(&record::clip(&m.default_prompt, MAX_MESSAGE_CHARS).0);
@@ -48,7 +54,7 @@ impl State {
             t
         });
         let now = Instant::now();
-        let waits = verdict.is_none() && tab.policy == Policy::MustRespond;
+        let waits = pilot && verdict.is_none() && tab.policy == Policy::MustRespond;
         let deadline = waits.then(|| now + Duration::from_secs(u64::from(tab.timeout_s)));
         let id = self.next_id();
         let page_url = self.tab(m.tab_id).map(|t| t.url.clone()).unwrap_or_default();
@@ -59,11 +65,24 @@ impl State {
             state: DialogState::Open,
             redacted,
             rule_id: verdict.as_ref().and_then(|v| v.rule),
-            explanation: explain::held(kind, verdict.as_ref().map(|v| (v.by, v.accept, v.rule)), &tab),
+            explanation: if pilot {
+                explain::held(kind, verdict.as_ref().map(|v| (v.by, v.accept, v.rule)), &tab)
+            } else {
+                explain::held_pilot_off(kind)
+            },
             url: m.url,
             page_url,
             frame_id: m.top_frame.then_some(0),
-            ..DialogRecord::new(id, kind.into(), m.tab_id, verdict.as_ref().map_or(DecidedBy::Agent, |v| v.by))
+            ..DialogRecord::new(
+                id,
+                kind.into(),
+                m.tab_id,
+                match &verdict {
+                    _ if !pilot => DecidedBy::PilotOff,
+                    Some(v) => v.by,
+                    None => DecidedBy::Agent,
+                },
+            )
         };
         self.logs.dialog(&record);
         let mut out = vec![ToBrowser::recorded(&record)];
@@ -76,8 +95,10 @@ impl State {
         if let Some(d) = deadline {
             self.armed.push((id, d - now));
         }
-        let closing = verdict.as_ref().map(|v| v.by);
-        self.held.push(HeldDialog { record, hold: m.hold, opened: now, deadline, closing, answer_error: None });
+        // Pilot off: whatever closes it is the browser's (nobody here may answer it).
+        let closing = if pilot { verdict.as_ref().map(|v| v.by) } else { Some(DecidedBy::Remote) };
+        let answer = verdict.as_ref().map(|v| (v.accept, v.text.clone()));
+        self.held.push(HeldDialog { record, hold: m.hold, opened: now, deadline, closing, answer, answer_error: None });
         Ok(out)
     }
 
@@ -110,8 +131,19 @@ impl State {
         let Some(pos) = self.held_pos(m.tab_id, m.hold) else {
             return;
         };
-        let HeldDialog { mut record, opened, closing, .. } = self.held.remove(pos);
-        let by = if m.gone { DecidedBy::Remote } else { closing.unwrap_or(DecidedBy::Remote) };
+        let HeldDialog { mut record, opened, closing, answer, .. } = self.held.remove(pos);
+        // The close is recorded as the browser reports it: one that differs from the answer
+        // the host sent was not that answer (another client's, or a worker's made-up close).
+        let text = |t: &str| (record.kind == DialogKind::Prompt).then(|| t.to_owned());
+        let as_sent = answer.as_ref().is_some_and(|(accept, sent)| {
+            *accept == m.accepted
+                && (!m.accepted || sent.as_deref().unwrap_or("") == text(&m.text).as_deref().unwrap_or(""))
+        });
+        let by = match closing {
+            _ if m.gone => DecidedBy::Remote,
+            Some(by) if as_sent => by,
+            _ => DecidedBy::Remote,
+        };
         record.state = DialogState::Closed;
         record.accepted = if m.gone { None } else { Some(m.accepted) };
         record.response_text = (record.kind == DialogKind::Prompt && m.accepted && !m.gone)
@@ -161,7 +193,7 @@ impl State {
             if let Some(d) = due {
                 self.armed.push((h.record.id, d.saturating_duration_since(now)));
             }
-            self.held.push(HeldDialog { closing: None, deadline: due, ..h });
+            self.held.push(HeldDialog { closing: None, answer: None, deadline: due, ..h });
         }
         for h in gone {
             let mut record = h.record;
@@ -223,6 +255,10 @@ Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
             let why = format!("Dialog {id} is {a} {kind}; {} (use accept and text).", carries.only);
             return Err(ToolError::new(ErrorCode::InvalidParams, why));
         }
+        // Only the watchdog's refusal goes to the browser while the pilot is off.
+        if !self.pilot && by == DecidedBy::Agent {
+            return Err(ToolError::new(ErrorCode::AiWebPilotDisabled, PILOT_OFF_NO_ANSWER));
+        }
         if h.closing.is_some() {
             return Err(ToolError::new(ErrorCode::DialogNotFound, format!("Dialog {id} is being answered already.")));
         }
@@ -232,6 +268,7 @@ Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
         h.closing = Some(by);
         h.answer_error = None;
         let text = (h.record.kind == DialogKind::Prompt && accept).then(|| text.unwrap_or_default());
+        h.answer = Some((accept, text.clone()));
         Ok(answer_message(h.record.tab_id, h.hold, accept, text))
     }
 

@@ -6,6 +6,8 @@ pub mod agent_calls;
 mod barrier;
 mod dispatch;
 mod explain;
+#[cfg(test)]
+mod forged;
 mod held;
 mod kind_state;
 mod kinds;

@@ -30,7 +30,7 @@ impl State {
             self.tabs.push(Tab { id: tab, window_id, url: String::new(), title: String::new(), active: false });
         }
         tracing::info!(tab, opener, "a tab opened by another took over its rules and policy");
-        vec![self.config_message(tab)]
+        self.config_push(tab).into_iter().collect()
     }
 }
 

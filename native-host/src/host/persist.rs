@@ -59,6 +59,8 @@ impl SavedHeld {
             opened: at(self.opened_ms),
             deadline: self.deadline_ms.map(at),
             closing: self.closing,
+            // Not kept: `keep_held` answers again whatever was being answered.
+            answer: None,
             answer_error: None,
         }
     }
@@ -321,6 +323,7 @@ mod tests {
     fn a_held_dialog_the_new_worker_kept_waits_on_with_its_watchdog() {
         let dir = tempfile::tempdir().unwrap();
         let mut old = State::new();
+        old.pilot = true;
         feed(&mut old, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
         old.configure(PolicyCall { tab: Some(3), policy: Policy::MustRespond, timeout_s: 30 }).unwrap();
         feed(&mut old, json!({"type":"held","tab_id":3,"hold":7,"kind":"confirm","message":"Sure?"})).unwrap();

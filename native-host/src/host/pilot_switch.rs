@@ -61,11 +61,14 @@ impl State {
     /// browser that nothing says a program controls (the worker checked it was the popup).
     pub(super) fn on_pilot_from_browser(&mut self, on: bool, via: PilotVia, id: Option<u64>) -> Vec<ToBrowser> {
         if !on {
+            let mut out = vec![];
             if self.pilot {
                 self.pilot = false;
                 tracing::info!(?via, "AI Web Pilot switched off from the browser");
+                out = self.pilot_flipped();
             }
-            return vec![self.pilot_message(id, None)];
+            out.insert(0, self.pilot_message(id, None));
+            return out;
         }
         let remote = self.browser.remote_control();
         let refusal = match (via, &remote) {
@@ -77,15 +80,19 @@ impl State {
                 if remote.is_none() { ", or with the toolbar popup" } else { "" }
             )),
         };
+        let mut configs = Vec::new();
         match &refusal {
             None if !self.pilot => {
                 self.pilot = true;
                 tracing::info!("AI Web Pilot switched on in the toolbar popup");
+                configs = self.pilot_flipped();
             }
             None => {}
             Some(why) => self.pilot_refused(via, why),
         }
-        vec![self.pilot_message(id, refusal)]
+        let mut out = vec![self.pilot_message(id, refusal)];
+        out.extend(configs);
+        out
     }
 
     /// A way in that was refused, here or by the worker: in the host's log and the logs the
@@ -132,13 +139,17 @@ pub(super) async fn from_terminal(shared: &Shared, args: SwitchArgs) -> Result<V
             ));
         }
         let Some(on) = args.on else { return Ok(state.pilot_status()) };
+        let mut configs = Vec::new();
         if state.pilot != on {
             state.pilot = on;
             tracing::info!(on, "AI Web Pilot switched from a terminal");
+            configs = state.pilot_flipped();
         }
         let msg = state.pilot_message(None, None);
         let ToBrowser::Pilot { rev, .. } = msg else { unreachable!("pilot_message makes a Pilot") };
-        shared.send(&state, vec![msg]);
+        let mut msgs = vec![msg];
+        msgs.extend(configs);
+        shared.send(&state, msgs);
         rev
     };
     shared.save();
@@ -165,7 +176,7 @@ mod tests {
 
     fn answer(out: &[ToBrowser]) -> (bool, Option<String>, Option<String>) {
         match out {
-            [ToBrowser::Pilot { on, refused, terminal_only, .. }] => (*on, refused.clone(), terminal_only.clone()),
+            [ToBrowser::Pilot { on, refused, terminal_only, .. }, ..] => (*on, refused.clone(), terminal_only.clone()),
             other => panic!("expected one Pilot message, got {other:?}"),
         }
     }

@@ -12,6 +12,10 @@ use crate::reply::ToolError;
 use serde::Serialize;
 use unmodal_engine::Policy;
 
+/// Said after a policy set while the pilot is off.
+const POLICY_WAITS_FOR_PILOT: &str = "It is kept by Unmodal and takes effect once a person switches AI Web Pilot \
+on (`unmodal pilot on`); until then the browser holds no policy and no dialog is held for the agent.";
+
 /// How a tab's policy shows in answers (only when it is not the plain default).
 #[derive(Clone, Debug, Serialize)]
 pub struct PolicyView {
@@ -33,6 +37,10 @@ pub struct PolicySet {
     pub policy: Policy,
     pub timeout_s: u32,
     pub message: String,
+    /// Set here only while the pilot is off (false: nothing goes to the browser); otherwise
+    /// once the tab acknowledged it (`socket.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_in_force: Option<bool>,
 }
 
 impl State {
@@ -53,10 +61,15 @@ impl State {
             status: "configured",
             policy: call.policy,
             timeout_s: call.timeout_s,
-            message: explain::policy(call.policy, call.timeout_s),
+            message: if self.pilot {
+                explain::policy(call.policy, call.timeout_s)
+            } else {
+                format!("{} {POLICY_WAITS_FOR_PILOT}", explain::policy(call.policy, call.timeout_s))
+            },
+            policy_in_force: (!self.pilot).then_some(false),
         };
         let answer = self.answer(&body, &tab);
-        Ok((answer, vec![self.config_message(tab.id)]))
+        Ok((answer, self.config_push(tab.id).into_iter().collect()))
     }
 
     /// The extension acknowledged a config revision: remember how far it got. A debugger
@@ -105,16 +118,18 @@ impl State {
         );
         p.fallback = Some(Fallback { from, reason, at: now_rfc3339() });
         p.policy = Policy::Auto;
-        vec![self.config_message(tab)]
+        self.config_push(tab).into_iter().collect()
     }
 
     pub fn policy_view(&self, tab: i64) -> Option<PolicyView> {
         let p = self.policies.get(&tab)?;
         let sent = self.sent_rev.get(&tab).copied().unwrap_or(0);
-        let in_force = self.delivery(tab, sent).is_some_and(|d| match p.policy {
-            Policy::Auto => d.delivered,
-            _ => d.debugger_attached,
-        });
+        // Nothing of the agent's is in force while the pilot is off (the browser holds none of it).
+        let in_force = self.pilot
+            && self.delivery(tab, sent).is_some_and(|d| match p.policy {
+                Policy::Auto => d.delivered,
+                _ => d.debugger_attached,
+            });
         Some(PolicyView {
             policy: p.policy,
             timeout_s: p.timeout_s,
@@ -134,6 +149,7 @@ mod tests {
 
     fn state() -> State {
         let mut s = State::new();
+        s.pilot = true;
         feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
         s
     }

@@ -40,7 +40,10 @@ impl State {
         let answer =
             |s: &mut State, decision, with, record| s.prompt_answer(kind, (m.tab_id, m.id, record), decision, with);
         let tab = self.policy_of(m.tab_id);
-        let verdict = if m.native {
+        // The host's own switch decides, not the worker's `native`: code a DevTools client
+        // runs in the worker can send any request, and with the pilot off it is only
+        // recorded (no rule, no policy, no answer, no secret leaves the host).
+        let verdict = if m.native || !self.pilot {
             None
         } else {
             let best = self.rules.best(m.tab_id, |r| k.fits(r, &described.url));
@@ -132,6 +135,7 @@ impl State {
             opened: now,
             deadline: Some(now + wait),
             closing: None,
+            answer: None,
             answer_error: None,
         });
         u64::try_from((wait + HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX)
@@ -157,6 +161,7 @@ impl State {
             return Err(ToolError::new(ErrorCode::InvalidParams, why));
         }
         h.closing = Some(by);
+        h.answer = Some((accept, None));
         h.answer_error = None;
         if accept {
             with.name_on(&mut h.record.details);
@@ -195,9 +200,13 @@ impl State {
             return;
         };
         let o = Outcome { applied: m.ok && !m.settled, expired: m.expired, accepted: m.accepted };
-        let HeldDialog { mut record, opened, closing, .. } = self.held.remove(pos);
+        let HeldDialog { mut record, opened, closing, answer, .. } = self.held.remove(pos);
+        // As the worker reports it: an outcome that is not the answer the host sent is not
+        // that answer's (the record never says the agent accepted what it refused).
+        let as_sent = answer.is_some_and(|(accept, _)| accept == o.accepted);
         let (by, accepted) = match (o.applied, o.expired) {
-            (true, false) => (closing.unwrap_or(DecidedBy::Remote), Some(o.accepted)),
+            (true, false) if as_sent => (closing.unwrap_or(DecidedBy::Remote), Some(o.accepted)),
+            (true, false) => (DecidedBy::Remote, Some(o.accepted)),
             (true, true) => (DecidedBy::DefaultPolicy, Some(false)),
             (false, _) => (DecidedBy::Remote, None),
         };

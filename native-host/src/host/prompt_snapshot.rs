@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use unmodal_engine::Policy;
 
 /// (label, the request's own fields): one or more per kind, covering each kind's split.
-fn samples(dir: &str) -> Vec<(&'static str, Value)> {
+pub(super) fn samples(dir: &str) -> Vec<(&'static str, Value)> {
     vec![
         (
             "auth",

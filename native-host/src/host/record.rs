@@ -183,6 +183,9 @@ pub struct HeldDialog {
     /// Who the host asked to close it (the close event then names them); `None` while it
     /// waits for the agent.
     pub closing: Option<DecidedBy>,
+    /// What the host sent as the answer (accept, a prompt's text), if it sent one: a close
+    /// the browser reports otherwise was not this answer.
+    pub answer: Option<(bool, Option<String>)>,
     /// Why the last answer did not reach the browser.
     pub answer_error: Option<String>,
 }

@@ -110,7 +110,8 @@ rule or policy applies)",
         if matches!(by, DecidedBy::DefaultPolicy | DecidedBy::PilotOff) {
             self.queue_pending(id);
         }
-        if let Some(rule_id) = rule {
+        // A page's word spends a once-rule only while pages hold rules (the pilot on).
+        if let Some(rule_id) = rule.filter(|_| self.pilot) {
             out.extend(self.spend_rule(tab, rule_id));
         }
         Ok(out)
@@ -170,6 +171,7 @@ mod tests {
     #[test]
     fn a_report_that_spends_a_once_rule_pushes_the_config() {
         let mut s = State::new();
+        s.pilot = true;
         let r = s.add_rule(7, true, dialog_rule(RuleTarget::One(DialogKind::Confirm), true)).unwrap();
         let out = to_json(&feed(&mut s, report(7, 1, "decided", "confirm", "rule", Some(r.id))).unwrap());
         assert!(s.rules_of(7).is_empty());

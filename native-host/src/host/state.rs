@@ -207,7 +207,7 @@ impl State {
     /// tab's new config if one that left was in it.
     pub fn clear_rules(&mut self, tab: i64, what: DialogTypeArg) -> (usize, Option<ToBrowser>) {
         let gone = self.rules.clear(tab, |r| r.cleared_by(what));
-        let msg = gone.iter().any(in_config).then(|| self.config_message(tab));
+        let msg = if gone.iter().any(in_config) { self.config_push(tab) } else { None };
         (gone.len(), msg)
     }
 
@@ -219,7 +219,7 @@ impl State {
     /// was in the config (a page's engine already stopped using it; the worker has not).
     pub(super) fn spend_rule(&mut self, tab: i64, rule_id: u32) -> Option<ToBrowser> {
         let spent = self.rules.spend(tab, rule_id)?;
-        in_config(&spent).then(|| self.config_message(tab))
+        if in_config(&spent) { self.config_push(tab) } else { None }
     }
 
     /// Tabs whose config is not the plain default (rules or a policy).
@@ -231,16 +231,46 @@ impl State {
         tabs.into_iter()
     }
 
-    /// The tab's config for the extension, with a new revision. The pilot flag is always
-    /// on: the extension sends this only while the human has the pilot on.
+    /// The tab's config for the extension, with a new revision: what the tab must hold now
+    /// (with the pilot off, the record-only default: see `config_at`).
     pub fn config_message(&mut self, tab: i64) -> ToBrowser {
         self.config_rev += 1;
         self.sent_rev.insert(tab, self.config_rev);
         self.config_at(tab, self.config_rev)
     }
 
+    /// The tab's new config after the agent changed its rules or policy, if the browser side
+    /// is to hold it now: nothing while the pilot is off (the rules wait in the host, and
+    /// the pilot's switch sends them: `pilot_flipped`).
+    pub(super) fn config_push(&mut self, tab: i64) -> Option<ToBrowser> {
+        self.pilot.then(|| self.config_message(tab))
+    }
+
+    /// The pilot's switch changed: every tab that holds (or is to hold) more than the plain
+    /// default gets its config again. On, its rules and policy; off, the record-only default,
+    /// which takes back what the browser side held (rules, the policy's debugger session,
+    /// the site's automatic-downloads grant).
+    pub(super) fn pilot_flipped(&mut self) -> Vec<ToBrowser> {
+        let tabs: Vec<i64> = self.configured_tabs().collect();
+        tabs.into_iter().map(|tab| self.config_message(tab)).collect()
+    }
+
     /// The tab's config as revision `rev`: what its policy and its `in_config` rules say.
+    /// While the pilot is off the browser side holds nothing of the agent's, whatever the
+    /// worker says of the switch (code a DevTools client runs in the worker can say
+    /// anything): no rule, no policy, no kind's fields, no debugger session.
     pub(super) fn config_at(&self, tab: i64, rev: u64) -> ToBrowser {
+        if !self.pilot {
+            let mut enc = Encoder::new();
+            enc.pilot(false).policy(Policy::Auto);
+            return ToBrowser::Config {
+                tab_id: tab,
+                rev,
+                config: enc.finish(),
+                debugger: false,
+                fields: Default::default(),
+            };
+        }
         let policy = self.policy_of(tab).policy;
         let (fields, kinds_need_debugger) = <RuleSpec as TabConfig>::tab_config(&self.rules, tab, policy);
         ToBrowser::Config {
@@ -366,6 +396,7 @@ pub(super) mod tests {
     #[test]
     fn spent_once_rule_leaves_and_the_config_is_pushed() {
         let mut s = State::new();
+        s.pilot = true;
         let r = s.add_rule(7, true, dialog_rule(RuleTarget::One(DialogKind::Confirm), true)).unwrap();
         assert_eq!(
             s.spend_rule(7, r.id),

@@ -201,7 +201,9 @@ impl State {
         blocked: bool,
     ) -> Vec<ToBrowser> {
         let mut out = Vec::new();
+        // Only a grant the browser held (the pilot on) was let through and is spent.
         let once = self.rules.of(tab_id).iter().find(|r| r.once && r.rule.downloads().is_some()).map(|r| r.id);
+        let once = once.filter(|_| self.pilot);
         if let Some(rule) = once {
             out.extend(self.spend_rule(tab_id, rule));
         }
