@@ -75,6 +75,11 @@ struct McpArgs {
     /// PEM certificates to trust besides the system's (a self-hosted fleet's own CA).
     #[arg(long, value_name = "FILE", requires = "cdp_endpoint")]
     cdp_ca: Option<PathBuf>,
+    /// Send the headers also when the endpoint's /json/version puts the browser's WebSocket
+    /// on another host or port (they go only to the endpoint's own otherwise). Plain ws://
+    /// to another machine after an https:// endpoint is refused all the same.
+    #[arg(long, requires = "cdp_endpoint")]
+    cdp_header_any_host: bool,
     #[command(flatten)]
     launch: BrowserArgs,
 }
@@ -163,7 +168,7 @@ pub fn main() -> ExitCode {
         Command::Mcp(m) => {
             let remote = match &m.cdp_endpoint {
                 Some(url) => match crate::cdp::Endpoint::new(url, &m.cdp_headers, m.cdp_ca.as_deref()) {
-                    Ok(e) => Some(e),
+                    Ok(e) => Some(e.header_any_host(m.cdp_header_any_host)),
                     Err(e) => return report(Err(e)),
                 },
                 None => None,

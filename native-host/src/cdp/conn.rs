@@ -50,6 +50,8 @@ pub const COMMAND_LIMIT: Duration = Duration::from_secs(30);
 impl Conn {
     /// Opens the browser's WebSocket with the endpoint's headers and TLS roots.
     pub async fn open(endpoint: &Endpoint, ws_url: &str) -> Result<(Arc<Conn>, mpsc::UnboundedReceiver<Event>)> {
+        // Before anything is sent: the headers must not go where they were not meant to.
+        endpoint.check_websocket(ws_url)?;
         let mut req =
             ws_url.into_client_request().with_context(|| format!("{} is not a WebSocket URL", endpoint.redacted()))?;
         for (k, v) in endpoint.headers() {
