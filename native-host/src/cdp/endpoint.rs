@@ -244,16 +244,14 @@ ws(s):// URL as --cdp-endpoint",
 
     /// One plain HTTP/1.1 GET, the connection closed after it (Chromium does not answer 1.0).
     async fn get(&self, path: &str) -> Result<Vec<u8>> {
-        let (tls, rest) = match self.url.split_once("://") {
-            Some((s, r)) if s.eq_ignore_ascii_case("https") => (true, r),
-            Some((_, r)) => (false, r),
-            None => bail!("not a URL"),
-        };
+        // The place `check_websocket` compares with is the place asked.
+        let Target { host, port, .. } =
+            Target::of(&self.url).ok_or_else(|| anyhow!("no host and port can be read in {}", self.redacted()))?;
+        let tls = self.url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+        let rest = self.url.split_once("://").map_or("", |(_, r)| r);
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let base = rest[authority.len()..].split(['?', '#']).next().unwrap_or_default().trim_end_matches('/');
         let hostport = authority.rsplit('@').next().unwrap_or_default();
-        let (host, port) = split_host_port(hostport, if tls { 443 } else { 80 })
-            .with_context(|| format!("no host and port can be read in {}", self.redacted()))?;
         let mut req = format!(
             "GET {base}{path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\nAccept: application/json\r\n"
         );
@@ -345,20 +343,6 @@ fn dechunk(mut body: &[u8]) -> Option<Vec<u8>> {
         }
         out.extend_from_slice(body.get(..size)?);
         body = body.get(size + 2..)?;
-    }
-}
-
-/// `[v6]:port`, `host:port` or `host`. Errors do not repeat the text: a malformed URL's
-/// "host" may be part of a password.
-fn split_host_port(hostport: &str, default: u16) -> Result<(String, u16)> {
-    if let Some(rest) = hostport.strip_prefix('[') {
-        let (h, p) = rest.split_once(']').ok_or_else(|| anyhow!("a bad IPv6 address"))?;
-        let port = p.strip_prefix(':').map(str::parse).transpose().context("a bad port")?.unwrap_or(default);
-        return Ok((h.to_owned(), port));
-    }
-    match hostport.rsplit_once(':') {
-        Some((h, p)) => Ok((h.to_owned(), p.parse().context("a bad port")?)),
-        None => Ok((hostport.to_owned(), default)),
     }
 }
 
@@ -456,11 +440,16 @@ mod tests {
     }
 
     #[test]
-    fn host_and_port_are_split() {
-        assert_eq!(split_host_port("h:9222", 80).unwrap(), ("h".into(), 9222));
-        assert_eq!(split_host_port("h", 443).unwrap(), ("h".into(), 443));
-        assert_eq!(split_host_port("[::1]:9", 80).unwrap(), ("::1".into(), 9));
-        assert!(split_host_port("h:x", 80).is_err());
+    fn host_and_port_are_read_as_the_websocket_client_reads_them() {
+        let t = |url: &str| Target::of(url).map(|t| (t.scheme, t.host, t.port));
+        let place = |s: &str, h: &str, p| Some((s.to_owned(), h.to_owned(), p));
+        assert_eq!(t("http://h:9222"), place("http", "h", 9222));
+        assert_eq!(t("HTTPS://u:p@h/x?y"), place("https", "h", 443));
+        assert_eq!(t("ws://[::1]:9/x"), place("ws", "::1", 9));
+        assert_eq!(t("wss://h"), place("wss", "h", 443));
+        for bad in ["h:9222", "http://h:x", "http://h:99999", "http://u:p/w@h/", "ftp://h", "http://", "ws://u@/"] {
+            assert_eq!(t(bad), None, "{bad}");
+        }
     }
 
     #[tokio::test]
