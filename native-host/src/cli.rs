@@ -170,6 +170,7 @@ impl BrowserChoice {
 fn init_logging() {
     // stdout is the protocol in host and mcp mode: logs go to stderr only.
     let filter = tracing_subscriber::EnvFilter::try_from_env("UNMODAL_LOG").unwrap_or_else(|_| "warn".into());
+    let filter = crate::cdp::conn::never_log_secrets(filter);
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
 }
 
