@@ -21,6 +21,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the agent over MCP on stdin/stdout (put this in your agent's MCP config).
+    #[command(after_help = "A token for a remote browser: every local user can read a process's arguments \
+(ps, /proc/PID/cmdline), but not its environment nor a file of yours with mode 0600. So put the token in \
+UNMODAL_CDP_HEADERS (headers, one \"Name: value\" a line, sent with those of the flags) or \
+--cdp-header-file, and a URL with a token in it in UNMODAL_CDP_ENDPOINT (used when no flag names the URL) \
+or --cdp-endpoint-file. A file is refused unless it is yours and no one else may read or change it \
+(chmod 600 FILE); on Windows its permissions are not checked.")]
     Mcp(McpArgs),
     /// Start a browser with Unmodal loaded, in a profile of its own, for your agent's driver.
     #[command(after_help = "Prints the DevTools endpoint and the MCP config lines for Playwright MCP, \
@@ -61,20 +67,35 @@ struct ExtensionArgs {
 struct McpArgs {
     /// Start Unmodal's browser (as `unmodal browser`) when no browser is connected, and close
     /// it when the agent leaves; point the driver at its port (`--port`).
-    #[arg(long, conflicts_with = "cdp_endpoint")]
+    #[arg(long, conflicts_with_all = ["cdp_endpoint", "cdp_endpoint_file"])]
     browser: bool,
     /// A browser you do not run here (a hosted or pooled one) that loaded Unmodal's
     /// extension (`unmodal extension --zip`): its CDP URL, http(s)://host:port or the
     /// ws(s)://… URL the provider gave. This process then keeps the state itself and reaches
-    /// the extension over that URL; no native host is needed.
-    #[arg(long, value_name = "URL")]
+    /// the extension over that URL; no native host is needed. A token in the URL shows in
+    /// the process list: see below.
+    #[arg(long, value_name = "URL", conflicts_with = "cdp_endpoint_file")]
     cdp_endpoint: Option<String>,
-    /// A header the endpoint wants, "Name: value" (repeatable), e.g. "Authorization: Bearer …".
-    #[arg(long = "cdp-header", value_name = "NAME: VALUE", requires = "cdp_endpoint")]
+    /// The --cdp-endpoint URL, read from this file (yours, mode 0600).
+    #[arg(long, value_name = "FILE")]
+    cdp_endpoint_file: Option<PathBuf>,
+    /// A header the endpoint wants, "Name: value" (repeatable), e.g. "Authorization: Bearer …";
+    /// sent only to the endpoint's host and port. A secret here shows in the process list:
+    /// see below.
+    #[arg(long = "cdp-header", value_name = "NAME: VALUE")]
     cdp_headers: Vec<String>,
+    /// Headers read from this file (yours, mode 0600), one "Name: value" a line; blank lines
+    /// and lines starting with # are skipped.
+    #[arg(long, value_name = "FILE")]
+    cdp_header_file: Option<PathBuf>,
     /// PEM certificates to trust besides the system's (a self-hosted fleet's own CA).
-    #[arg(long, value_name = "FILE", requires = "cdp_endpoint")]
+    #[arg(long, value_name = "FILE")]
     cdp_ca: Option<PathBuf>,
+    /// Send the headers also when the endpoint's /json/version puts the browser's WebSocket
+    /// on another host or port (they go only to the endpoint's own otherwise). Plain ws://
+    /// to another machine after an https:// endpoint is refused all the same.
+    #[arg(long)]
+    cdp_header_any_host: bool,
     #[command(flatten)]
     launch: BrowserArgs,
 }
@@ -149,6 +170,7 @@ impl BrowserChoice {
 fn init_logging() {
     // stdout is the protocol in host and mcp mode: logs go to stderr only.
     let filter = tracing_subscriber::EnvFilter::try_from_env("UNMODAL_LOG").unwrap_or_else(|_| "warn".into());
+    let filter = crate::cdp::conn::never_log_secrets(filter);
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
 }
 
@@ -161,12 +183,25 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Mcp(m) => {
-            let remote = match &m.cdp_endpoint {
-                Some(url) => match crate::cdp::Endpoint::new(url, &m.cdp_headers, m.cdp_ca.as_deref()) {
-                    Ok(e) => Some(e),
-                    Err(e) => return report(Err(e)),
-                },
-                None => None,
+            let given = crate::cdp::Given {
+                endpoint: m.cdp_endpoint,
+                endpoint_file: m.cdp_endpoint_file,
+                headers: m.cdp_headers,
+                header_file: m.cdp_header_file,
+                ca: m.cdp_ca,
+                header_any_host: m.cdp_header_any_host,
+            };
+            let remote = match given.resolve(|name| std::env::var_os(name)) {
+                // Only the variable can get here with --browser: clap refuses the flags.
+                Ok(Some(_)) if m.browser => {
+                    return report(Err(anyhow::anyhow!(
+                        "--browser starts a browser on this machine, and {} names a remote one: unset it, or \
+leave out --browser",
+                        crate::cdp::sources::ENDPOINT_VAR
+                    )));
+                }
+                Ok(remote) => remote,
+                Err(e) => return report(Err(e)),
             };
             report(mcp::run(m.browser.then(|| m.launch.options()), remote))
         }

@@ -50,6 +50,8 @@ pub const COMMAND_LIMIT: Duration = Duration::from_secs(30);
 impl Conn {
     /// Opens the browser's WebSocket with the endpoint's headers and TLS roots.
     pub async fn open(endpoint: &Endpoint, ws_url: &str) -> Result<(Arc<Conn>, mpsc::UnboundedReceiver<Event>)> {
+        // Before anything is sent: the headers must not go where they were not meant to.
+        endpoint.check_websocket(ws_url)?;
         let mut req =
             ws_url.into_client_request().with_context(|| format!("{} is not a WebSocket URL", endpoint.redacted()))?;
         for (k, v) in endpoint.headers() {
@@ -158,5 +160,66 @@ fn scrub(e: &str) -> String {
             + "(URL withheld)"
     } else {
         e.to_owned()
+    }
+}
+
+/// `UNMODAL_LOG`'s filter, less what would print a secret whatever it asks: tungstenite
+/// logs the whole WebSocket request at trace, the `--cdp-header` values and a token in the
+/// URL with it (`log` records reach the logs through tracing's bridge).
+pub fn never_log_secrets(filter: tracing_subscriber::EnvFilter) -> tracing_subscriber::EnvFilter {
+    // The same target as a user's directive replaces it; a broader one (`trace`,
+    // `tungstenite=trace`) yields to this more specific one.
+    match "tungstenite::handshake::client=debug".parse() {
+        Ok(quiet) => filter.add_directive(quiet),
+        Err(_) => filter,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_subscriber::EnvFilter;
+
+    #[derive(Clone, Default)]
+    struct Written(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Written {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What tungstenite logs as it opens the socket, under a filter.
+    fn logged(filter: EnvFilter) -> String {
+        let out = Written::default();
+        let to = out.clone();
+        let subscriber = tracing_subscriber::fmt().with_env_filter(filter).with_writer(move || to.clone()).finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::trace!(
+                target: "tungstenite::handshake::client",
+                "Request: \"GET /devtools/browser/x?token=QUERYSECRET HTTP/1.1\\r\\nauthorization: Bearer HEADERSECRET\""
+            );
+            tracing::debug!(target: "tungstenite::handshake::client", "Client handshake done.");
+        });
+        String::from_utf8_lossy(&out.0.lock().unwrap()).into_owned()
+    }
+
+    /// Whoever reads the logs (an MCP client keeps a server's stderr in a file) does not
+    /// get the token, whatever UNMODAL_LOG asks. Failed on 892be98: `UNMODAL_LOG=trace
+    /// unmodal mcp --cdp-endpoint ws://…?token=Q --cdp-header "Authorization: Bearer H"`
+    /// printed tungstenite's request, both secrets in it.
+    #[test]
+    fn the_websocket_request_is_never_logged_whatever_unmodal_log_asks() {
+        for spec in ["trace", "tungstenite=trace", "tungstenite::handshake::client=trace", "warn,tungstenite=trace"] {
+            // As 892be98 filtered: the request is there.
+            assert!(logged(EnvFilter::new(spec)).contains("HEADERSECRET"), "{spec}");
+            let shown = logged(never_log_secrets(EnvFilter::new(spec)));
+            assert!(!shown.contains("SECRET"), "{spec}: {shown}");
+            assert!(shown.contains("Client handshake done."), "{spec}: the rest still logs: {shown}");
+        }
     }
 }

@@ -135,3 +135,49 @@ async fn a_private_ca_is_trusted_only_when_given() {
     let plain = Endpoint::new(&ws, &[], None).unwrap();
     assert!(Conn::open(&plain, &ws).await.is_err());
 }
+
+/// Serves one `/json/version` over https with `ws` as the browser's WebSocket; keeps each
+/// request.
+async fn serve_json_version(
+    acceptor: tokio_rustls::TlsAcceptor,
+    ws: String,
+) -> (u16, Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let Ok(mut tls) = acceptor.accept(tcp).await else { continue };
+            let mut buf = vec![0u8; 4096];
+            let n = tls.read(&mut buf).await.unwrap_or(0);
+            kept.lock().unwrap().push(String::from_utf8_lossy(&buf[..n]).into_owned());
+            let body = format!(r#"{{"webSocketDebuggerUrl":"{ws}"}}"#);
+            let answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+            let _ = tls.write_all(answer.as_bytes()).await;
+        }
+    });
+    (port, seen)
+}
+
+/// An https:// endpoint whose /json/version names a plain ws:// URL on another machine:
+/// the attacker is on the path to that machine, reading what goes in clear. The answer
+/// is refused before any connection to it, so no header leaves unencrypted (203.0.113.5 is
+/// a documentation address: nothing here may reach it, and nothing tries).
+/// Failed on 892be98: the URL was taken as it was.
+#[tokio::test]
+async fn an_https_endpoint_that_answers_a_plain_websocket_elsewhere_is_refused() {
+    let (ca_pem, acceptor) = private_ca();
+    let (port, seen) = serve_json_version(acceptor, "ws://203.0.113.5:9222/devtools/browser/x?k=leak".into()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, ca_pem).unwrap();
+    let header = "Authorization: Bearer s3cret".to_owned();
+    let e = Endpoint::new(&format!("https://localhost:{port}"), std::slice::from_ref(&header), Some(&ca)).unwrap();
+    let err = format!("{:#}", e.websocket_url().await.unwrap_err());
+    // What it answered (redacted), and what to do instead.
+    assert!(err.contains("ws://203.0.113.5:9222/…") && err.contains("wss://"), "{err}");
+    assert!(!err.contains("s3cret") && !err.contains("leak"), "{err}");
+    // The endpoint itself was asked over TLS, with the header, as before.
+    assert!(seen.lock().unwrap().iter().any(|r| r.contains("Authorization: Bearer s3cret")));
+}

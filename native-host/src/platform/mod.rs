@@ -201,6 +201,21 @@ pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
     os::create_private_dir_all(dir)
 }
 
+/// Why a file that holds a secret is not the user's alone.
+#[derive(Debug, PartialEq)]
+pub enum NotPrivate {
+    /// Another user owns it.
+    Owner,
+    /// Group or others may read or change it: these permission bits.
+    Mode(u32),
+}
+
+/// Whether the open `file` is the user's alone (Unix: owned by this user, no group or
+/// other bits). Windows is not checked: `None`.
+pub fn not_private(file: &File) -> io::Result<Option<NotPrivate>> {
+    os::not_private(file)
+}
+
 /// Makes a file `opts` creates private to the user (Unix: mode 0600).
 pub fn private_file(opts: &mut OpenOptions) -> &mut OpenOptions {
     os::private_file(opts)

@@ -142,6 +142,17 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+pub fn not_private(file: &File) -> io::Result<Option<super::NotPrivate>> {
+    let meta = file.metadata()?;
+    Ok(if meta.uid() != uid() {
+        Some(super::NotPrivate::Owner)
+    } else if meta.mode() & 0o077 != 0 {
+        Some(super::NotPrivate::Mode(meta.mode() & 0o7777))
+    } else {
+        None
+    })
+}
+
 pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
     fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
