@@ -75,6 +75,10 @@ struct McpArgs {
     /// PEM certificates to trust besides the system's (a self-hosted fleet's own CA).
     #[arg(long, value_name = "FILE", requires = "cdp_endpoint")]
     cdp_ca: Option<PathBuf>,
+    /// The most the remote browser's downloads are copied to this machine, in all, per
+    /// session (MB); past it a download stays on the browser's machine, and its record says so.
+    #[arg(long, value_name = "MB", default_value_t = 1024, requires = "cdp_endpoint")]
+    max_remote_downloads_mb: u64,
     #[command(flatten)]
     launch: BrowserArgs,
 }
@@ -163,7 +167,7 @@ pub fn main() -> ExitCode {
         Command::Mcp(m) => {
             let remote = match &m.cdp_endpoint {
                 Some(url) => match crate::cdp::Endpoint::new(url, &m.cdp_headers, m.cdp_ca.as_deref()) {
-                    Ok(e) => Some(e),
+                    Ok(e) => Some((e, m.max_remote_downloads_mb.saturating_mul(1 << 20))),
                     Err(e) => return report(Err(e)),
                 },
                 None => None,

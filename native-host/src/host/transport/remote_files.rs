@@ -5,12 +5,12 @@
 //! bridge makes for itself, disposed with its connection: the extension, the pages and the
 //! agent's driver never see it.
 
-use super::super::kinds::free_name;
+use super::super::kinds::names_for;
 use super::super::protocol::FetchJob;
 use crate::cdp::Conn;
 use serde_json::{Value, json};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Bytes asked for per `IO.read` (far under any CDP message limit; a 100 MB message to the
 /// browser closes the whole connection).
@@ -63,9 +63,46 @@ pub fn last_name(remote: &str) -> Option<&str> {
     (!name.is_empty() && name != "." && name != "..").then_some(name)
 }
 
-/// Copies `job`'s file into its directory here; where it went and how many bytes.
-pub async fn fetch(conn: &Conn, helper: &mut Helper, job: &FetchJob) -> Result<(PathBuf, u64), String> {
+/// How much remote downloads may be copied to this machine in all, in one session of
+/// `unmodal mcp --cdp-endpoint` (`--max-remote-downloads-mb`), and how much was.
+#[derive(Debug)]
+pub struct Budget {
+    cap: u64,
+    used: std::sync::atomic::AtomicU64,
+}
+
+impl Budget {
+    pub fn new(cap: u64) -> Self {
+        Self { cap, used: 0.into() }
+    }
+
+    /// Bytes still allowed.
+    fn left(&self) -> u64 {
+        self.cap.saturating_sub(self.used.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn spend(&self, bytes: u64) {
+        self.used.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Why a copy is not made, or stopped.
+    fn over(&self) -> String {
+        format!(
+            "this session's copies would pass their cap of {} MB (`--max-remote-downloads-mb`); it stays on the \
+browser's machine",
+            self.cap >> 20
+        )
+    }
+}
+
+/// Copies `job`'s file into its directory here, within what `budget` leaves (copies are
+/// made one at a time); where it went and how many bytes.
+pub async fn fetch(conn: &Conn, helper: &mut Helper, job: &FetchJob, budget: &Budget) -> Result<(PathBuf, u64), String> {
     let name = last_name(&job.remote).ok_or("the browser's path has no file name")?.to_owned();
+    let left = budget.left();
+    if left == 0 {
+        return Err(budget.over());
+    }
     let session = helper.session(conn).await?;
     let s = Some(session.as_str());
     let input = call(
@@ -85,15 +122,44 @@ pub async fn fetch(conn: &Conn, helper: &mut Helper, job: &FetchJob) -> Result<(
     )
     .await?;
     let file = file["result"]["objectId"].as_str().ok_or("the input took no file")?.to_owned();
-    let blob = call(conn, "IO.resolveBlob", json!({"objectId": file}), s).await?;
-    let handle = format!("blob:{}", blob["uuid"].as_str().ok_or("no blob")?);
-    // The blob's stream belongs to the page's session.
-    let copied = copy(conn, s, &handle, job, &name).await;
-    let _ = call(conn, "IO.close", json!({"handle": handle}), s).await;
+    // The size the browser says, to skip a copy that cannot fit; the copy counts its bytes itself.
+    let size = call(
+        conn,
+        "Runtime.callFunctionOn",
+        json!({"functionDeclaration": "function () { return this.size; }", "objectId": file, "returnByValue": true}),
+        s,
+    )
+    .await
+    .ok()
+    .and_then(|r| r["result"]["value"].as_u64());
+    let copied = if size.is_some_and(|n| n > left) {
+        Err(budget.over())
+    } else {
+        let limit = Limit { bytes: left.min(MAX_FILE), over: budget.over() };
+        let blob = call(conn, "IO.resolveBlob", json!({"objectId": file}), s).await;
+        match blob.and_then(|b| Ok(format!("blob:{}", b["uuid"].as_str().ok_or("no blob")?))) {
+            Ok(handle) => {
+                // The blob's stream belongs to the page's session.
+                let copied = copy(conn, s, &handle, job, &name, &limit).await;
+                let _ = call(conn, "IO.close", json!({"handle": handle}), s).await;
+                copied
+            }
+            Err(e) => Err(e),
+        }
+    };
     for id in [input, file] {
         let _ = call(conn, "Runtime.releaseObject", json!({"objectId": id}), s).await;
     }
+    if let Ok((_, n)) = &copied {
+        budget.spend(*n);
+    }
     copied
+}
+
+/// The most one copy may write, and what to say past it.
+struct Limit {
+    bytes: u64,
+    over: String,
 }
 
 async fn copy(
@@ -102,42 +168,76 @@ async fn copy(
     handle: &str,
     job: &FetchJob,
     name: &str,
+    limit: &Limit,
 ) -> Result<(PathBuf, u64), String> {
     use base64::Engine as _;
-    std::fs::create_dir_all(&job.dir).map_err(|e| format!("{}: {e}", job.dir.display()))?;
-    let part = job.dir.join(format!(".{name}.{}.part", job.record));
-    let mut out = std::fs::File::create(&part).map_err(|e| format!("{}: {e}", part.display()))?;
-    let mut written = 0u64;
-    let result = async {
-        loop {
-            let r = call(conn, "IO.read", json!({"handle": handle, "size": CHUNK}), session).await?;
-            let data = r["data"].as_str().unwrap_or_default();
-            let bytes = if r["base64Encoded"].as_bool().unwrap_or(false) {
-                base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| format!("not base64: {e}"))?
-            } else {
-                data.as_bytes().to_vec()
-            };
-            written += bytes.len() as u64;
-            if written > MAX_FILE {
-                return Err(format!("over {} GB", MAX_FILE >> 30));
-            }
-            out.write_all(&bytes).map_err(|e| format!("{}: {e}", part.display()))?;
-            if r["eof"].as_bool().unwrap_or(true) {
-                return Ok(());
-            }
+    let mut part = Part::create(job, name)?;
+    loop {
+        let r = call(conn, "IO.read", json!({"handle": handle, "size": CHUNK}), session).await?;
+        let data = r["data"].as_str().unwrap_or_default();
+        let bytes = if r["base64Encoded"].as_bool().unwrap_or(false) {
+            base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| format!("not base64: {e}"))?
+        } else {
+            data.as_bytes().to_vec()
+        };
+        part.push(&bytes, limit)?;
+        if r["eof"].as_bool().unwrap_or(true) {
+            return part.place(&job.dir, name);
         }
     }
-    .await;
-    let placed = result.and_then(|()| {
-        out.sync_all().map_err(|e| e.to_string())?;
-        let to = free_name(&job.dir, std::ffi::OsStr::new(name)).ok_or("no free name")?;
-        std::fs::rename(&part, &to).map_err(|e| format!("{}: {e}", to.display()))?;
-        Ok((to, written))
-    });
-    if placed.is_err() {
-        let _ = std::fs::remove_file(&part);
+}
+
+/// A copy being written: `.<name>.<pid>.<record>.part` in the job's directory, a new file
+/// private to the user (never an existing file, never through a symlink); removed unless
+/// it is placed under the download's name.
+struct Part {
+    path: PathBuf,
+    file: std::fs::File,
+    written: u64,
+    placed: bool,
+}
+
+impl Part {
+    fn create(job: &FetchJob, name: &str) -> Result<Self, String> {
+        crate::platform::create_private_dir_all(&job.dir).map_err(|e| format!("{}: {e}", job.dir.display()))?;
+        let path = job.dir.join(format!(".{name}.{}.{}.part", std::process::id(), job.record));
+        let file = crate::platform::create_private_new(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Self { path, file, written: 0, placed: false })
     }
-    placed
+
+    fn push(&mut self, bytes: &[u8], limit: &Limit) -> Result<(), String> {
+        self.written += bytes.len() as u64;
+        if self.written > limit.bytes {
+            return Err(if limit.bytes < MAX_FILE { limit.over.clone() } else { format!("over {} GB", MAX_FILE >> 30) });
+        }
+        self.file.write_all(bytes).map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+
+    /// Under the download's name in `dir`, or the first of `names_for` nothing has there
+    /// (never written over); where, and how many bytes.
+    fn place(mut self, dir: &Path, name: &str) -> Result<(PathBuf, u64), String> {
+        self.file.sync_all().map_err(|e| e.to_string())?;
+        for n in names_for(std::ffi::OsStr::new(name)) {
+            let to = dir.join(n);
+            match crate::platform::rename_no_replace(&self.path, &to) {
+                Ok(()) => {
+                    self.placed = true;
+                    return Ok((to, self.written));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(format!("{}: {e}", to.display())),
+            }
+        }
+        Err("no free name".into())
+    }
+}
+
+impl Drop for Part {
+    fn drop(&mut self) {
+        if !self.placed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 #[cfg(test)]
