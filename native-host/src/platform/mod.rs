@@ -70,9 +70,10 @@ pub fn write_private(file: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp_name = file.file_name().unwrap_or_default().to_owned();
     tmp_name.push(format!(".{}.tmp", std::process::id()));
     let tmp = file.with_file_name(tmp_name);
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    let written = no_follow(private_file(&mut opts)).open(&tmp).and_then(|mut f| f.write_all(bytes));
+    // A new file: one left at the temporary name (by a crash, or planted: a hard link to
+    // another file) is removed, never written through.
+    let _ = std::fs::remove_file(&tmp);
+    let written = create_private_new(&tmp).and_then(|mut f| f.write_all(bytes));
     match written.and_then(|()| std::fs::rename(&tmp, file)) {
         Ok(()) => Ok(()),
         Err(e) => {
@@ -261,7 +262,11 @@ pub fn open_held(dir: &Path, name: &std::ffi::OsStr) -> io::Result<HeldFile> {
 /// name, a symlink included, is never written over or through), private to the user; its
 /// path there. Only the file held is moved: if its old name named another file by then,
 /// that file is left (or put back) where it was and this fails.
-pub fn move_held(file: HeldFile, to: &Path, names: &mut dyn Iterator<Item = std::ffi::OsString>) -> io::Result<PathBuf> {
+pub fn move_held(
+    file: HeldFile,
+    to: &Path,
+    names: &mut dyn Iterator<Item = std::ffi::OsString>,
+) -> io::Result<PathBuf> {
     os::move_held(file.0, to, names)
 }
 

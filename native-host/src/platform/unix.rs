@@ -236,7 +236,9 @@ pub fn move_held(h: HeldFile, to: &Path, names: &mut dyn Iterator<Item = std::ff
                 }
                 let back = renameat_with(&to_dir, &name, &h.dir, &h.name, RenameFlags::NOREPLACE);
                 return Err(io::Error::other(match back {
-                    Ok(()) => "its name named another file by the time it was moved; that file was left in place".into(),
+                    Ok(()) => {
+                        "its name named another file by the time it was moved; that file was left in place".into()
+                    }
                     Err(_) => format!(
                         "its name named another file by the time it was moved; that file is now {}",
                         to.join(&name).display()
@@ -357,6 +359,37 @@ pub fn permission_bits(path: &Path) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    /// The move across file systems (not made here: `copy_held` is called as `move_held`
+    /// calls it on `EXDEV`): the copy is of the file held, private, and the old name goes
+    /// only while it still names that file.
+    #[test]
+    fn the_copy_from_the_handle_removes_the_old_name_only_if_it_still_is_that_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let (from, to) = (tmp.path().join("from"), tmp.path().join("to"));
+        std::fs::create_dir_all(&from).unwrap();
+        std::fs::create_dir_all(&to).unwrap();
+        let to_dir = rustix::fs::open(&to, rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()).unwrap();
+        std::fs::write(from.join("a"), b"abc").unwrap();
+        std::fs::write(to.join("a"), b"old").unwrap();
+        let held = super::open_held(&from, "a".as_ref()).unwrap();
+        let copied = super::copy_held(&held, &to_dir, &to, &mut ["a".into(), "a (1)".into()].into_iter()).unwrap();
+        assert_eq!(copied, to.join("a (1)"));
+        assert_eq!(std::fs::read(&copied).unwrap(), b"abc");
+        assert_eq!(std::fs::read(to.join("a")).unwrap(), b"old", "a taken name is not written over");
+        assert_eq!(std::fs::metadata(&copied).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(!from.join("a").exists(), "the old name goes");
+        // Another file took the name after it was opened: the copy is still of the file
+        // held, and the other file stays.
+        std::fs::write(from.join("b"), b"checked").unwrap();
+        let held = super::open_held(&from, "b".as_ref()).unwrap();
+        std::fs::write(tmp.path().join("other"), b"other").unwrap();
+        std::fs::rename(tmp.path().join("other"), from.join("b")).unwrap();
+        let copied = super::copy_held(&held, &to_dir, &to, &mut std::iter::once("b".into())).unwrap();
+        assert_eq!(std::fs::read(&copied).unwrap(), b"checked");
+        assert_eq!(std::fs::read(from.join("b")).unwrap(), b"other");
+    }
+
     #[tokio::test]
     async fn the_host_file_is_the_socket_itself() {
         use std::os::unix::fs::FileTypeExt;

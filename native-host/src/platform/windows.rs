@@ -404,7 +404,9 @@ impl HeldFile {
 /// Copied from the handle into a new file, then that handle's file deleted (it goes when
 /// the handle closes): no name is looked up again.
 pub fn move_held(h: HeldFile, to: &Path, names: &mut dyn Iterator<Item = std::ffi::OsString>) -> io::Result<PathBuf> {
-    use windows_sys::Win32::Storage::FileSystem::{FILE_DISPOSITION_INFO, FileDispositionInfo, SetFileInformationByHandle};
+    use windows_sys::Win32::Storage::FileSystem::{
+        FILE_DISPOSITION_INFO, FileDispositionInfo, SetFileInformationByHandle,
+    };
     for name in names {
         let path = to.join(&name);
         let mut out = match super::create_private_new(&path) {

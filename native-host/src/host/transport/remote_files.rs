@@ -85,6 +85,16 @@ impl Budget {
         self.used.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// What one copy may write now, or why none is made: nothing left, or less than the
+    /// browser `announced` (its word; the copy counts its own bytes).
+    fn limit(&self, announced: Option<u64>) -> Result<Limit, String> {
+        let left = self.left();
+        if left == 0 || announced.is_some_and(|n| n > left) {
+            return Err(self.over());
+        }
+        Ok(Limit { bytes: left.min(MAX_FILE), over: self.over() })
+    }
+
     /// Why a copy is not made, or stopped.
     fn over(&self) -> String {
         format!(
@@ -97,12 +107,14 @@ browser's machine",
 
 /// Copies `job`'s file into its directory here, within what `budget` leaves (copies are
 /// made one at a time); where it went and how many bytes.
-pub async fn fetch(conn: &Conn, helper: &mut Helper, job: &FetchJob, budget: &Budget) -> Result<(PathBuf, u64), String> {
+pub async fn fetch(
+    conn: &Conn,
+    helper: &mut Helper,
+    job: &FetchJob,
+    budget: &Budget,
+) -> Result<(PathBuf, u64), String> {
     let name = last_name(&job.remote).ok_or("the browser's path has no file name")?.to_owned();
-    let left = budget.left();
-    if left == 0 {
-        return Err(budget.over());
-    }
+    budget.limit(None)?;
     let session = helper.session(conn).await?;
     let s = Some(session.as_str());
     let input = call(
@@ -132,19 +144,20 @@ pub async fn fetch(conn: &Conn, helper: &mut Helper, job: &FetchJob, budget: &Bu
     .await
     .ok()
     .and_then(|r| r["result"]["value"].as_u64());
-    let copied = if size.is_some_and(|n| n > left) {
-        Err(budget.over())
-    } else {
-        let limit = Limit { bytes: left.min(MAX_FILE), over: budget.over() };
-        let blob = call(conn, "IO.resolveBlob", json!({"objectId": file}), s).await;
-        match blob.and_then(|b| Ok(format!("blob:{}", b["uuid"].as_str().ok_or("no blob")?))) {
-            Ok(handle) => {
-                // The blob's stream belongs to the page's session.
-                let copied = copy(conn, s, &handle, job, &name, &limit).await;
-                let _ = call(conn, "IO.close", json!({"handle": handle}), s).await;
-                copied
+    let copied = match budget.limit(size) {
+        Err(e) => Err(e),
+        Ok(limit) => {
+            let blob = call(conn, "IO.resolveBlob", json!({"objectId": file}), s).await;
+            match blob.and_then(|b| Ok(format!("blob:{}", b["uuid"].as_str().ok_or("no blob")?))) {
+                Ok(handle) => {
+                    // The blob's stream belongs to the page's session.
+                    let read = || read_chunk(conn, s, &handle);
+                    let copied = copy(read, job, &name, &limit).await;
+                    let _ = call(conn, "IO.close", json!({"handle": handle}), s).await;
+                    copied
+                }
+                Err(e) => Err(e),
             }
-            Err(e) => Err(e),
         }
     };
     for id in [input, file] {
@@ -162,26 +175,31 @@ struct Limit {
     over: String,
 }
 
-async fn copy(
-    conn: &Conn,
-    session: Option<&str>,
-    handle: &str,
-    job: &FetchJob,
-    name: &str,
-    limit: &Limit,
-) -> Result<(PathBuf, u64), String> {
+/// The blob's next chunk (`IO.read`), and whether it was the last.
+async fn read_chunk(conn: &Conn, session: Option<&str>, handle: &str) -> Result<(Vec<u8>, bool), String> {
     use base64::Engine as _;
+    let r = call(conn, "IO.read", json!({"handle": handle, "size": CHUNK}), session).await?;
+    let data = r["data"].as_str().unwrap_or_default();
+    let bytes = if r["base64Encoded"].as_bool().unwrap_or(false) {
+        base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| format!("not base64: {e}"))?
+    } else {
+        data.as_bytes().to_vec()
+    };
+    Ok((bytes, r["eof"].as_bool().unwrap_or(true)))
+}
+
+/// Writes what `read` gives, chunk by chunk, into a new private file and names it as the
+/// download (within `limit`).
+async fn copy<F, Fut>(mut read: F, job: &FetchJob, name: &str, limit: &Limit) -> Result<(PathBuf, u64), String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<u8>, bool), String>>,
+{
     let mut part = Part::create(job, name)?;
     loop {
-        let r = call(conn, "IO.read", json!({"handle": handle, "size": CHUNK}), session).await?;
-        let data = r["data"].as_str().unwrap_or_default();
-        let bytes = if r["base64Encoded"].as_bool().unwrap_or(false) {
-            base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| format!("not base64: {e}"))?
-        } else {
-            data.as_bytes().to_vec()
-        };
+        let (bytes, eof) = read().await?;
         part.push(&bytes, limit)?;
-        if r["eof"].as_bool().unwrap_or(true) {
+        if eof {
             return part.place(&job.dir, name);
         }
     }
@@ -208,7 +226,11 @@ impl Part {
     fn push(&mut self, bytes: &[u8], limit: &Limit) -> Result<(), String> {
         self.written += bytes.len() as u64;
         if self.written > limit.bytes {
-            return Err(if limit.bytes < MAX_FILE { limit.over.clone() } else { format!("over {} GB", MAX_FILE >> 30) });
+            return Err(if limit.bytes < MAX_FILE {
+                limit.over.clone()
+            } else {
+                format!("over {} GB", MAX_FILE >> 30)
+            });
         }
         self.file.write_all(bytes).map_err(|e| format!("{}: {e}", self.path.display()))
     }
@@ -243,6 +265,74 @@ impl Drop for Part {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn job(dir: &Path, record: u64) -> FetchJob {
+        FetchJob { record, remote: "/remote/Downloads/r.csv".into(), dir: dir.to_path_buf() }
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+
+    /// `chunks` as the browser's blob gives them, the last one with `eof`.
+    fn reads(chunks: &[&'static [u8]]) -> impl FnMut() -> std::future::Ready<Result<(Vec<u8>, bool), String>> {
+        let mut left: std::collections::VecDeque<_> = chunks.iter().copied().collect();
+        move || {
+            let chunk = left.pop_front().unwrap_or_default();
+            std::future::ready(Ok((chunk.to_vec(), left.is_empty())))
+        }
+    }
+
+    // On 892be98 nothing capped what a session copied (only 4 GB per file): a page that
+    // downloads in a loop filled the agent's disk.
+    #[tokio::test]
+    async fn copies_stop_at_the_sessions_cap_and_leave_nothing_behind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let budget = Budget::new(10);
+        let limit = budget.limit(Some(6)).unwrap();
+        let (to, n) = copy(reads(&[b"abc", b"def"]), &job(tmp.path(), 1), "r.csv", &limit).await.unwrap();
+        budget.spend(n);
+        assert_eq!((std::fs::read(&to).unwrap(), n), (b"abcdef".to_vec(), 6));
+        // 4 bytes left: a file the browser says is bigger is not asked for; one it says
+        // nothing of stops at the cap, and nothing of it stays here.
+        assert!(budget.limit(Some(5)).is_err_and(|e| e.contains("--max-remote-downloads-mb")));
+        let limit = budget.limit(None).unwrap();
+        let err = copy(reads(&[b"abc", b"def"]), &job(tmp.path(), 2), "r.csv", &limit).await.unwrap_err();
+        assert!(err.contains("cap of") && err.contains("stays on the browser's machine"), "{err}");
+        assert_eq!(names(tmp.path()), ["r.csv"], "no part file, no second copy");
+        budget.spend(4);
+        assert!(budget.limit(None).is_err(), "spent: nothing more is copied");
+    }
+
+    // On 892be98 the part file was File::create: a symlink at its name was followed and a
+    // file there truncated and written over, with the umask's mode (0644 here).
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_copy_is_a_new_private_file_and_takes_no_name_already_there() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("target");
+        std::fs::write(&target, b"keep me").unwrap();
+        let part = |record: u64| tmp.path().join(format!(".r.csv.{}.{record}.part", std::process::id()));
+        std::os::unix::fs::symlink(&target, part(1)).unwrap();
+        std::fs::write(part(2), b"someone's").unwrap();
+        let limit = Budget::new(1 << 20).limit(None).unwrap();
+        for record in [1, 2] {
+            let err = copy(reads(&[b"abc"]), &job(tmp.path(), record), "r.csv", &limit).await.unwrap_err();
+            assert!(err.contains(".part"), "{err}");
+        }
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me", "the symlink was not followed");
+        assert_eq!(std::fs::read(part(2)).unwrap(), b"someone's", "the file there was not written over");
+        // The copy's own name: a symlink there is not followed nor replaced.
+        std::os::unix::fs::symlink(&target, tmp.path().join("r.csv")).unwrap();
+        let (to, _) = copy(reads(&[b"abc"]), &job(tmp.path(), 3), "r.csv", &limit).await.unwrap();
+        assert_eq!(to, tmp.path().join("r (1).csv"));
+        assert_eq!(std::fs::metadata(&to).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+    }
 
     #[test]
     fn only_the_last_name_of_the_browsers_path_is_used() {
