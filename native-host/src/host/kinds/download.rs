@@ -313,8 +313,9 @@ pub fn names_for(name: &std::ffi::OsStr) -> impl Iterator<Item = std::ffi::OsStr
     (0..1000).map(move |n| if n == 0 { name.clone() } else { format!("{stem} ({n}){ext}").into() })
 }
 
-/// Where `download_done` may say it is, the file's times may lie this much before the
-/// download's request: file systems keep coarser times than the host's clock (FAT: 2 s).
+/// How far before the download's request a download's file times may be: file systems
+/// keep coarser times than the host's clock (FAT: 2 s), and a small file may be written
+/// whole in the moment before its request reaches the host.
 const TIME_SLACK: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The download's file, opened and checked, for `move_checked`: the file `reported` names
