@@ -96,6 +96,11 @@ struct McpArgs {
     /// to another machine after an https:// endpoint is refused all the same.
     #[arg(long)]
     cdp_header_any_host: bool,
+    /// The most the remote browser's downloads are copied to this machine, in all, per
+    /// session (MB; default 1024); past it a download stays on the browser's machine, and its
+    /// record says so. Only with a remote browser.
+    #[arg(long, value_name = "MB")]
+    max_remote_downloads_mb: Option<u64>,
     #[command(flatten)]
     launch: BrowserArgs,
 }
@@ -200,7 +205,14 @@ leave out --browser",
                         crate::cdp::sources::ENDPOINT_VAR
                     )));
                 }
-                Ok(remote) => remote,
+                Ok(None) if m.max_remote_downloads_mb.is_some() => {
+                    return report(Err(anyhow::anyhow!(
+                        "--max-remote-downloads-mb caps what a remote browser's downloads copy here: give it with \
+--cdp-endpoint (or {}), or leave it out",
+                        crate::cdp::sources::ENDPOINT_VAR
+                    )));
+                }
+                Ok(remote) => remote.map(|e| (e, m.max_remote_downloads_mb.unwrap_or(1024).saturating_mul(1 << 20))),
                 Err(e) => return report(Err(e)),
             };
             report(mcp::run(m.browser.then(|| m.launch.options()), remote))

@@ -334,5 +334,12 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left.len(), 3, "no temporary file left: {left:?}");
+        // On 892be98 the temporary file was opened with truncate, not O_EXCL: a hard link
+        // planted at its name had the other file written over.
+        let pdf = tmp.path().join("p.pdf");
+        std::fs::hard_link(&target, tmp.path().join(format!("p.pdf.{}.tmp", std::process::id()))).unwrap();
+        crate::paths::write_private(&pdf, b"%PDF").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep", "the linked file is untouched");
+        assert_eq!(std::fs::read(&pdf).unwrap(), b"%PDF");
     }
 }

@@ -340,10 +340,12 @@ impl ServerHandler for Server {
 
 /// Serves the agent on stdio. With `browser`, first starts Unmodal's browser when no
 /// browser is connected (so the driver finds it on its first call), and closes it at the end.
-pub fn run(browser: Option<crate::browser::Options>, remote: Option<crate::cdp::Endpoint>) -> Result<()> {
+/// `remote`: a browser reached over CDP instead, and how many bytes of its downloads may be
+/// copied to this machine in all.
+pub fn run(browser: Option<crate::browser::Options>, remote: Option<(crate::cdp::Endpoint, u64)>) -> Result<()> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?.block_on(async {
-        if let Some(endpoint) = remote {
-            return serve_remote(endpoint).await;
+        if let Some((endpoint, max_copied)) = remote {
+            return serve_remote(endpoint, max_copied).await;
         }
         let mut started = None;
         if let Some(opts) = browser
@@ -369,9 +371,9 @@ pub fn run(browser: Option<crate::browser::Options>, remote: Option<crate::cdp::
 
 /// `--cdp-endpoint`: the host lives in this process, its bridge reaches the remote browser's
 /// extension, and the tools ask that host alone.
-async fn serve_remote(endpoint: crate::cdp::Endpoint) -> Result<()> {
+async fn serve_remote(endpoint: crate::cdp::Endpoint, max_copied: u64) -> Result<()> {
     let shown = endpoint.redacted();
-    let host = crate::host::serve_remote(endpoint).await?;
+    let host = crate::host::serve_remote(endpoint, max_copied).await?;
     ipc::only(ipc::Scope { socket: host.socket.clone(), link: host.link.clone(), endpoint: shown.clone() });
     // What a person starting this by hand should know; the tools say it to the agent too.
     let link = host.link.clone();

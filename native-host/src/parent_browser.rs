@@ -27,9 +27,27 @@ impl ParentBrowser {
     /// `download.prompt_for_download`): on, the browser cancels every download where no
     /// person can answer its Save dialog (MODAL-FACTS 4). `None`: unknown.
     pub fn asks_where_to_save(&self) -> Option<bool> {
+        Some(self.preferences()?["download"]["prompt_for_download"].as_bool().unwrap_or(false))
+    }
+
+    /// Where the browser saves downloads, as this host can tell by itself (never the
+    /// worker's word): the profile's `download.default_directory`, else the platform's
+    /// default (the XDG download directory, `~/Downloads`). A directory a DevTools client
+    /// set for its own downloads (`Browser.setDownloadBehavior`) is not known here.
+    pub fn download_dirs(&self) -> Vec<PathBuf> {
+        let set = self.preferences().and_then(|v| v["download"]["default_directory"].as_str().map(PathBuf::from));
+        if let Some(dir) = set.filter(|d| d.is_absolute()) {
+            return vec![dir];
+        }
+        let mut dirs: Vec<PathBuf> = dirs::download_dir().into_iter().collect();
+        dirs.extend(dirs::home_dir().map(|h| h.join("Downloads")).filter(|d| !dirs.contains(d)));
+        dirs
+    }
+
+    /// The profile's `Default/Preferences`, if it can be read.
+    fn preferences(&self) -> Option<serde_json::Value> {
         let prefs = std::fs::read(self.profile.as_ref()?.join("Default/Preferences")).ok()?;
-        let v: serde_json::Value = serde_json::from_slice(&prefs).ok()?;
-        Some(v["download"]["prompt_for_download"].as_bool().unwrap_or(false))
+        serde_json::from_slice(&prefs).ok()
     }
 
     /// The parent of this process, read from the OS.

@@ -347,14 +347,16 @@ impl RemoteHost {
 }
 
 /// Starts the host for a remote browser and its bridge; returns once the socket listens.
-pub async fn serve_remote(endpoint: crate::cdp::Endpoint) -> Result<RemoteHost> {
+/// `max_copied`: bytes of the browser's downloads copied to this machine, at most, in all.
+pub async fn serve_remote(endpoint: crate::cdp::Endpoint, max_copied: u64) -> Result<RemoteHost> {
     let started = start(crate::parent_browser::ParentBrowser::over_cdp(endpoint.redacted())).await?;
     let inbox = started.inbox();
     let Started { shared, outbox, socket } = started;
     let link = transport::bridge::LinkState::default();
     let (fetch_tx, fetches) = mpsc::unbounded_channel();
     *shared.fetch.lock().unwrap_or_else(|e| e.into_inner()) = Some(fetch_tx);
-    tokio::spawn(transport::bridge::run(endpoint, inbox, outbox, fetches, link.clone()));
+    let copies = Arc::new(transport::remote_files::Budget::new(max_copied));
+    tokio::spawn(transport::bridge::run(endpoint, inbox, outbox, fetches, link.clone(), copies));
     Ok(RemoteHost { socket: socket.0.clone(), link, shared, _socket: socket })
 }
 

@@ -70,9 +70,10 @@ pub fn write_private(file: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp_name = file.file_name().unwrap_or_default().to_owned();
     tmp_name.push(format!(".{}.tmp", std::process::id()));
     let tmp = file.with_file_name(tmp_name);
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    let written = no_follow(private_file(&mut opts)).open(&tmp).and_then(|mut f| f.write_all(bytes));
+    // A new file: one left at the temporary name (by a crash, or planted: a hard link to
+    // another file) is removed, never written through.
+    let _ = std::fs::remove_file(&tmp);
+    let written = create_private_new(&tmp).and_then(|mut f| f.write_all(bytes));
     match written.and_then(|()| std::fs::rename(&tmp, file)) {
         Ok(()) => Ok(()),
         Err(e) => {
@@ -224,6 +225,75 @@ pub fn private_file(opts: &mut OpenOptions) -> &mut OpenOptions {
 /// Makes `opts` refuse to open through a symbolic link at the path itself.
 pub fn no_follow(opts: &mut OpenOptions) -> &mut OpenOptions {
     os::no_follow(opts)
+}
+
+/// Creates `path` to write, private to the user: never an existing file, never through a
+/// symbolic link (Unix: `O_CREAT | O_EXCL | O_NOFOLLOW`, mode 0600). `AlreadyExists` when
+/// anything, a symlink included, has the name.
+pub fn create_private_new(path: &Path) -> io::Result<File> {
+    no_follow(private_file(OpenOptions::new().write(true).create_new(true))).open(path)
+}
+
+/// Renames `from` to `to` unless something has that name (a symlink included): then
+/// `AlreadyExists`, and nothing is written over.
+pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    os::rename_no_replace(from, to)
+}
+
+// ---- A file the browser wrote, checked and moved by the one handle --------------------
+
+/// What the OS says of a file through the handle that holds it open.
+#[derive(Clone, Copy, Debug)]
+pub struct HeldFacts {
+    /// A regular file (not a symlink, a directory, a device or a pipe).
+    pub regular: bool,
+    /// Owned by this process's user; `None` where there is no owner to compare (Windows:
+    /// the ACL decides).
+    pub mine: Option<bool>,
+    /// How many names (hard links) it has; `None` where the OS does not say.
+    pub links: Option<u64>,
+    /// The latest time its content or its directory entry changed (Unix: mtime and ctime,
+    /// which a rename sets; Windows: last write and creation).
+    pub touched: Option<std::time::SystemTime>,
+}
+
+/// A file opened once by its name in a directory, never through a symlink: what its
+/// `facts` say and what `move_held` moves is that file, whatever the name points to later.
+pub struct HeldFile(os::HeldFile);
+
+impl HeldFile {
+    pub fn facts(&self) -> HeldFacts {
+        self.0.facts()
+    }
+}
+
+/// Opens `name` (one name, no separator) in directory `dir` to read, never through a
+/// symlink and never a device or a pipe (those are refused before opening).
+pub fn open_held(dir: &Path, name: &std::ffi::OsStr) -> io::Result<HeldFile> {
+    os::open_held(dir, name).map(HeldFile)
+}
+
+/// Moves the held file into directory `to` under the first of `names` nothing has (a taken
+/// name, a symlink included, is never written over or through), private to the user; its
+/// path there. Only the file held is moved: if its old name named another file by then,
+/// that file is left (or put back) where it was and this fails.
+pub fn move_held(
+    file: HeldFile,
+    to: &Path,
+    names: &mut dyn Iterator<Item = std::ffi::OsString>,
+) -> io::Result<PathBuf> {
+    os::move_held(file.0, to, names)
+}
+
+/// Why a file is not one to open: it is a symlink, or not a regular file.
+fn not_regular(symlink: bool) -> io::Error {
+    let what = if symlink { "a symbolic link" } else { "not a regular file" };
+    io::Error::new(io::ErrorKind::InvalidInput, format!("it is {what}"))
+}
+
+/// No name of those offered was free.
+fn no_free_name() -> io::Error {
+    io::Error::new(io::ErrorKind::AlreadyExists, "no free name")
 }
 
 /// Takes an exclusive lock on `file` without waiting; `WouldBlock` when another process

@@ -165,6 +165,137 @@ pub fn no_follow(opts: &mut OpenOptions) -> &mut OpenOptions {
     opts.custom_flags(libc::O_NOFOLLOW)
 }
 
+/// `renameat2(RENAME_NOREPLACE)` (macOS: `renameatx_np(RENAME_EXCL)`); where the file
+/// system has no such rename, a hard link (which never replaces) and the old name removed.
+pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    use rustix::io::Errno;
+    match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {
+            fs::hard_link(from, to)?;
+            fs::remove_file(from)
+        }
+        r => r.map_err(io::Error::from),
+    }
+}
+
+pub struct HeldFile {
+    /// The directory it was opened in, and its name there.
+    dir: OwnedFd,
+    name: std::ffi::OsString,
+    file: File,
+    /// `fstat` of the handle: what the checks read.
+    meta: fs::Metadata,
+}
+
+/// (device, inode) of a `statat`; the fields' types differ between targets.
+#[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+fn id_of(st: &rustix::fs::Stat) -> (u64, u64) {
+    (st.st_dev as u64, st.st_ino as u64)
+}
+
+fn at(secs: i64, nanos: i64) -> Option<std::time::SystemTime> {
+    let d = std::time::Duration::new(u64::try_from(secs).ok()?, u32::try_from(nanos).ok()?);
+    std::time::UNIX_EPOCH.checked_add(d)
+}
+
+pub fn open_held(dir: &Path, name: &std::ffi::OsStr) -> io::Result<HeldFile> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags, openat, statat};
+    let dir = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    // Looked at before it is opened: opening a device or a pipe can do something, or block.
+    let kind = FileType::from_raw_mode(statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)?.st_mode);
+    if kind != FileType::RegularFile {
+        return Err(super::not_regular(kind == FileType::Symlink));
+    }
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let file = File::from(openat(&dir, name, flags, Mode::empty())?);
+    let meta = file.metadata()?;
+    Ok(HeldFile { dir, name: name.to_owned(), file, meta })
+}
+
+impl HeldFile {
+    pub fn facts(&self) -> super::HeldFacts {
+        let m = &self.meta;
+        let touched = at(m.mtime(), m.mtime_nsec()).max(at(m.ctime(), m.ctime_nsec()));
+        super::HeldFacts {
+            regular: m.file_type().is_file(),
+            mine: Some(m.uid() == uid()),
+            links: Some(m.nlink()),
+            touched,
+        }
+    }
+
+    fn id(&self) -> (u64, u64) {
+        (self.meta.dev(), self.meta.ino())
+    }
+}
+
+/// Renamed without replacing, then checked: a rename moves whatever has the name by then,
+/// so the moved entry must be the (device, inode) that was opened and checked, else it
+/// goes back. Another file system (or one without a no-replace rename): copied from the
+/// handle into a new file, and the old name removed only if it still names that inode.
+pub fn move_held(h: HeldFile, to: &Path, names: &mut dyn Iterator<Item = std::ffi::OsString>) -> io::Result<PathBuf> {
+    use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, renameat_with, statat};
+    use rustix::io::Errno;
+    let to_dir = rustix::fs::open(to, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    while let Some(name) = names.next() {
+        match renameat_with(&h.dir, &h.name, &to_dir, &name, RenameFlags::NOREPLACE) {
+            Ok(()) => {
+                if statat(&to_dir, &name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| id_of(&st) == h.id()) {
+                    h.file.set_permissions(fs::Permissions::from_mode(0o600))?;
+                    return Ok(to.join(name));
+                }
+                let back = renameat_with(&to_dir, &name, &h.dir, &h.name, RenameFlags::NOREPLACE);
+                return Err(io::Error::other(match back {
+                    Ok(()) => {
+                        "its name named another file by the time it was moved; that file was left in place".into()
+                    }
+                    Err(_) => format!(
+                        "its name named another file by the time it was moved; that file is now {}",
+                        to.join(&name).display()
+                    ),
+                }));
+            }
+            Err(Errno::EXIST) => continue,
+            Err(Errno::XDEV | Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {
+                return copy_held(&h, &to_dir, to, &mut std::iter::once(name).chain(names));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(super::no_free_name())
+}
+
+fn copy_held(
+    h: &HeldFile,
+    to_dir: &OwnedFd,
+    to: &Path,
+    names: &mut dyn Iterator<Item = std::ffi::OsString>,
+) -> io::Result<PathBuf> {
+    use rustix::fs::{AtFlags, Mode, OFlags, openat, statat, unlinkat};
+    use rustix::io::Errno;
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    for name in names {
+        let out = match openat(to_dir, &name, flags, Mode::RUSR | Mode::WUSR) {
+            Ok(fd) => File::from(fd),
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if let Err(e) = io::copy(&mut &h.file, &mut &out).and_then(|_| out.sync_all()) {
+            let _ = unlinkat(to_dir, &name, AtFlags::empty());
+            return Err(e);
+        }
+        // No unlink-if-inode call exists: between this look and the unlink a few
+        // instructions run, and at worst a name in the download directory goes, never a
+        // file elsewhere nor a symlink's target. The copy is the checked file's either way.
+        if statat(&h.dir, &h.name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| id_of(&st) == h.id()) {
+            let _ = unlinkat(&h.dir, &h.name, AtFlags::empty());
+        }
+        return Ok(to.join(name));
+    }
+    Err(super::no_free_name())
+}
+
 pub fn try_lock_exclusive(file: &File) -> io::Result<()> {
     // SAFETY: a valid open descriptor; flock has no other preconditions.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
@@ -239,6 +370,37 @@ pub fn permission_bits(path: &Path) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    /// The move across file systems (not made here: `copy_held` is called as `move_held`
+    /// calls it on `EXDEV`): the copy is of the file held, private, and the old name goes
+    /// only while it still names that file.
+    #[test]
+    fn the_copy_from_the_handle_removes_the_old_name_only_if_it_still_is_that_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let (from, to) = (tmp.path().join("from"), tmp.path().join("to"));
+        std::fs::create_dir_all(&from).unwrap();
+        std::fs::create_dir_all(&to).unwrap();
+        let to_dir = rustix::fs::open(&to, rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()).unwrap();
+        std::fs::write(from.join("a"), b"abc").unwrap();
+        std::fs::write(to.join("a"), b"old").unwrap();
+        let held = super::open_held(&from, "a".as_ref()).unwrap();
+        let copied = super::copy_held(&held, &to_dir, &to, &mut ["a".into(), "a (1)".into()].into_iter()).unwrap();
+        assert_eq!(copied, to.join("a (1)"));
+        assert_eq!(std::fs::read(&copied).unwrap(), b"abc");
+        assert_eq!(std::fs::read(to.join("a")).unwrap(), b"old", "a taken name is not written over");
+        assert_eq!(std::fs::metadata(&copied).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(!from.join("a").exists(), "the old name goes");
+        // Another file took the name after it was opened: the copy is still of the file
+        // held, and the other file stays.
+        std::fs::write(from.join("b"), b"checked").unwrap();
+        let held = super::open_held(&from, "b".as_ref()).unwrap();
+        std::fs::write(tmp.path().join("other"), b"other").unwrap();
+        std::fs::rename(tmp.path().join("other"), from.join("b")).unwrap();
+        let copied = super::copy_held(&held, &to_dir, &to, &mut std::iter::once("b".into())).unwrap();
+        assert_eq!(std::fs::read(&copied).unwrap(), b"checked");
+        assert_eq!(std::fs::read(from.join("b")).unwrap(), b"other");
+    }
+
     #[tokio::test]
     async fn the_host_file_is_the_socket_itself() {
         use std::os::unix::fs::FileTypeExt;

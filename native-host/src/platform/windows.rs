@@ -355,6 +355,93 @@ pub fn no_follow(opts: &mut OpenOptions) -> &mut OpenOptions {
     opts.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
 }
 
+/// `MoveFileExW` without `MOVEFILE_REPLACE_EXISTING`: a taken name fails.
+pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::windows::ffi::OsStrExt;
+    use windows_sys::Win32::Storage::FileSystem::MoveFileExW;
+    let wide = |p: &Path| p.as_os_str().encode_wide().chain(Some(0)).collect::<Vec<u16>>();
+    let (from, to) = (wide(from), wide(to));
+    // SAFETY: two NUL-terminated wide strings that outlive the call.
+    if unsafe { MoveFileExW(from.as_ptr(), to.as_ptr(), 0) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+pub struct HeldFile {
+    file: File,
+    meta: fs::Metadata,
+}
+
+/// Opened with `DELETE` access, to remove this very file through its handle once it is
+/// copied, and shared for reading only: nobody renames, deletes or writes it meanwhile.
+pub fn open_held(dir: &Path, name: &std::ffi::OsStr) -> io::Result<HeldFile> {
+    use std::os::windows::fs::MetadataExt;
+    use windows_sys::Win32::Storage::FileSystem::{
+        DELETE, FILE_ATTRIBUTE_REPARSE_POINT, FILE_GENERIC_READ, FILE_SHARE_READ,
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .access_mode(FILE_GENERIC_READ | DELETE)
+        .share_mode(FILE_SHARE_READ)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(dir.join(name))?;
+    let meta = file.metadata()?;
+    let link = meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0;
+    if link || !meta.is_file() {
+        return Err(super::not_regular(link));
+    }
+    Ok(HeldFile { file, meta })
+}
+
+impl HeldFile {
+    pub fn facts(&self) -> super::HeldFacts {
+        let m = &self.meta;
+        super::HeldFacts {
+            regular: m.is_file(),
+            mine: None,
+            links: None,
+            touched: m.modified().ok().max(m.created().ok()),
+        }
+    }
+}
+
+/// Copied from the handle into a new file, then that handle's file deleted (it goes when
+/// the handle closes): no name is looked up again.
+pub fn move_held(h: HeldFile, to: &Path, names: &mut dyn Iterator<Item = std::ffi::OsString>) -> io::Result<PathBuf> {
+    use windows_sys::Win32::Storage::FileSystem::{
+        FILE_DISPOSITION_INFO, FileDispositionInfo, SetFileInformationByHandle,
+    };
+    for name in names {
+        let path = to.join(&name);
+        let mut out = match super::create_private_new(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        };
+        if let Err(e) = io::copy(&mut &h.file, &mut out).and_then(|_| out.sync_all()) {
+            drop(out);
+            let _ = fs::remove_file(&path);
+            return Err(e);
+        }
+        let gone = FILE_DISPOSITION_INFO { DeleteFile: true };
+        let size = u32::try_from(std::mem::size_of::<FILE_DISPOSITION_INFO>()).unwrap_or(0);
+        // The copy is made either way; a browser's file that could not be deleted stays.
+        // SAFETY: a valid file handle, and a FILE_DISPOSITION_INFO of the size given that
+        // outlives the call.
+        let _ = unsafe {
+            SetFileInformationByHandle(
+                h.file.as_raw_handle(),
+                FileDispositionInfo,
+                std::ptr::from_ref(&gone).cast(),
+                size,
+            )
+        };
+        return Ok(path);
+    }
+    Err(super::no_free_name())
+}
+
 pub fn try_lock_exclusive(file: &File) -> io::Result<()> {
     // SAFETY: OVERLAPPED is plain data; all zero locks from offset 0.
     let mut at: OVERLAPPED = unsafe { std::mem::zeroed() };

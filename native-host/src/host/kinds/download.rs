@@ -35,6 +35,10 @@ without a new click were dropped, and the tab drops them until it reloads. A per
 dialog_type:\"permission\", permission:\"automatic-downloads\", accept:true}, set before the page starts them, lets \
 them all through.";
 
+/// Why a remote download stays on the browser's machine while the pilot is off.
+const LEFT_PILOT_OFF: &str = "left on the browser's machine: AI Web Pilot is off, and only with the pilot on are \
+downloads copied to this machine";
+
 /// Downloads waiting for their end, at most (the oldest is forgotten past it).
 const MAX_JOBS: usize = 256;
 
@@ -230,10 +234,12 @@ impl State {
         }
         let remote = self.browser.over_cdp.is_some();
         if let (true, Some(from), "complete") = (remote, path.clone(), state) {
-            // On the browser's machine: copied here over CDP (the bridge), then named.
+            // On the browser's machine: copied here over CDP (the bridge), then named; with
+            // the pilot off (the host's own switch) it stays there.
             let to = job.to.or_else(|| crate::paths::data_dir().ok().map(|d| d.join(crate::files::DOWNLOADS)));
             d.remote_path = Some(from.clone());
             match to {
+                _ if !self.pilot => note = Some(LEFT_PILOT_OFF.into()),
                 Some(dir) => {
                     self.fetches.push(FetchJob { record: job.record, remote: from, dir });
                     note = Some("being copied to this machine".into());
@@ -242,9 +248,15 @@ impl State {
             }
             path = None;
         } else if let (Some(dir), Some(from), "complete") = (job.to, path.clone(), state) {
-            match move_into(Path::new(&from), &dir) {
+            let since = humantime::parse_rfc3339(&rec.timestamp).ok();
+            let moved = check_download(Path::new(&from), &self.browser.download_dirs(), since)
+                .and_then(|checked| move_checked(checked, &dir));
+            match moved {
                 Ok(to) => path = Some(to.display().to_string()),
-                Err(e) => note = Some(format!("not moved into {}: {e}", dir.display())),
+                Err(e) => {
+                    tracing::warn!(record = rec.id, reported = %from, reason = %e, "a download was not moved");
+                    note = Some(format!("not moved into {}: {e}", dir.display()));
+                }
             }
         }
         d.path = path.clone();
@@ -293,34 +305,73 @@ impl State {
     }
 }
 
-/// A free name for `name` in `dir` (a name taken gets " (1)", " (2)", … before its extension).
-pub fn free_name(dir: &Path, name: &std::ffi::OsStr) -> Option<PathBuf> {
+/// The names to try for `name` in a directory, in order: itself, then " (1)", " (2)", …
+/// before its extension (whoever writes takes the first one nothing has).
+pub fn names_for(name: &std::ffi::OsStr) -> impl Iterator<Item = std::ffi::OsString> + use<> {
     let p = Path::new(name);
     let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let ext = p.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
-    (0..1000)
-        .map(|n| if n == 0 { dir.join(name) } else { dir.join(format!("{stem} ({n}){ext}")) })
-        .find(|to| std::fs::symlink_metadata(to).is_err())
+    let name = name.to_owned();
+    (0..1000).map(move |n| if n == 0 { name.clone() } else { format!("{stem} ({n}){ext}").into() })
 }
 
-/// Moves a finished download into `dir` (a name taken there gets " (1)", " (2)", … before
-/// its extension); only a regular file is moved.
-fn move_into(from: &Path, dir: &Path) -> Result<PathBuf, String> {
-    let meta = std::fs::symlink_metadata(from).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
+/// How far before the download's request a download's file times may be: file systems
+/// keep coarser times than the host's clock (FAT: 2 s), and a small file may be written
+/// whole in the moment before its request reaches the host.
+const TIME_SLACK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The download's file, opened and checked, for `move_checked`: the file `reported` names
+/// is taken for the download's only if it is directly in one of the browser's download
+/// directories (`downloads`, as the host knows them, never the worker's word), a regular
+/// file (not a symlink) of this user's with no other name, last written or changed no
+/// earlier than the download was asked for (`since`, the record's time). The worker's
+/// message alone cannot make the host move any other file: a forged `download_done`
+/// naming `~/.ssh/id_ed25519` is refused.
+fn check_download(
+    reported: &Path,
+    downloads: &[PathBuf],
+    since: Option<std::time::SystemTime>,
+) -> Result<Checked, String> {
+    let (Some(parent), Some(name)) = (reported.parent().filter(|_| reported.is_absolute()), reported.file_name())
+    else {
+        return Err("the browser's path names no file".into());
+    };
+    let Some(dir) = downloads.iter().find(|d| crate::paths::same_dir(d, parent)) else {
+        let known: Vec<_> = downloads.iter().map(|d| d.display().to_string()).collect();
+        return Err(format!(
+            "it is not in the browser's download directory ({}; a directory a DevTools client set for its \
+downloads is not known to Unmodal)",
+            if known.is_empty() { "unknown".into() } else { known.join(", ") }
+        ));
+    };
+    let held = crate::platform::open_held(dir, name).map_err(|e| format!("the download cannot be opened: {e}"))?;
+    let f = held.facts();
+    if !f.regular {
         return Err("the download is not a regular file".into());
     }
-    let name = from.file_name().ok_or("the download has no file name")?;
-    let to = free_name(dir, name).ok_or("no free name")?;
-    match std::fs::rename(from, &to) {
-        Ok(()) => Ok(to),
-        // Another file system: copied, then the browser's copy removed.
-        Err(_) => {
-            std::fs::copy(from, &to).map_err(|e| e.to_string())?;
-            let _ = std::fs::remove_file(from);
-            Ok(to)
-        }
+    if f.mine == Some(false) {
+        return Err("the file belongs to another user".into());
     }
+    if f.links.is_some_and(|n| n != 1) {
+        return Err("the file has other names (hard links)".into());
+    }
+    let Some(since) = since else { return Err("the time the download was asked for is unknown".into()) };
+    match f.touched {
+        Some(t) if t + TIME_SLACK >= since => Ok(Checked { held, name: name.to_owned() }),
+        _ => Err("the file is older than the download: it was last written before the browser asked for it".into()),
+    }
+}
+
+/// A download's file as `check_download` opened it, and its name.
+struct Checked {
+    held: crate::platform::HeldFile,
+    name: std::ffi::OsString,
+}
+
+/// Moves the checked download into `dir`, under its name or the first of `names_for` free
+/// there; what is moved is the file checked, by its handle (`platform::move_held`).
+fn move_checked(c: Checked, dir: &Path) -> Result<PathBuf, String> {
+    crate::platform::move_held(c.held, dir, &mut names_for(&c.name)).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Deserialize)]
@@ -404,6 +455,7 @@ mod tests {
         std::fs::create_dir_all(&downloads).unwrap();
         std::fs::create_dir_all(&keep).unwrap();
         let mut s = state_with(Policy::Auto);
+        browser_saving_into(&mut s, tmp.path(), &downloads);
         assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["decision"], "accept");
         let saved = downloads.join("report.csv");
         std::fs::write(&saved, b"a,b,c").unwrap();
@@ -528,5 +580,185 @@ mod tests {
         let out = feed(&mut new, json!({"type":"hello","version":"1"})).unwrap();
         assert_eq!(configs(&out), [(3, None), (4, None)], "tab 3 has its policy, tab 4 the default");
         assert_eq!(out.last(), Some(&ToBrowser::Resume { upto: 0 }), "the configs come before resume");
+    }
+
+    /// A browser whose profile's Preferences name `downloads` as its download directory,
+    /// as the host reads it (the e2e tests' browsers are set up the same way).
+    fn browser_saving_into(s: &mut State, tmp: &Path, downloads: &Path) {
+        let profile = tmp.join("profile");
+        std::fs::create_dir_all(profile.join("Default")).unwrap();
+        let prefs = json!({"download": {"default_directory": downloads}});
+        std::fs::write(profile.join("Default/Preferences"), prefs.to_string()).unwrap();
+        s.browser.profile = Some(profile);
+    }
+
+    /// A state whose browser saves into `<tmp>/Downloads`, and a rule that moves every
+    /// download into `<tmp>/keep`: (state, Downloads, keep).
+    fn moving_into_keep(tmp: &Path) -> (State, PathBuf, PathBuf) {
+        let (downloads, keep) = (tmp.join("Downloads"), tmp.join("keep"));
+        std::fs::create_dir_all(&downloads).unwrap();
+        std::fs::create_dir_all(&keep).unwrap();
+        let mut s = state_with(Policy::Auto);
+        browser_saving_into(&mut s, tmp, &downloads);
+        let rule = RuleSpec::Download { accept: true, save_dir: Some(keep.clone()), matcher: MatchArg::default() };
+        s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
+        (s, downloads, keep)
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+
+    // The attack: a forged prompt_request makes a job with a save_dir, and a forged
+    // download_done names the user's key. On 892be98 the key was moved into `keep`.
+    #[test]
+    fn a_forged_download_done_cannot_move_a_file_outside_the_download_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut s, downloads, keep) = moving_into_keep(tmp.path());
+        let key = tmp.path().join("home/.ssh/id_ed25519");
+        std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+        std::fs::write(&key, b"secret").unwrap();
+        feed(&mut s, ask(1)).unwrap();
+        feed(&mut s, done(1, "complete", key.to_str().unwrap(), None)).unwrap();
+        assert_eq!(std::fs::read(&key).unwrap(), b"secret", "the key is still in place");
+        assert!(names(&keep).is_empty(), "nothing moved: {:?}", names(&keep));
+        let rec = s.history.iter().last().unwrap();
+        assert!(
+            rec.explanation.contains("not moved") && rec.explanation.contains("download directory"),
+            "{}",
+            rec.explanation
+        );
+        assert!(!rec.explanation.contains("secret"), "{}", rec.explanation);
+        // A hard link to the key in the download directory is the key under another name
+        // (on 892be98 it was moved, the key's bytes with it).
+        #[cfg(unix)]
+        {
+            let link = downloads.join("id_ed25519");
+            std::fs::hard_link(&key, &link).unwrap();
+            feed(&mut s, ask(9)).unwrap();
+            feed(&mut s, done(9, "complete", link.to_str().unwrap(), None)).unwrap();
+            assert!(link.exists() && names(&keep).is_empty(), "{:?}", names(&keep));
+            let rec = s.history.iter().last().unwrap();
+            assert!(rec.explanation.contains("hard links"), "{}", rec.explanation);
+            std::fs::remove_file(&link).unwrap();
+        }
+        // The session goes on: a real download is moved.
+        feed(&mut s, ask(2)).unwrap();
+        let saved = downloads.join("report.csv");
+        std::fs::write(&saved, b"a,b,c").unwrap();
+        feed(&mut s, done(2, "complete", saved.to_str().unwrap(), None)).unwrap();
+        let d = s.history.iter().last().unwrap().details.read::<DownloadDetails>().expect("its kind's details");
+        assert_eq!(d.path.as_deref(), keep.join("report.csv").to_str());
+        assert_eq!(std::fs::read(keep.join("report.csv")).unwrap(), b"a,b,c");
+        assert!(!saved.exists());
+    }
+
+    // On 892be98 a file of the download directory older than the download was moved.
+    #[test]
+    fn a_file_older_than_the_download_is_not_moved() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut s, downloads, keep) = moving_into_keep(tmp.path());
+        let old = downloads.join("tax-return.pdf");
+        std::fs::write(&old, b"%PDF").unwrap();
+        feed(&mut s, ask(1)).unwrap();
+        // The download was asked for an hour after the file was last written or changed.
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+        s.history.iter_mut().last().unwrap().timestamp = humantime::format_rfc3339_millis(later).to_string();
+        feed(&mut s, done(1, "complete", old.to_str().unwrap(), None)).unwrap();
+        assert_eq!(std::fs::read(&old).unwrap(), b"%PDF");
+        assert!(names(&keep).is_empty());
+        let rec = s.history.iter().last().unwrap();
+        assert!(rec.explanation.contains("older than the download"), "{}", rec.explanation);
+    }
+
+    // Remote mode, the pilot off: on 892be98 the download was copied here all the same.
+    #[test]
+    fn with_the_pilot_off_a_remote_download_stays_on_the_browsers_machine() {
+        let mut s = state_with(Policy::Auto);
+        s.browser = crate::parent_browser::ParentBrowser::over_cdp("wss://fleet/…".into());
+        s.pilot = false;
+        feed(&mut s, ask(1)).unwrap();
+        feed(&mut s, done(1, "complete", "/remote/Downloads/report.csv", None)).unwrap();
+        assert!(s.fetches.is_empty(), "no copy asked for: {:?}", s.fetches);
+        let rec = s.history.iter().last().unwrap();
+        let d = rec.details.read::<DownloadDetails>().expect("its kind's details");
+        assert_eq!((d.path.as_deref(), d.remote_path.as_deref()), (None, Some("/remote/Downloads/report.csv")));
+        assert!(rec.explanation.contains("AI Web Pilot is off"), "{}", rec.explanation);
+    }
+
+    // Unix only: a symlink on Windows takes a privilege a test cannot count on. (On 892be98
+    // the symlink was refused too: this keeps it so on the handle-based path.)
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_in_the_download_directory_is_not_moved_nor_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut s, downloads, keep) = moving_into_keep(tmp.path());
+        let key = tmp.path().join("id_ed25519");
+        std::fs::write(&key, b"secret").unwrap();
+        let link = downloads.join("report.csv");
+        std::os::unix::fs::symlink(&key, &link).unwrap();
+        feed(&mut s, ask(1)).unwrap();
+        feed(&mut s, done(1, "complete", link.to_str().unwrap(), None)).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays");
+        assert_eq!(std::fs::read(&key).unwrap(), b"secret");
+        assert!(names(&keep).is_empty());
+        let rec = s.history.iter().last().unwrap();
+        assert!(rec.explanation.contains("symbolic link"), "{}", rec.explanation);
+    }
+
+    // On 892be98 the check (symlink_metadata) and the move (rename by path) were two looks
+    // at the name, and a file put at the name in between was the one moved; it had no
+    // check-then-move split to run this against. With the move not verifying the moved
+    // inode (`if true` in `platform::unix::move_held`) this test fails: the other file moves.
+    #[cfg(unix)]
+    #[test]
+    fn a_file_swapped_in_after_the_check_is_not_the_one_moved() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (downloads, keep) = (tmp.path().join("Downloads"), tmp.path().join("keep"));
+        std::fs::create_dir_all(&downloads).unwrap();
+        std::fs::create_dir_all(&keep).unwrap();
+        let file = downloads.join("report.csv");
+        std::fs::write(&file, b"a,b,c").unwrap();
+        let since = std::time::SystemTime::now();
+        let checked = check_download(&file, std::slice::from_ref(&downloads), Some(since)).unwrap();
+        // Another file takes the name after the check.
+        let other = tmp.path().join("other");
+        std::fs::write(&other, b"not the download").unwrap();
+        std::fs::rename(&other, &file).unwrap();
+        let err = move_checked(checked, &keep).unwrap_err();
+        assert!(err.contains("another file"), "{err}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"not the download", "put back where it was");
+        assert!(names(&keep).is_empty(), "{:?}", names(&keep));
+    }
+
+    // On 892be98 the moved file kept the browser's mode (here 0644: this test failed
+    // there), and a name in save_dir was looked at (free_name) before a rename that would
+    // replace whatever had taken it by then.
+    #[cfg(unix)]
+    #[test]
+    fn the_moved_file_is_private_and_takes_no_name_already_there() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut s, downloads, keep) = moving_into_keep(tmp.path());
+        let target = tmp.path().join("target");
+        std::fs::write(&target, b"keep me").unwrap();
+        std::os::unix::fs::symlink(&target, keep.join("report.csv")).unwrap();
+        std::fs::write(keep.join("report (1).csv"), b"old").unwrap();
+        let saved = downloads.join("report.csv");
+        std::fs::write(&saved, b"a,b,c").unwrap();
+        std::fs::set_permissions(&saved, std::fs::Permissions::from_mode(0o644)).unwrap();
+        feed(&mut s, ask(1)).unwrap();
+        feed(&mut s, done(1, "complete", saved.to_str().unwrap(), None)).unwrap();
+        let moved = keep.join("report (2).csv");
+        let d = s.history.iter().last().unwrap().details.read::<DownloadDetails>().expect("its kind's details");
+        assert_eq!(d.path.as_deref(), moved.to_str());
+        assert_eq!(std::fs::read(&moved).unwrap(), b"a,b,c");
+        assert_eq!(std::fs::metadata(&moved).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me", "the symlink was not followed");
+        assert!(std::fs::symlink_metadata(keep.join("report.csv")).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(keep.join("report (1).csv")).unwrap(), b"old");
     }
 }

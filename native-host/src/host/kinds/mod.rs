@@ -10,7 +10,7 @@ mod app_link;
 mod auth;
 mod device_chooser;
 mod download;
-pub(in crate::host) use download::free_name;
+pub(in crate::host) use download::names_for;
 mod file_chooser;
 mod held_in_page;
 mod passkey;

@@ -105,6 +105,7 @@ pub async fn run(
     mut outbox: Outbox,
     mut fetches: mpsc::UnboundedReceiver<FetchJob>,
     link: LinkState,
+    copies: Arc<remote_files::Budget>,
 ) {
     // Connection numbers differ between processes too: a second `unmodal mcp` on the
     // same browser must not pass for the connection the worker already has. Milliseconds
@@ -122,7 +123,7 @@ pub async fn run(
                 link.set(Link::Up);
                 tracing::info!(endpoint = %endpoint.redacted(), generation, "bridge connected");
                 let why = Connection::new(conn, inbox.clone(), generation, link.clone())
-                    .serve(events, &mut outbox, &mut fetches)
+                    .serve(events, &mut outbox, &mut fetches, copies.clone())
                     .await;
                 tracing::warn!(reason = %why, "bridge lost; reconnecting");
                 lost_since = Instant::now();
@@ -244,16 +245,18 @@ impl Connection {
         mut events: mpsc::UnboundedReceiver<Event>,
         outbox: &mut Outbox,
         fetches: &mut mpsc::UnboundedReceiver<FetchJob>,
+        copies: Arc<remote_files::Budget>,
     ) -> String {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel();
         self.done_tx = done_tx;
-        // Remote downloads are copied one at a time, on this connection.
+        // Remote downloads are copied one at a time, on this connection, within the
+        // session's budget (kept across connections).
         let (copy_tx, mut copy_rx) = mpsc::unbounded_channel::<FetchJob>();
         let (conn, inbox) = (self.conn.clone(), self.inbox.clone());
         let copier = tokio::spawn(async move {
             let mut helper = remote_files::Helper::default();
             while let Some(job) = copy_rx.recv().await {
-                let result = remote_files::fetch(&conn, &mut helper, &job).await;
+                let result = remote_files::fetch(&conn, &mut helper, &job, &copies).await;
                 if let Err(e) = &result {
                     tracing::warn!(error = %e, "a remote download was not copied here");
                 }

@@ -6,7 +6,7 @@
 
 pub mod bridge;
 pub mod native;
-mod remote_files;
+pub(super) mod remote_files;
 mod remote_uploads;
 
 use super::protocol::ToBrowser;
