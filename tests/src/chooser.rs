@@ -57,3 +57,43 @@ where
     }
     bail!("{key}: the browser closed the chooser at once in every try: {early:?}")
 }
+
+/// Clicks `#key` on a page like `CHOOSERS_PAGE` once its script has run, and waits until
+/// the call settled. When it does not, it says which of two things happened: the click
+/// never reached the page's handler (`out[key]` still null: a harness problem), or the
+/// call stayed pending (a chooser left open that nobody cancelled: a product hang).
+pub async fn click_and_settle(page: &Page, key: &str, limit: Duration) -> Result<Value> {
+    // A page the test just opened may still be parsing: its buttons come before the script
+    // that defines `out` and `ask`, and a click then throws in the page's handler (seen:
+    // `choosers::rules_belong_to_their_tab`, 1 of 24 under `repeat --parallel 4 --load 2`).
+    eventually(LIMIT, &format!("{key}: the page's script ran"), || async {
+        let ready = page.eval("document.readyState === 'complete' && typeof out === 'object'").await?;
+        Ok((ready == true).then_some(()))
+    })
+    .await?;
+    page.click(&format!("#{key}")).await?;
+    settle(page, key, limit).await
+}
+
+/// Waits until the page's call of `key` settled (see `click_and_settle` for what a
+/// failure says).
+pub async fn settle(page: &Page, key: &str, limit: Duration) -> Result<Value> {
+    let read = format!("out[{}] ?? null", serde_json::to_string(key)?);
+    let got = eventually(limit, &format!("the {key} chooser settling"), || async {
+        let v = page.eval(&read).await?;
+        Ok((!v.is_null() && v != json!("pending")).then_some(v))
+    })
+    .await;
+    let Err(e) = got else { return got };
+    let last = page.eval(&read).await.unwrap_or(Value::Null);
+    let state = page
+        .eval("JSON.stringify({url: location.href, ready: document.readyState, focus: document.hasFocus(), active: navigator.userActivation.hasBeenActive})")
+        .await
+        .unwrap_or_default();
+    let which = if last.is_null() {
+        "the click never reached the page's handler (a harness problem)"
+    } else {
+        "the call stayed pending: a chooser left open that nobody cancelled (a product hang)"
+    };
+    bail!("{which}; out.{key} = {last}; the page: {state}; {e:#}")
+}

@@ -43,13 +43,9 @@ async fn chooser_outcome(s: &Session, key: &str) -> anyhow::Result<Value> {
     settled_outcome(s, key).await
 }
 
-/// Waits until the page's call settled.
+/// Waits until the page's call settled (a failure says whether the click or the chooser).
 async fn settled_outcome(s: &Session, key: &str) -> anyhow::Result<Value> {
-    eventually(Duration::from_secs(10), &format!("the {key} chooser settling"), || async {
-        let v = outcome(s, key).await?;
-        Ok((!v.is_null() && v != json!("pending")).then_some(v))
-    })
-    .await
+    chooser::settle(&s.page, key, Duration::from_secs(10)).await
 }
 
 fn rule(extra: Value) -> Value {
@@ -284,12 +280,7 @@ async fn rules_belong_to_their_tab() -> anyhow::Result<()> {
     s.agent.ok("interact", rule(json!({"tab_id": second, "once": false}))).await?;
     for (page, tab) in [(&second_page, json!(second)), (&s.page, first.clone())] {
         page.bring_to_front().await?;
-        page.click("#usb").await?;
-        let got = eventually(Duration::from_secs(10), "the chooser settling", || async {
-            let v = page.eval("out.usb ?? null").await?;
-            Ok((!v.is_null() && v != json!("pending")).then_some(v))
-        })
-        .await?;
+        let got = chooser::click_and_settle(page, "usb", Duration::from_secs(10)).await?;
         assert_eq!(got, json!(USB_CANCEL), "tab {tab}");
     }
     let by_tab = s.decided_in_tabs("device_chooser", &[json!(second), first]).await?;
