@@ -345,11 +345,11 @@ impl RemoteHost {
 }
 
 /// Starts the host for a remote browser and its bridge; returns once the socket listens.
-pub async fn serve_remote(endpoint: crate::cdp::Endpoint) -> Result<RemoteHost> {
+pub async fn serve_remote(endpoint: crate::cdp::Endpoint, extension_id: &str) -> Result<RemoteHost> {
     let started = start(crate::parent_browser::ParentBrowser::over_cdp(endpoint.redacted())).await?;
     let inbox = started.inbox();
     let Started { shared, outbox, socket } = started;
-    let link = transport::bridge::LinkState::default();
+    let link = transport::bridge::LinkState::new(extension_id);
     let (fetch_tx, fetches) = mpsc::unbounded_channel();
     *shared.fetch.lock().unwrap_or_else(|e| e.into_inner()) = Some(fetch_tx);
     tokio::spawn(transport::bridge::run(endpoint, inbox, outbox, fetches, link.clone()));
