@@ -137,7 +137,7 @@ impl RemoteBrowser {
         let cdp = Cdp::connect(&direct_url).await?;
         // Its worker, under the ID computed from its path: the computation is checked here.
         eventually(Duration::from_secs(15), "the carried extension's service worker starting", || async {
-            Ok(worker_target(&cdp, &extension_id).await?)
+            worker_target(&cdp, &extension_id).await
         })
         .await
         .with_context(|| format!("no worker of {extension_id}; log: {}", log_tail(&log, 40)))?;

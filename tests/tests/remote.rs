@@ -677,7 +677,10 @@ async fn another_extension_cannot_pass_for_unmodal() -> Result<()> {
     std::fs::write(rogue.path().join("wake.js"), "chrome.runtime.sendMessage('wake').catch(() => {});")?;
     let rogue_id = unmodal_e2e::remote::chromium_extension_id(&std::fs::canonicalize(rogue.path())?);
     let browser = RemoteBrowser::launch_beside(&[rogue.path().to_owned()]).await?;
-    ensure!(browser.worker_of(&rogue_id).await?.is_some(), "the rogue's worker runs beside Unmodal's");
+    eventually(LIMIT, "the rogue's worker running beside Unmodal's", || async {
+        Ok(browser.worker_of(&rogue_id).await?.map(|_| ()))
+    })
+    .await?;
     let r = Remote::start_in(browser, Via::Query, &[]).await?;
     r.pilot_on().await?;
 

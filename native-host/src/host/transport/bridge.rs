@@ -11,7 +11,11 @@
 //!   never makes it Unmodal's (issue 49: a second extension that answered
 //!   `unmodalBridgeUp` as Unmodal's took the bridge over). Every other worker is let run
 //!   and let go with nothing added, heard or told. Two workers of the pinned ID in two
-//!   browser contexts at once are both refused (`Link::Refused`) until one is gone.
+//!   browser contexts at once are both refused (`Link::Refused`) until one is gone. No hash
+//!   of the worker's script (`Debugger.scriptParsed`) is checked besides: it would not make
+//!   an extension under the ID Unmodal (one that copied the public `key` could run
+//!   Unmodal's worker byte for byte and feed it from a content script of its own), it needs
+//!   the debugger on in the worker, and it would bind this binary to one build of the zip.
 //! - **Worker → host:** `Runtime.addBinding` `unmodalToHost` on that worker alone, before a
 //!   paused one runs its first line; each call is one message (`Runtime.bindingCalled`),
 //!   heard only from that worker's session. With `Runtime.enable` on the session the
