@@ -1,10 +1,11 @@
 // The CDP bridge: the way to the host where no native host can run (a hosted or pooled
 // browser). `unmodal mcp --cdp-endpoint` attaches to this worker over the browser's CDP URL,
 // adds the binding `unmodalToHost` (this worker -> host) and calls `unmodalFromHost` (host ->
-// this worker) and `unmodalBridgeUp` (a connection, numbered). Pages cannot reach a
-// worker's globals; code a DevTools client runs here can, as it can run anything here, so
-// the host takes nothing from this channel that a person must say (native-host/src/host/
-// transport/bridge.rs).
+// this worker) and `unmodalBridgeUp` (a connection, numbered). It knows this worker by the
+// extension ID in the worker's URL, which the browser sets, never by what this code answers:
+// another extension can define the same globals. Pages cannot reach a worker's globals; code
+// a DevTools client runs here can, as it can run anything here, so the host takes nothing
+// from this channel that a person must say (native-host/src/host/transport/bridge.rs).
 //
 // A bridge port looks like a native one (postMessage, onMessage, onDisconnect, disconnect),
 // so background.js treats both alike.
@@ -71,9 +72,10 @@ export function createBridge(onNewConnection) {
     return batch.length;
   };
 
-  // The host's check that this is Unmodal's worker, and its connection number (unique
-  // across processes: each starts from its own clock): a number not seen before is a new connection (the old one dropped), which the worker answers as
-  // a new host: released what it held for the old one, `hello` again.
+  // The host's connection number (unique across processes: each starts from its own clock),
+  // and the bridge's version in return. A number not seen before is a new connection (the
+  // old one dropped), which the worker answers as a new host: released what it held for the
+  // old one, `hello` again.
   globalThis.unmodalBridgeUp = (n) => {
     if (!available()) return null;
     const me = { unmodal: 1, version: chrome.runtime.getManifest().version, binding_at_start: atStart };

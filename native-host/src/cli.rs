@@ -46,21 +46,26 @@ Playwright MCP or chrome-devtools-mcp attaches to) it is the only way to switch 
     Pilot(PilotArgs),
     /// Write the extension for a browser you do not run here (a hosted or pooled one): a zip
     /// to upload, or a directory to load, with manifest.json at the root and no `key`.
-    #[command(after_help = "Without `key` the browser gives the extension an ID of its own, which the native \
-host that `unmodal install` registers does not answer: for a browser on this machine use `unmodal browser` or \
-`unmodal install` instead. The same build writes the same bytes.")]
+    #[command(after_help = "Without `key` the browser gives the extension an ID of its own (pass it to `unmodal \
+mcp --cdp-endpoint` as --extension-id), and the native host that `unmodal install` registers does not answer it: for \
+a browser on this machine use `unmodal browser` or `unmodal install` instead. With --keep-key the ID is Unmodal's \
+fixed one, which `unmodal mcp --cdp-endpoint` expects by default. The same build writes the same bytes.")]
     Extension(ExtensionArgs),
 }
 
 #[derive(Args)]
-#[group(required = true, multiple = true)]
+#[command(group(clap::ArgGroup::new("out").required(true).multiple(true)))]
 struct ExtensionArgs {
     /// Write the upload-ready zip here.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", group = "out")]
     zip: Option<PathBuf>,
     /// Write the files, unpacked, into this new or empty directory.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", group = "out")]
     dir: Option<PathBuf>,
+    /// Keep the manifest's `key`, so the browser gives the extension Unmodal's fixed ID
+    /// (for providers that accept a `key`; browser-use Cloud refuses one).
+    #[arg(long)]
+    keep_key: bool,
 }
 
 #[derive(Args)]
@@ -101,6 +106,10 @@ struct McpArgs {
     /// record says so. Only with a remote browser.
     #[arg(long, value_name = "MB")]
     max_remote_downloads_mb: Option<u64>,
+    /// The ID the browser gave Unmodal's extension (32 letters a-p): only that extension's
+    /// worker is heard. [default: Unmodal's fixed ID, as `unmodal extension --keep-key` loads]
+    #[arg(long, value_name = "ID", value_parser = extension_id)]
+    extension_id: Option<String>,
     #[command(flatten)]
     launch: BrowserArgs,
 }
@@ -212,7 +221,18 @@ leave out --browser",
                         crate::cdp::sources::ENDPOINT_VAR
                     )));
                 }
-                Ok(remote) => remote.map(|e| (e, m.max_remote_downloads_mb.unwrap_or(1024).saturating_mul(1 << 20))),
+                Ok(None) if m.extension_id.is_some() => {
+                    return report(Err(anyhow::anyhow!(
+                        "--extension-id names the remote browser's Unmodal: give it with --cdp-endpoint (or {}), or \
+leave it out",
+                        crate::cdp::sources::ENDPOINT_VAR
+                    )));
+                }
+                Ok(remote) => remote.map(|endpoint| mcp::Remote {
+                    endpoint,
+                    extension_id: m.extension_id.clone().unwrap_or_else(|| install::EXTENSION_ID.to_owned()),
+                    max_copied: m.max_remote_downloads_mb.unwrap_or(1024).saturating_mul(1 << 20),
+                }),
                 Err(e) => return report(Err(e)),
             };
             report(mcp::run(m.browser.then(|| m.launch.options()), remote))
@@ -251,19 +271,31 @@ browser you start yourself, load that directory (chrome://extensions, Developer 
     }
 }
 
+/// `--extension-id`: Chromium's 32 letters a-p (any case).
+fn extension_id(s: &str) -> Result<String, String> {
+    let id = s.trim().to_ascii_lowercase();
+    if crate::host::transport::bridge::valid_id(&id) {
+        return Ok(id);
+    }
+    Err(format!(
+        "{s:?} is not an extension ID: it is the 32 letters a-p in the extension's chrome-extension:// URL (the \
+ID the browser gave your upload)"
+    ))
+}
+
 fn extension(e: &ExtensionArgs) -> anyhow::Result<()> {
+    let key = if e.keep_key {
+        format!("with `key`: the browser names it {}, as `unmodal mcp --cdp-endpoint` expects", install::EXTENSION_ID)
+    } else {
+        "no `key`: pass the ID the browser gives it to `unmodal mcp --cdp-endpoint` as --extension-id".to_owned()
+    };
     if let Some(file) = &e.zip {
-        let w = extension_zip::write_zip(file)?;
-        println!(
-            "wrote {} ({} files, {} bytes; manifest.json at the root, no `key`)",
-            file.display(),
-            w.files,
-            w.bytes
-        );
+        let w = extension_zip::write_zip(file, e.keep_key)?;
+        println!("wrote {} ({} files, {} bytes; manifest.json at the root, {key})", file.display(), w.files, w.bytes);
     }
     if let Some(dir) = &e.dir {
-        let w = extension_zip::write_dir(dir)?;
-        println!("wrote {} files into {} (no `key`)", w.files, dir.display());
+        let w = extension_zip::write_dir(dir, e.keep_key)?;
+        println!("wrote {} files into {} ({key})", w.files, dir.display());
     }
     Ok(())
 }
@@ -275,5 +307,33 @@ fn report(r: anyhow::Result<()>) -> ExitCode {
             eprintln!("unmodal: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_ids_are_chromiums_form_and_keep_key_needs_an_output() {
+        assert_eq!(extension_id(" BIKFJGNMFNGJAKLOOEJGPOMKEBGNMCKK ").unwrap(), install::EXTENSION_ID);
+        let err = extension_id("424242").unwrap_err();
+        assert!(err.contains("32 letters a-p"), "{err}");
+        assert!(Cli::try_parse_from(["unmodal", "extension", "--keep-key"]).is_err(), "an output is needed");
+        assert!(Cli::try_parse_from(["unmodal", "extension", "--zip", "x.zip", "--keep-key"]).is_ok());
+        let id = ["unmodal", "mcp", "--extension-id", install::EXTENSION_ID];
+        // Parsed (the endpoint may come from UNMODAL_CDP_ENDPOINT); `main` refuses it without one.
+        assert!(Cli::try_parse_from(id).is_ok());
+        let Ok(Cli { command: Command::Mcp(m) }) = Cli::try_parse_from([
+            "unmodal",
+            "mcp",
+            "--cdp-endpoint",
+            "ws://h/x",
+            "--extension-id",
+            install::EXTENSION_ID,
+        ]) else {
+            panic!("taken with --cdp-endpoint");
+        };
+        assert_eq!(m.extension_id.as_deref(), Some(install::EXTENSION_ID));
     }
 }

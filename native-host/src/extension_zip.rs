@@ -3,7 +3,9 @@
 //! (`--dir DIR`), with `manifest.json` at the root and without the manifest's `key`, which
 //! browser-use Cloud refuses. Without `key` the browser names the extension by where it was
 //! loaded, so the native host registered by `unmodal install` (which names the keyed ID)
-//! does not serve this copy: it is for browsers that have no native host anyway.
+//! does not serve this copy: it is for browsers that have no native host anyway, and
+//! `unmodal mcp --cdp-endpoint` is told that ID (`--extension-id`). `--keep-key` keeps the
+//! manifest as built: the ID is then Unmodal's fixed one, the bridge's default.
 //!
 //! The zip is the same bytes for the same build: files in path order, one fixed timestamp
 //! and mode, no extra fields.
@@ -28,9 +30,10 @@ pub struct Written {
     pub bytes: u64,
 }
 
-/// Writes the carried extension's zip to `path`, whole (written beside it, then renamed).
-pub fn write_zip(path: &Path) -> Result<Written> {
-    let files = carried()?;
+/// Writes the carried extension's zip to `path`, whole (written beside it, then renamed);
+/// the manifest's `key` kept or not.
+pub fn write_zip(path: &Path, keep_key: bool) -> Result<Written> {
+    let files = carried(keep_key)?;
     let bytes = zip_bytes(&files)?;
     let tmp = path.with_file_name(format!(
         ".{}.{}.tmp",
@@ -47,8 +50,8 @@ pub fn write_zip(path: &Path) -> Result<Written> {
 
 /// Writes the carried extension, unpacked, into `dir`, which must be new or empty: files
 /// of some other build left beside these would be loaded with them.
-pub fn write_dir(dir: &Path) -> Result<Written> {
-    let files = carried()?;
+pub fn write_dir(dir: &Path, keep_key: bool) -> Result<Written> {
+    let files = carried(keep_key)?;
     match fs::read_dir(dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {
@@ -70,22 +73,27 @@ pub fn write_dir(dir: &Path) -> Result<Written> {
     Ok(Written { files: files.len(), bytes })
 }
 
-fn carried() -> Result<Vec<(String, Cow<'static, [u8]>)>> {
+fn carried(keep_key: bool) -> Result<Vec<(String, Cow<'static, [u8]>)>> {
     if !extension::carried() {
         bail!("{NOT_CARRIED}");
     }
-    upload_files(extension::files())
+    upload_files(extension::files(), keep_key)
 }
 
 /// The extension's files as uploaded, in path order (with `/` between folders, as zip
-/// wants): the manifest without `key`, everything else as built.
-pub fn upload_files<'a>(files: &[(&str, &'a [u8])]) -> Result<Vec<(String, Cow<'a, [u8]>)>> {
+/// wants): the manifest without `key` unless `keep_key`, everything else as built.
+pub fn upload_files<'a>(files: &[(&str, &'a [u8])], keep_key: bool) -> Result<Vec<(String, Cow<'a, [u8]>)>> {
     let mut out = Vec::with_capacity(files.len());
     let mut manifest = false;
     for (rel, bytes) in files {
         let name = rel.replace('\\', "/");
         let contents = if name == "manifest.json" {
             manifest = true;
+            if keep_key {
+                serde_json::from_slice::<Value>(bytes).context("manifest.json is not JSON")?;
+                out.push((name, Cow::Borrowed(*bytes)));
+                continue;
+            }
             let text = std::str::from_utf8(bytes).context("manifest.json is not UTF-8")?;
             Cow::Owned(without_key(text)?.into_bytes())
         } else {
@@ -226,8 +234,8 @@ mod tests {
     /// The zip of `files` holds each of them (the manifest at the root, without `key`, the
     /// rest byte for byte), and is the same bytes when made again.
     fn check_zip(files: &[(&str, &[u8])]) -> Vec<u8> {
-        let bytes = zip_bytes(&upload_files(files).unwrap()).unwrap();
-        assert_eq!(bytes, zip_bytes(&upload_files(files).unwrap()).unwrap(), "stable bytes");
+        let bytes = zip_bytes(&upload_files(files, false).unwrap()).unwrap();
+        assert_eq!(bytes, zip_bytes(&upload_files(files, false).unwrap()).unwrap(), "stable bytes");
         let unzipped = unzip(&bytes);
         assert_eq!(unzipped.len(), files.len());
         for (rel, original) in files {
@@ -259,29 +267,50 @@ mod tests {
     }
 
     #[test]
+    fn keep_key_keeps_the_manifest_as_built() {
+        let files = upload_files(&fixture(), true).unwrap();
+        let manifest = files.iter().find(|(n, _)| n == "manifest.json").unwrap();
+        assert_eq!(&*manifest.1, MANIFEST.as_bytes(), "the key with it, byte for byte");
+        assert_eq!(files.len(), fixture().len());
+        assert!(upload_files(&[("manifest.json", b"{".as_slice())], true).is_err(), "not JSON");
+    }
+
+    #[test]
     fn the_carried_extension_zips_whole_and_the_same_each_time() {
         if !extension::carried() {
             let dir = tempfile::tempdir().unwrap();
-            let err = write_zip(&dir.path().join("x.zip")).unwrap_err().to_string();
+            let err = write_zip(&dir.path().join("x.zip"), false).unwrap_err().to_string();
             assert!(err.contains("cargo xtask build"), "{err}");
-            assert!(write_dir(&dir.path().join("d")).unwrap_err().to_string().contains("cargo xtask build"));
+            assert!(write_dir(&dir.path().join("d"), true).unwrap_err().to_string().contains("cargo xtask build"));
             assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
             return;
         }
         let bytes = check_zip(extension::files());
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("unmodal.zip");
-        let w = write_zip(&file).unwrap();
+        let w = write_zip(&file, false).unwrap();
         assert_eq!((w.files, w.bytes), (extension::files().len(), bytes.len() as u64));
         assert_eq!(fs::read(&file).unwrap(), bytes, "the file is the same bytes");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
         // The directory holds the same files; a non-empty one is refused.
         let unpacked = dir.path().join("ext");
-        write_dir(&unpacked).unwrap();
+        write_dir(&unpacked, false).unwrap();
         for (name, contents) in unzip(&bytes) {
             assert_eq!(fs::read(unpacked.join(&name)).unwrap(), contents, "{name}");
         }
-        assert!(write_dir(&unpacked).unwrap_err().to_string().contains("not empty"));
+        assert!(write_dir(&unpacked, false).unwrap_err().to_string().contains("not empty"));
+        // With `key` kept: every file as built, the manifest too, so the ID is the fixed one.
+        let keyed = unzip(&{
+            write_zip(&file, true).unwrap();
+            fs::read(&file).unwrap()
+        });
+        assert_eq!(keyed.len(), extension::files().len());
+        for (rel, original) in extension::files() {
+            let name = rel.replace('\\', "/");
+            let (_, got) = keyed.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("{name} missing"));
+            assert_eq!(got, original, "{name} as built");
+        }
+        assert!(parsed(&keyed.iter().find(|(n, _)| n == "manifest.json").unwrap().1).contains_key("key"));
     }
 
     #[test]

@@ -122,16 +122,17 @@ async fn hosts(dir: &Path) -> Result<Vec<PathBuf>, ToolError> {
         if let Some(why) = scope.link.gone() {
             return Err(ToolError::browser_gone(&why));
         }
-        return Err(ToolError::new(
-            ErrorCode::ExtensionNotConnected,
-            format!(
+        let message = match scope.link.why_not_heard() {
+            Some(why) => format!("The browser at {} is reachable, but {why}.", scope.endpoint),
+            None => format!(
                 "The browser at {} is reachable, but Unmodal's extension did not answer over it ({:?}). Check that \
 the browser loaded the extension from `unmodal extension --zip` (your provider's extension upload, or \
 --load-extension), then retry.",
                 scope.endpoint,
                 scope.link.now()
             ),
-        ));
+        };
+        return Err(ToolError::new(ErrorCode::ExtensionNotConnected, message));
     }
     Ok(vec![scope.socket.clone()])
 }

@@ -340,12 +340,11 @@ impl ServerHandler for Server {
 
 /// Serves the agent on stdio. With `browser`, first starts Unmodal's browser when no
 /// browser is connected (so the driver finds it on its first call), and closes it at the end.
-/// `remote`: a browser reached over CDP instead, and how many bytes of its downloads may be
-/// copied to this machine in all.
-pub fn run(browser: Option<crate::browser::Options>, remote: Option<(crate::cdp::Endpoint, u64)>) -> Result<()> {
+/// `remote`: a browser reached over CDP instead (`Remote`).
+pub fn run(browser: Option<crate::browser::Options>, remote: Option<Remote>) -> Result<()> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?.block_on(async {
-        if let Some((endpoint, max_copied)) = remote {
-            return serve_remote(endpoint, max_copied).await;
+        if let Some(remote) = remote {
+            return serve_remote(remote).await;
         }
         let mut started = None;
         if let Some(opts) = browser
@@ -369,17 +368,29 @@ pub fn run(browser: Option<crate::browser::Options>, remote: Option<(crate::cdp:
     })
 }
 
+/// `--cdp-endpoint`: the remote browser, and the ID of Unmodal's extension there (the only
+/// worker the bridge hears).
+pub struct Remote {
+    pub endpoint: crate::cdp::Endpoint,
+    pub extension_id: String,
+    /// Bytes of the browser's downloads copied to this machine, at most, in all.
+    pub max_copied: u64,
+}
+
 /// `--cdp-endpoint`: the host lives in this process, its bridge reaches the remote browser's
 /// extension, and the tools ask that host alone.
-async fn serve_remote(endpoint: crate::cdp::Endpoint, max_copied: u64) -> Result<()> {
+async fn serve_remote(Remote { endpoint, extension_id, max_copied }: Remote) -> Result<()> {
     let shown = endpoint.redacted();
-    let host = crate::host::serve_remote(endpoint, max_copied).await?;
+    let host = crate::host::serve_remote(endpoint, &extension_id, max_copied).await?;
     ipc::only(ipc::Scope { socket: host.socket.clone(), link: host.link.clone(), endpoint: shown.clone() });
     // What a person starting this by hand should know; the tools say it to the agent too.
     let link = host.link.clone();
     tokio::spawn(async move {
         if !link.wait_ready(crate::host::transport::bridge::GONE_AFTER).await {
-            eprintln!("unmodal: the extension did not answer over {shown} yet: {:?}", link.now());
+            match link.why_not_heard() {
+                Some(why) => eprintln!("unmodal: Unmodal's extension is not heard over {shown}: {why}"),
+                None => eprintln!("unmodal: the extension did not answer over {shown} yet: {:?}", link.now()),
+            }
         }
     });
     let service = Server::new().serve(rmcp::transport::stdio()).await?;

@@ -3,7 +3,11 @@
 //! is reachable only through a WebSocket-only proxy that demands a token and forwards
 //! nothing but the browser endpoint (no `/json`), as the fleets hand out a `wss://` URL.
 //! Tests break it on purpose: drop every connection, stop the extension's worker, kill
-//! the browser.
+//! the browser. Other extensions can be loaded beside it (`launch_beside`).
+//!
+//! The carried extension has no `key`, so Chromium names it by the directory it was loaded
+//! from (`chromium_extension_id`); tests pass that ID to `unmodal mcp --extension-id`, as a
+//! user passes the one their provider's browser gave the upload.
 
 use crate::artifacts::Artifacts;
 use crate::browser::{QUIET_ARGS, Slot, chromium_binary, log_tail, slot};
@@ -83,6 +87,11 @@ impl RemoteBrowser {
     /// Starts Chromium with the carried extension and no native host, waits for the
     /// extension's service worker, and opens the proxy in front of it.
     pub async fn launch() -> Result<Self> {
+        Self::launch_beside(&[]).await
+    }
+
+    /// As `launch`, with the unpacked extensions in `others` loaded too (after Unmodal's).
+    pub async fn launch_beside(others: &[PathBuf]) -> Result<Self> {
         let slot = slot().await;
         let art = Artifacts::find()?;
         let home = tempfile::Builder::new().prefix("unmodal-remote-home-").tempdir()?;
@@ -94,6 +103,13 @@ impl RemoteBrowser {
         if !out.status.success() {
             bail!("`unmodal extension --dir` failed: {}", String::from_utf8_lossy(&out.stderr));
         }
+        let ext_dir = std::fs::canonicalize(&ext_dir)?;
+        let extension_id = chromium_extension_id(&ext_dir);
+        let mut loaded = vec![ext_dir.display().to_string()];
+        for other in others {
+            loaded.push(std::fs::canonicalize(other)?.display().to_string());
+        }
+        let loaded = loaded.join(",");
 
         let log = profile.path().join("chromium.log");
         let child = crate::chromium_group::spawn(
@@ -102,8 +118,8 @@ impl RemoteBrowser {
                 .args(QUIET_ARGS)
                 .args(["--remote-debugging-port=0", "--window-size=1024,768"])
                 .arg(format!("--user-data-dir={}", profile.path().display()))
-                .arg(format!("--load-extension={}", ext_dir.display()))
-                .arg(format!("--disable-extensions-except={}", ext_dir.display()))
+                .arg(format!("--load-extension={loaded}"))
+                .arg(format!("--disable-extensions-except={loaded}"))
                 .arg("about:blank")
                 // A machine of its own: nothing of this user's config, so no host registered.
                 .env("HOME", home.path())
@@ -119,13 +135,12 @@ impl RemoteBrowser {
 
         let direct_url = devtools_url(profile.path(), &log).await?;
         let cdp = Cdp::connect(&direct_url).await?;
-        let worker = eventually(Duration::from_secs(15), "the carried extension's service worker starting", || async {
-            Ok(worker_target(&cdp).await?.and_then(|t| t["url"].as_str().map(str::to_owned)))
+        // Its worker, under the ID computed from its path: the computation is checked here.
+        eventually(Duration::from_secs(15), "the carried extension's service worker starting", || async {
+            worker_target(&cdp, &extension_id).await
         })
         .await
-        .with_context(|| format!("log: {}", log_tail(&log, 40)))?;
-        let extension_id =
-            worker.trim_start_matches("chrome-extension://").split('/').next().unwrap_or_default().to_owned();
+        .with_context(|| format!("no worker of {extension_id}; log: {}", log_tail(&log, 40)))?;
 
         // No host anywhere this browser would look. Chromium makes an empty
         // `NativeMessagingHosts` in its user data dir itself; in HOME there is none.
@@ -214,7 +229,9 @@ impl RemoteBrowser {
     /// the same target id (REMOTE-FACTS 3). Returns the stopped target's id; an error if no
     /// worker ran.
     pub async fn stop_worker(&self) -> Result<String> {
-        let target = worker_target(&self.cdp).await?.context("the extension's service worker is not running")?;
+        let target = worker_target(&self.cdp, &self.extension_id)
+            .await?
+            .context("the extension's service worker is not running")?;
         let id = target["targetId"].as_str().context("a target without targetId")?.to_owned();
         let r = self.cdp.call(None, "Target.closeTarget", json!({"targetId": id})).await?;
         if r["success"] == false {
@@ -225,7 +242,12 @@ impl RemoteBrowser {
 
     /// The extension's service worker target (`Target.getTargets`' entry), if it runs.
     pub async fn worker(&self) -> Result<Option<Value>> {
-        worker_target(&self.cdp).await
+        worker_target(&self.cdp, &self.extension_id).await
+    }
+
+    /// The service worker of the extension `id` (one loaded beside Unmodal's), if it runs.
+    pub async fn worker_of(&self, id: &str) -> Result<Option<Value>> {
+        worker_target(&self.cdp, id).await
     }
 
     /// A direct DevTools connection to the browser, past the proxy, for the test's own
@@ -246,7 +268,8 @@ impl RemoteBrowser {
         Page::attach(self.cdp.clone(), id).await
     }
 
-    /// The ID the browser gave the carried (keyless) extension.
+    /// The ID the browser gave the carried (keyless) extension, from the path it was loaded
+    /// from, as Chromium computes it; `launch` saw its worker under it.
     pub fn extension_id(&self) -> &str {
         &self.extension_id
     }
@@ -301,15 +324,22 @@ pub fn native_host_dirs(root: &Path) -> Vec<PathBuf> {
     found
 }
 
-async fn worker_target(cdp: &Cdp) -> Result<Option<Value>> {
+/// The ID Chromium gives an extension loaded unpacked without `key`: the SHA-256 of its
+/// absolute path, the first 32 hex digits written with the letters a-p for 0-f.
+pub fn chromium_extension_id(dir: &Path) -> String {
+    use sha2::Digest as _;
+    let hash = sha2::Sha256::digest(dir.as_os_str().as_encoded_bytes());
+    hash.iter().take(16).flat_map(|b| [b >> 4, b & 0xf]).map(|n| char::from(b'a' + n)).collect()
+}
+
+async fn worker_target(cdp: &Cdp, id: &str) -> Result<Option<Value>> {
     let targets = cdp.call(None, "Target.getTargets", json!({})).await?;
+    let prefix = format!("chrome-extension://{id}/");
     Ok(targets["targetInfos"]
         .as_array()
         .into_iter()
         .flatten()
-        .find(|t| {
-            t["type"] == "service_worker" && t["url"].as_str().is_some_and(|u| u.starts_with("chrome-extension://"))
-        })
+        .find(|t| t["type"] == "service_worker" && t["url"].as_str().is_some_and(|u| u.starts_with(&prefix)))
         .cloned())
 }
 

@@ -347,12 +347,13 @@ impl RemoteHost {
 }
 
 /// Starts the host for a remote browser and its bridge; returns once the socket listens.
-/// `max_copied`: bytes of the browser's downloads copied to this machine, at most, in all.
-pub async fn serve_remote(endpoint: crate::cdp::Endpoint, max_copied: u64) -> Result<RemoteHost> {
+/// `extension_id`: the only extension whose worker is heard; `max_copied`: bytes of the
+/// browser's downloads copied to this machine, at most, in all.
+pub async fn serve_remote(endpoint: crate::cdp::Endpoint, extension_id: &str, max_copied: u64) -> Result<RemoteHost> {
     let started = start(crate::parent_browser::ParentBrowser::over_cdp(endpoint.redacted())).await?;
     let inbox = started.inbox();
     let Started { shared, outbox, socket } = started;
-    let link = transport::bridge::LinkState::default();
+    let link = transport::bridge::LinkState::new(extension_id);
     let (fetch_tx, fetches) = mpsc::unbounded_channel();
     *shared.fetch.lock().unwrap_or_else(|e| e.into_inner()) = Some(fetch_tx);
     let copies = Arc::new(transport::remote_files::Budget::new(max_copied));

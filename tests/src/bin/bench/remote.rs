@@ -44,10 +44,11 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
-/// `unmodal mcp --cdp-endpoint <the proxy's URL, token in the query>`.
+/// `unmodal mcp --cdp-endpoint <the proxy's URL, token in the query> --extension-id <the zip's>`.
 fn remote_command(art: &Artifacts, browser: &RemoteBrowser, runtime: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(&art.host);
-    cmd.arg("mcp").args(["--cdp-endpoint", &browser.ws_url()]).env("UNMODAL_RUNTIME_DIR", runtime);
+    cmd.arg("mcp").args(["--cdp-endpoint", &browser.ws_url(), "--extension-id", browser.extension_id()]);
+    cmd.env("UNMODAL_RUNTIME_DIR", runtime);
     cmd
 }
 
