@@ -5,7 +5,8 @@
 // - accept: a virtual authenticator (the DevTools protocol's WebAuthn domain, through the
 //   tab's debugger) is armed with the relying party's keys, then the call goes through, so
 //   create() makes a real passkey and get() signs with one; once the call is done the keys
-//   go back to the host (`passkeys_saved`) and the authenticator is removed;
+//   go back to the host (`passkeys_saved`, naming the request the host accepted: the host
+//   takes them only for its own accept) and the authenticator is removed;
 // - pilot off: the browser's own way.
 // prompts.js waits for the host; with no host, or no answer in time, it is refused. Message
 // shapes: native-host/src/host/protocol.rs.
@@ -28,7 +29,7 @@ const MAX_ARMED_MS = 10 * 60 * 1000 + 5000;
 // `holds`: the tab debugger's leases (debugger.js).
 export function createPasskeys(prompts, holds, toHost) {
   const send = (tabId, method, params = {}) => chrome.debugger.sendCommand({ tabId }, method, params);
-  // tabId -> { id: authenticator id, calls: Map(call key -> { rp, keep, timer }) }
+  // tabId -> { id: authenticator id, calls: Map(call key -> { rp, request, timer }) }
   const tabs = new Map();
   // The keys last handed back, on their way to the host: a request waits for them, so the
   // host (one port, in order) has them before it answers (a page signs in with the passkey
@@ -58,12 +59,13 @@ export function createPasskeys(prompts, holds, toHost) {
     return t;
   };
 
-  // Hands the host what the authenticator holds of `rp` now (made, or its count moved on).
-  const save = async (tabId, t, rp, keep) => {
+  // Hands the host what the authenticator holds of `rp` now (made, or its count moved on),
+  // for the host's accept of `request`.
+  const save = async (tabId, t, rp, request) => {
     if (t.id === null) return;
     const got = await send(tabId, 'WebAuthn.getCredentials', { authenticatorId: t.id }).catch(() => null);
     const credentials = (got?.credentials ?? []).filter((c) => c.rpId === rp);
-    if (credentials.length > 0) toHost({ type: 'passkeys_saved', tab_id: tabId, keep, credentials });
+    if (credentials.length > 0) toHost({ type: 'passkeys_saved', tab_id: tabId, id: request, credentials });
   };
 
   // A call is done (or given up on): its keys saved; the last one out removes the
@@ -74,7 +76,7 @@ export function createPasskeys(prompts, holds, toHost) {
     if (call === undefined) return;
     t.calls.delete(key);
     clearTimeout(call.timer);
-    const saved = save(tabId, t, call.rp, call.keep);
+    const saved = save(tabId, t, call.rp, call.request);
     saving = saving.then(() => saved);
     await saved;
     if (t.calls.size > 0 || tabs.get(tabId) !== t) return;
@@ -101,7 +103,7 @@ export function createPasskeys(prompts, holds, toHost) {
         try {
           const t = await arm(tabId, Array.isArray(answer?.passkeys?.credentials) ? answer.passkeys.credentials : []);
           const timer = setTimeout(() => done(tabId, key), MAX_ARMED_MS);
-          t.calls.set(key, { rp, keep: answer.passkeys.keep === true, timer });
+          t.calls.set(key, { rp, request: answer.id, timer });
         } catch (err) {
           reply('refuse');
           if (tabs.get(tabId)?.calls.size === 0) {

@@ -96,6 +96,14 @@ controls the browser"
         None
     }
 
+    /// Where the browser names its DevTools port, when it was started with one
+    /// (`--remote-debugging-port`; `DevToolsActivePort` in the profile once it listens).
+    pub fn devtools_port_file(&self) -> Option<PathBuf> {
+        let args = self.args.as_deref()?;
+        has_switch(args, "remote-debugging-port")
+            .then(|| self.profile.as_ref().map(|p| p.join("DevToolsActivePort")))?
+    }
+
     /// Whether `dir` names this browser's profile (the same directory, however written).
     pub fn has_profile(&self, dir: &Path) -> bool {
         self.profile.as_deref().is_some_and(|mine| crate::paths::same_dir(mine, dir))

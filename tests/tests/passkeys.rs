@@ -362,3 +362,74 @@ async fn an_accepted_call_touches_nothing_of_the_pages() -> anyhow::Result<()> {
     assert_eq!(s.page_value("trapped").await?, json!([]), "the page's traps saw the hook at work");
     Ok(())
 }
+
+/// Code the agent's driver runs in Unmodal's worker (a remote browser: the bridge's binding
+/// is a global there) forges a passkey request for `localhost` from a tab with a passkey
+/// rule. The host refuses it while its own view of the browser (the bridge's connection)
+/// shows no page of that site, accepts the same request once one is open, and takes no key
+/// the worker hands back for a request it refused. On 892be98 the forged request was
+/// accepted at once (with the relying party's passkeys, had any been held).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_forged_in_the_worker_gets_keys_only_for_a_site_the_host_sees() -> anyhow::Result<()> {
+    use super::remote::{Remote, Via};
+    use anyhow::Context;
+    let (r, _url, _page, tab) = Remote::with_page(Via::Query, "/forged", PAGE).await?;
+    r.agent
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "passkey", "accept": true, "once": false,
+                   "keep": true, "tab_id": tab}),
+        )
+        .await?;
+    // As a driver does: its own session on the worker, over the provider's URL.
+    let cdp = unmodal_e2e::cdp::Cdp::connect(&r.browser.ws_url()).await?;
+    let targets = cdp.call(None, "Target.getTargets", json!({})).await?;
+    let worker = targets["targetInfos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| {
+            t["type"] == "service_worker" && t["url"].as_str().is_some_and(|u| u.starts_with("chrome-extension://"))
+        })
+        .context("the worker's target")?;
+    let s = cdp.call(None, "Target.attachToTarget", json!({"targetId": worker["targetId"], "flatten": true})).await?;
+    let session = s["sessionId"].as_str().context("a session")?.to_owned();
+    let site = WebServer::other_site()?;
+    let forge = |msg: Value| {
+        let (cdp, session) = (cdp.clone(), session.clone());
+        let expression = format!("unmodalToHost({})", json!(msg.to_string()));
+        async move { cdp.call(Some(&session), "Runtime.evaluate", json!({"expression": expression})).await }
+    };
+    let request = |id: u64| {
+        json!({"type": "prompt_request", "kind": "passkey", "tab_id": tab, "id": id, "frame_id": 0,
+               "url": format!("{}/login", site.origin), "operation": "get", "rp_id": "localhost"})
+    };
+    let passkey_records = |n: usize| {
+        r.records(tab, "the forged requests recorded", move |recs| {
+            recs.iter().filter(|x| x["type"] == "passkey").count() >= n
+        })
+    };
+    forge(request(900_001)).await?;
+    let recs = passkey_records(1).await?;
+    let first = recs.iter().find(|x| x["type"] == "passkey").context("the record")?;
+    let why = first["explanation"].as_str().unwrap_or_default();
+    assert_eq!(first["accepted"], false, "{first}");
+    assert!(why.contains("no page or frame on localhost is open"), "{why}");
+    // Keys handed back for the refused request, to be kept: not taken.
+    let key = json!({"credentialId": "AQ==", "isResidentCredential": true, "rpId": "localhost",
+                     "privateKey": "AAAA", "userHandle": "AQ==", "signCount": 1});
+    forge(json!({"type": "passkeys_saved", "tab_id": tab, "id": 900_001, "keep": true, "credentials": [key]})).await?;
+    // A page of the site opens: the host's view shows it, and the same request is accepted.
+    let _other = r.browser.new_page(&site.page("/login", PAGE, &[])).await?;
+    let accepted = eventually(LIMIT, "a forged request accepted once the site is open", || async {
+        let n = 1 + r.records(tab, "records", |_| true).await?.iter().filter(|x| x["type"] == "passkey").count();
+        forge(request(900_000 + n as u64)).await?;
+        let recs = passkey_records(n).await?;
+        Ok(recs.iter().any(|x| x["type"] == "passkey" && x["accepted"] == true).then_some(n))
+    })
+    .await?;
+    assert!(accepted >= 2);
+    // The messages are taken in order: the forged keys were refused before.
+    assert!(!r.data.path().join("passkeys.json").exists(), "no key was kept");
+    Ok(())
+}

@@ -125,6 +125,8 @@ fn forgeries() -> Vec<Value> {
                "size":5}),
         json!({"type":"print_pdf","tab_id":1,"id":1,"data":"AAAA"}),
         json!({"type":"app_link_dialog","tab_id":1,"frame_id":0,"target":"zoommtg://x"}),
+        json!({"type":"passkeys_saved","tab_id":1,"id":1,"keep":true,"credentials":[{"credentialId":"AQ==",
+               "rpId":"a.example","privateKey":"AAAA","userHandle":"AQ==","signCount":1,"isResidentCredential":true}]}),
     ];
     for (n, (_, ask)) in samples("/nonexistent").into_iter().enumerate() {
         let mut m = ask.clone();
@@ -253,6 +255,9 @@ fn with_the_pilot_on_the_switch_and_the_records_stay_the_hosts() {
             }
         }
         assert!(s.pilot, "{mode:?}");
+        // No key is taken for an accept the host never sent (§passkeys).
+        let snapshot = serde_json::to_value(s.snapshot()).unwrap();
+        assert!(snapshot.get("kinds").is_none_or(|k| k.get("passkey").is_none()), "{mode:?}: {snapshot}");
         // A switch from inside the browser counts only from the popup of a browser no
         // program controls; here it was a message and a storage write: refused.
         let refused = out.iter().filter(|m| matches!(m, ToBrowser::Pilot { refused: Some(_), .. })).count();

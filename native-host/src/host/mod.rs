@@ -29,6 +29,7 @@ pub mod protocol;
 pub mod record;
 mod reports;
 pub mod rules;
+mod sites;
 mod socket;
 pub mod state;
 pub mod transport;
@@ -262,6 +263,10 @@ impl transport::Sink for HostSink {
         on_browser_message(&self.shared, &self.rt, msg);
     }
 
+    fn sites(&self, change: sites::Change) {
+        self.shared.state().sites.apply(change);
+    }
+
     fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>) {
         self.shared.state().file_fetched(record, result);
         self.shared.changed.notify_one();
@@ -313,6 +318,11 @@ async fn serve_native(origin: &str) -> Result<()> {
     let started = start(crate::parent_browser::ParentBrowser::of_this_process()).await?;
     let inbox = started.inbox();
     let Started { shared, outbox, socket: _socket } = started;
+    // A browser with a DevTools port: the host sees its pages itself (`sites.rs`).
+    let port_file = shared.state().browser.devtools_port_file();
+    if let Some(file) = port_file {
+        tokio::spawn(sites::watch_local(file, inbox.clone()));
+    }
     tokio::spawn(transport::native::write(outbox));
     let (done, reader_end) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()

@@ -53,6 +53,9 @@ impl State {
                 (None, None) => Some(k.by_policy(tab.policy)),
             }
         };
+        // The host's own check of an accept, whatever gave it (`Spec::host_refuses`).
+        let spec = kinds::spec(kind);
+        let verdict = verdict.map(|v| v.unless(|| spec?.host_refuses(self, &described.url, &described.details)));
         let waits = matches!(verdict, Some(Verdict::Hold { .. }));
         if waits && self.held.len() >= MAX_HELD {
             return Ok(vec![answer(self, PromptDecision::Refuse, With::Nothing, 0)]);
@@ -153,9 +156,13 @@ impl State {
         with: With,
         by: DecidedBy,
     ) -> Result<ToBrowser, ToolError> {
+        let spec = kinds::spec(self.held[pos].record.kind);
+        let r = &self.held[pos].record;
+        if accept && let Some(why) = spec.and_then(|k| k.host_refuses(self, &r.url, &r.details)) {
+            return Err(ToolError::new(ErrorCode::InvalidParams, format!("{why}. Answer it with accept: false.")));
+        }
         let h = &mut self.held[pos];
         let kind = h.record.kind;
-        let spec = kinds::spec(kind);
         let carrying = !matches!(with, With::Nothing);
         if accept && let Some(why) = spec.and_then(|k| k.accept_refused(&h.record, carrying)) {
             return Err(ToolError::new(ErrorCode::InvalidParams, why));

@@ -535,7 +535,7 @@ mod tests {
             json!({"type":"synced","id":3}),
             json!({"type":"pilot_refused","via":"storage","reason":"written by an extension page"}),
             json!({"type":"pilot_applied","rev":2}),
-            json!({"type":"passkeys_saved","tab_id":1,"keep":false,"credentials":[{"credentialId":"AA==",
+            json!({"type":"passkeys_saved","tab_id":1,"id":2,"credentials":[{"credentialId":"AA==",
                    "rpId":"a","privateKey":"AA==","signCount":1,"isResidentCredential":true}]}),
             json!({"type":"app_link_dialog","tab_id":1,"frame_id":4,"target":"myapp://x"}),
             json!({"type":"print_pdf","tab_id":1,"id":3,"data":"JVBERi0="}),

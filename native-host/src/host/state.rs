@@ -85,6 +85,8 @@ pub struct State {
     pub pilot: bool,
     /// The browser that started this host: decides where the pilot may be switched on from.
     pub browser: crate::parent_browser::ParentBrowser,
+    /// The sites open in the browser as the host's own DevTools connection sees them.
+    pub sites: super::sites::Sites,
     /// Pilot switches sent to the browser, and the newest it confirmed (`pilot_switch.rs`).
     pub(super) pilot_sent: u64,
     pub(super) pilot_seen: u64,
@@ -146,6 +148,7 @@ impl State {
         Self {
             pilot: false,
             browser: Default::default(),
+            sites: Default::default(),
             pilot_sent: 0,
             pilot_seen: 0,
             extension_version: None,

@@ -264,6 +264,12 @@ pub(in crate::host) trait Spec: Sync {
     fn accept_refused(&self, _held: &DialogRecord, _carrying: bool) -> Option<String> {
         None
     }
+    /// Why the host accepts no such prompt, whoever answered it (a rule, a policy, the
+    /// agent): its own check of the record's `url` and `details` against what it knows
+    /// itself (a passkey's relying party against the pages open), never the worker's word.
+    fn host_refuses(&self, _s: &State, _url: &str, _details: &Details) -> Option<String> {
+        None
+    }
     /// What an accept carries when the agent gave nothing more (a print's file: the prints
     /// directory; the passkeys of the record's relying party).
     fn accept_with(&self, _held: &DialogRecord) -> With {
@@ -409,7 +415,7 @@ impl With {
         let mut carried = Carried::default();
         match self {
             Self::Login(c) if accept => carried.credentials = Some(c),
-            Self::Passkeys { rp_id, keep } if accept => passkey::arm(s, &rp_id, keep, &mut carried),
+            Self::Passkeys { rp_id, keep } if accept => passkey::arm(s, (tab, id), &rp_id, keep, &mut carried),
             Self::Pdf { to } if accept => print::leave_job(s, (tab, id, record), to),
             Self::Files(f) if accept => carried.files = Some(f.iter().map(|p| p.display().to_string()).collect()),
             Self::SaveDir(to) => s.track_download(tab, id, record, to.filter(|_| accept)),
@@ -450,6 +456,22 @@ impl Verdict {
     /// Rule `id`'s answer.
     pub fn rule(decision: PromptDecision, id: u32, why: String) -> Self {
         Self::Answer { decision, with: With::Nothing, by: DecidedBy::Rule, rule: Some(id), why }
+    }
+
+    /// An accept `refused` gives a reason for becomes a refusal that says why (the rule or
+    /// policy that would have accepted it stays named).
+    pub fn unless(self, refused: impl FnOnce() -> Option<String>) -> Self {
+        let Self::Answer { decision: PromptDecision::Accept, by, rule, why, .. } = &self else { return self };
+        match refused() {
+            Some(reason) => Self::Answer {
+                decision: PromptDecision::Refuse,
+                with: With::Nothing,
+                by: *by,
+                rule: *rule,
+                why: format!("{reason} (what would have accepted it: {why})"),
+            },
+            None => self,
+        }
     }
 
     /// The same answer, carrying `with` to the worker (a login, passkeys, a PDF's file).

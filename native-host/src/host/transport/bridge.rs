@@ -443,6 +443,8 @@ impl Connection {
     ) -> String {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel();
         self.done_tx = done_tx;
+        // The host's own view of the pages open, for as long as this connection lasts.
+        let _sites = super::super::sites::follow(&self.conn, self.inbox.clone());
         // Remote downloads are copied one at a time, on this connection, within the
         // session's budget (kept across connections).
         let (copy_tx, mut copy_rx) = mpsc::unbounded_channel::<FetchJob>();
@@ -586,6 +588,7 @@ impl Connection {
                     let _ = tx.send(ev);
                 }
             }
+            _ if super::super::sites::follows(&ev) => self.inbox.sites(ev.into()),
             "Runtime.executionContextCreated" if ev.session.is_some() && ev.session == self.worker => {
                 // The worker started again in the same session (REMOTE-FACTS 3): a batch on
                 // its way to the old one may be lost; it goes again to the new one.

@@ -28,6 +28,8 @@ pub trait Sink: Send + Sync {
     /// The files an answer gives a remote browser's chooser could not be copied there: the
     /// answer to prompt `id` of tab `tab_id` (record `record`) did not go.
     fn upload_failed(&self, tab_id: i64, id: u64, record: u64, why: &str);
+    /// What the host's own DevTools connection saw of the pages open (`host/sites.rs`).
+    fn sites(&self, change: super::sites::Change);
 }
 
 /// Where a transport puts what the browser sent. Cheap to clone; callable from any thread.
@@ -45,5 +47,15 @@ impl Inbox {
 
     pub fn upload_failed(&self, tab_id: i64, id: u64, record: u64, why: &str) {
         self.0.upload_failed(tab_id, id, record, why);
+    }
+
+    pub fn sites(&self, change: super::sites::Change) {
+        self.0.sites(change);
+    }
+}
+
+impl super::sites::Feed for Inbox {
+    fn sites(&self, change: super::sites::Change) {
+        self.0.sites(change);
     }
 }

@@ -5,12 +5,19 @@
 //! those a `keep: true` rule made are also written to `passkeys.json` in Unmodal's data
 //! directory (0600), so a later browser session signs in with them. A private key never
 //! appears in an answer, a record or a log (`Debug` leaves it out).
+//!
+//! What the worker hands back is its word (any DevTools client can send it in the worker's
+//! name where one can reach the worker), so no key it names replaces a key held under the
+//! same credential ID but the same key with a count that moved on, and no new key evicts a
+//! kept one: the kept keys have a limit of their own, and past it a new one is not kept.
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// Keys kept per store, at most (the oldest go first).
+/// This browser session's keys, at most (the oldest go first).
 const MAX_KEYS: usize = 256;
+/// Kept keys, at most: past it a new one lasts the session only (none is evicted).
+const MAX_KEPT: usize = 256;
 const FILE: &str = "passkeys.json";
 
 /// One credential as the DevTools protocol's WebAuthn domain gives and takes it.
@@ -78,8 +85,7 @@ pub struct PasskeyKeys {
 }
 
 /// Adds `key`, or replaces the one with its id, or (a discoverable one) the relying party's
-/// discoverable key for the same user, as an authenticator does; the oldest goes past the
-/// limit.
+/// discoverable key for the same user, as an authenticator does.
 fn upsert(keys: &mut Vec<PasskeyKey>, key: PasskeyKey) {
     let same_user = |k: &PasskeyKey| {
         key.is_resident_credential
@@ -90,9 +96,15 @@ fn upsert(keys: &mut Vec<PasskeyKey>, key: PasskeyKey) {
     };
     keys.retain(|k| k.credential_id != key.credential_id && !same_user(k));
     keys.push(key);
-    if keys.len() > MAX_KEYS {
-        keys.remove(0);
-    }
+}
+
+/// Whether `new` may stand for `old`, a key held under the same credential ID: the same
+/// key, its count never going back.
+fn same_key(old: &PasskeyKey, new: &PasskeyKey) -> bool {
+    old.rp_id == new.rp_id
+        && old.user_handle == new.user_handle
+        && old.private_key == new.private_key
+        && new.sign_count >= old.sign_count
 }
 
 impl PasskeyKeys {
@@ -109,6 +121,11 @@ impl PasskeyKeys {
         Self { session: Vec::new(), kept, dir: Some(dir) }
     }
 
+    #[cfg(test)]
+    pub fn kept(&self) -> &[PasskeyKey] {
+        &self.kept
+    }
+
     /// What an authenticator for relying party `rp` starts with.
     pub fn for_rp(&self, rp: &str) -> Vec<PasskeyKey> {
         let mut keys: Vec<PasskeyKey> = self.kept.iter().filter(|k| k.rp_id == rp).cloned().collect();
@@ -118,8 +135,8 @@ impl PasskeyKeys {
         keys
     }
 
-    /// Keys an authenticator made or used; `keep`: a `keep: true` rule answered the call.
-    /// A key kept before stays kept with its new count.
+    /// Keys an authenticator made or used; `keep`: an accept with `keep` the host sent (a
+    /// `keep: true` rule) answered the call. A key kept before stays kept with its new count.
     pub fn save(&mut self, keys: Vec<PasskeyKey>, keep: bool) {
         let mut write = false;
         for k in keys {
@@ -127,11 +144,34 @@ impl PasskeyKeys {
                 tracing::warn!(why, "a passkey from the browser was not kept");
                 continue;
             }
-            if keep || self.kept.iter().any(|o| o.credential_id == k.credential_id) {
-                upsert(&mut self.kept, k.clone());
-                write = true;
+            let known = self.kept.iter().chain(&self.session).filter(|o| o.credential_id == k.credential_id);
+            if known.clone().any(|o| !same_key(o, &k)) {
+                tracing::warn!(
+                    rp_id = %k.rp_id,
+                    "a passkey from the browser has the credential ID of another one (or its count went back); refused"
+                );
+                continue;
+            }
+            let kept = self.kept.iter().any(|o| o.credential_id == k.credential_id);
+            if keep || kept {
+                let replaces = |o: &PasskeyKey| {
+                    o.credential_id == k.credential_id
+                        || (k.is_resident_credential
+                            && o.rp_id == k.rp_id
+                            && o.user_handle.is_some()
+                            && o.user_handle == k.user_handle)
+                };
+                if self.kept.len() < MAX_KEPT || self.kept.iter().any(replaces) {
+                    upsert(&mut self.kept, k.clone());
+                    write = true;
+                } else {
+                    tracing::warn!(rp_id = %k.rp_id, "kept passkeys are at their limit: this one lasts the browser session");
+                }
             }
             upsert(&mut self.session, k);
+            if self.session.len() > MAX_KEYS {
+                self.session.remove(0);
+            }
         }
         if write
             && let Some(dir) = &self.dir
@@ -147,7 +187,11 @@ impl PasskeyKeys {
         crate::paths::ensure_private_dir(dir)?;
         let mut all = read(dir).unwrap_or_default();
         for k in &self.kept {
-            upsert(&mut all, k.clone());
+            // What another host kept under the same ID stays unless this is the same key.
+            let known = all.iter().find(|o| o.credential_id == k.credential_id);
+            if known.is_none_or(|o| same_key(o, k)) && (known.is_some() || all.len() < MAX_KEPT) {
+                upsert(&mut all, k.clone());
+            }
         }
         crate::paths::write_private(&dir.join(FILE), &serde_json::to_vec(&all).map_err(std::io::Error::other)?)
     }
@@ -235,6 +279,48 @@ mod tests {
         keys.save((0..MAX_KEYS + 3).map(|i| key(&format!("{i}AA="), "a", 0)).collect(), false);
         assert_eq!(keys.session.len(), MAX_KEYS);
         assert_eq!(keys.session[0].credential_id, "3AA=");
+    }
+
+    /// On 892be98 the key with the known ID and another private key replaced the first.
+    #[test]
+    fn a_known_id_is_taken_only_as_the_same_key_with_a_count_that_moved_on() {
+        let mut keys = PasskeyKeys::default();
+        keys.save(vec![key("AA==", "a", 5)], true);
+        let other = |f: fn(&mut PasskeyKey)| {
+            let mut k = key("AA==", "a", 6);
+            f(&mut k);
+            k
+        };
+        keys.save(
+            vec![
+                other(|k| k.private_key = "QUFBQQ==".into()),
+                other(|k| k.rp_id = "b".into()),
+                other(|k| k.user_handle = Some("dQ==".into())),
+                other(|k| k.sign_count = 4),
+            ],
+            true,
+        );
+        let now = |keys: &PasskeyKeys| keys.for_rp("a").into_iter().map(|k| k.sign_count).collect::<Vec<_>>();
+        assert_eq!(now(&keys), [5]);
+        assert!(keys.for_rp("b").is_empty());
+        keys.save(vec![key("AA==", "a", 7)], false);
+        assert_eq!(now(&keys), [7]);
+        assert_eq!(keys.kept[0].sign_count, 7, "the kept one's count too");
+    }
+
+    /// On 892be98 a full store of new kept keys evicted the oldest kept one.
+    #[test]
+    fn kept_keys_are_never_evicted() {
+        let mut keys = PasskeyKeys::default();
+        keys.save(vec![key("AA==", "a", 0)], true);
+        keys.save((0..MAX_KEPT + 3).map(|i| key(&format!("{i}AB="), "b", 0)).collect(), true);
+        keys.save((0..MAX_KEYS + 3).map(|i| key(&format!("{i}AC="), "c", 0)).collect(), false);
+        assert_eq!(keys.kept.len(), MAX_KEPT);
+        assert_eq!(keys.kept[0].credential_id, "AA==");
+        assert_eq!(keys.for_rp("a").len(), 1, "evicted from the session's, still kept");
+        // The same key again, or a new one for the same user, still updates a full store.
+        keys.save(vec![key("AA==", "a", 1)], true);
+        assert_eq!(keys.for_rp("a")[0].sign_count, 1);
     }
 
     #[test]
