@@ -933,6 +933,7 @@ mod tests {
         }
         fn fetched(&self, _: u64, _: Result<(std::path::PathBuf, u64), String>) {}
         fn upload_failed(&self, _: i64, _: u64, _: u64, _: &str) {}
+        fn sites(&self, _: crate::host::sites::Change) {}
     }
 
     /// A command the bridge sent: method, session, params.
