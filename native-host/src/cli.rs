@@ -183,9 +183,14 @@ impl BrowserChoice {
 
 fn init_logging() {
     // stdout is the protocol in host and mcp mode: logs go to stderr only.
+    use tracing_subscriber::prelude::*;
     let filter = tracing_subscriber::EnvFilter::try_from_env("UNMODAL_LOG").unwrap_or_else(|_| "warn".into());
-    let filter = crate::cdp::conn::never_log_secrets(filter);
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_filter(filter)
+        .with_filter(tracing_subscriber::filter::filter_fn(crate::cdp::conn::never_a_secret));
+    let _ = tracing_subscriber::registry().with(layer).try_init();
 }
 
 pub fn main() -> ExitCode {

@@ -86,8 +86,9 @@ async fn host_survives_bad_frames_and_keeps_its_socket_private() -> anyhow::Resu
     assert_eq!(recent[0]["message_truncated"], true);
     assert_eq!(dialogs["tab"]["id"], 5);
 
-    // A setup makes the host write a config frame to the browser.
-    agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "alert"})).await?;
+    // A setup with the pilot off writes nothing to the browser: the rule waits in the host.
+    let set = agent.ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "alert"})).await?;
+    assert_eq!((&set["rules_in_force"], &set["pilot_enabled"]), (&json!(false), &json!(false)), "{set}");
     // Frames before it: the redacted summary of the one valid report (for the popup).
     let mut stdout = host.stdout.take().unwrap();
     let mut read_frame = || -> anyhow::Result<Value> {
@@ -104,18 +105,20 @@ async fn host_survives_bad_frames_and_keeps_its_socket_private() -> anyhow::Resu
     assert_eq!(read_frame()?, json!({"type": "resume", "upto": 0}));
     let first = read_frame()?;
     assert_eq!((first["type"].as_str(), first["message"].as_str().map(str::len)), (Some("recorded"), Some(4096)));
-    let msg = read_frame()?;
-    assert_eq!((msg["type"].as_str(), msg["tab_id"].as_i64()), (Some("config"), Some(5)));
 
     let sockets: Vec<_> = std::fs::read_dir(run.path())?.filter_map(Result::ok).collect();
     assert_eq!(sockets.len(), 1);
     assert_eq!(sockets[0].metadata()?.permissions().mode() & 0o777, 0o600);
     assert_eq!(std::fs::metadata(run.path())?.permissions().mode() & 0o077, 0, "runtime dir is private");
 
-    // The browser closes the port: the host exits and removes its socket.
+    // The browser closes the port: the host exits and removes its socket. It wrote nothing
+    // more (no config for the rule set with the pilot off): the stream just ends.
     drop(stdin);
     let status = host.wait()?;
     assert!(status.success(), "{status}");
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest)?;
+    assert!(rest.is_empty(), "the host wrote more: {}", String::from_utf8_lossy(&rest));
     assert_eq!(std::fs::read_dir(run.path())?.count(), 0);
     agent.close().await
 }

@@ -42,9 +42,10 @@ async fn one_agent_two_browsers() -> anyhow::Result<()> {
             json!({"action": "handle_dialog", "setup": true, "dialog_type": "alert", "tab_id": tab_b["id"]}),
         )
         .await?;
+    // Kept in that browser's host; with the pilot off nothing reaches the browser (SECURITY.md).
     assert_eq!(
-        (set["tab"]["url"].as_str(), set["rules_in_force"].as_bool()),
-        (Some(url_b.as_str()), Some(true)),
+        (set["tab"]["url"].as_str(), set["rules_in_force"].as_bool(), set["pilot_enabled"].as_bool()),
+        (Some(url_b.as_str()), Some(false), Some(false)),
         "{set}"
     );
     assert_eq!(agent.ok("interact", status(&tab_a)).await?["auto_responses"], json!([]));

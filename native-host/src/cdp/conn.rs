@@ -163,16 +163,13 @@ fn scrub(e: &str) -> String {
     }
 }
 
-/// `UNMODAL_LOG`'s filter, less what would print a secret whatever it asks: tungstenite
+/// Whether a log record may be written at all, whatever `UNMODAL_LOG` asks: tungstenite
 /// logs the whole WebSocket request at trace, the `--cdp-header` values and a token in the
-/// URL with it (`log` records reach the logs through tracing's bridge).
-pub fn never_log_secrets(filter: tracing_subscriber::EnvFilter) -> tracing_subscriber::EnvFilter {
-    // The same target as a user's directive replaces it; a broader one (`trace`,
-    // `tungstenite=trace`) yields to this more specific one.
-    match "tungstenite::handshake::client=debug".parse() {
-        Ok(quiet) => filter.add_directive(quiet),
-        Err(_) => filter,
-    }
+/// URL with it (`log` records reach the logs through tracing's bridge). A filter of its own
+/// beside the user's, so it only ever takes away (a directive would also turn that
+/// target's debug records on where the user asked for less).
+pub fn never_a_secret(meta: &tracing::Metadata<'_>) -> bool {
+    !(meta.target().starts_with("tungstenite") && *meta.level() == tracing::Level::TRACE)
 }
 
 #[cfg(test)]
@@ -193,11 +190,16 @@ mod tests {
         }
     }
 
-    /// What tungstenite logs as it opens the socket, under a filter.
-    fn logged(filter: EnvFilter) -> String {
+    /// What tungstenite logs as it opens the socket, under a filter (and, `guarded`, with
+    /// `never_a_secret` beside it, as `cli::init_logging` sets it up).
+    fn logged(filter: EnvFilter, guarded: bool) -> String {
+        use tracing_subscriber::prelude::*;
         let out = Written::default();
         let to = out.clone();
-        let subscriber = tracing_subscriber::fmt().with_env_filter(filter).with_writer(move || to.clone()).finish();
+        let guard = tracing_subscriber::filter::filter_fn(move |m| !guarded || never_a_secret(m));
+        let layer =
+            tracing_subscriber::fmt::layer().with_writer(move || to.clone()).with_filter(filter).with_filter(guard);
+        let subscriber = tracing_subscriber::registry().with(layer);
         tracing::subscriber::with_default(subscriber, || {
             tracing::trace!(
                 target: "tungstenite::handshake::client",
@@ -216,10 +218,12 @@ mod tests {
     fn the_websocket_request_is_never_logged_whatever_unmodal_log_asks() {
         for spec in ["trace", "tungstenite=trace", "tungstenite::handshake::client=trace", "warn,tungstenite=trace"] {
             // As 892be98 filtered: the request is there.
-            assert!(logged(EnvFilter::new(spec)).contains("HEADERSECRET"), "{spec}");
-            let shown = logged(never_log_secrets(EnvFilter::new(spec)));
+            assert!(logged(EnvFilter::new(spec), false).contains("HEADERSECRET"), "{spec}");
+            let shown = logged(EnvFilter::new(spec), true);
             assert!(!shown.contains("SECRET"), "{spec}: {shown}");
             assert!(shown.contains("Client handshake done."), "{spec}: the rest still logs: {shown}");
         }
+        // And it only takes away: the default shows none of tungstenite's debug records.
+        assert_eq!(logged(EnvFilter::new("warn"), true), "");
     }
 }
