@@ -1,6 +1,9 @@
 //! `cargo xtask repeat`: one end-to-end test run many times, several at once, optionally
 //! beside busy loops that load the machine: how flakes are found and fixes are shown to
 //! hold. Each run is a process of its own (its own browser); a failing run's output is kept.
+//! `--suite` runs the whole end-to-end phase instead, one run after another, as `cargo
+//! xtask test` runs it (its tests in parallel), beside the same busy loops: a suite that
+//! passes only on a quiet machine is found here, not by a person's laptop.
 
 use crate::sh;
 use anyhow::{Context, Result, bail};
@@ -11,7 +14,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-pub const USAGE: &str = "repeat <test> [--times N] [--parallel P] [--load L]";
+pub const USAGE: &str = "repeat <test>|--suite [--times N] [--parallel P] [--load L]";
+
+/// What `--suite` names in place of a test.
+const SUITE: &str = "the end-to-end suite";
 
 #[derive(Debug)]
 struct Opts {
@@ -34,6 +40,8 @@ fn parse(args: &[String]) -> Result<Opts> {
             "--times" => opts.times = number("--times")?,
             "--parallel" => opts.parallel = number("--parallel")?.max(1),
             "--load" => opts.load = number("--load")?,
+            "--suite" if opts.test.is_empty() => opts.test = SUITE.to_owned(),
+            "--suite" => bail!("--suite runs every test: name no test with it (cargo xtask {USAGE})"),
             other if other.starts_with("--") => bail!("unknown option {other}: cargo xtask {USAGE}"),
             test if opts.test.is_empty() => opts.test = test.to_owned(),
             extra => bail!("one test at a time ({extra} is a second): cargo xtask {USAGE}"),
@@ -69,25 +77,30 @@ pub fn run(args: &[String]) -> Result<()> {
         })
         .collect();
 
+    let suite = opts.test == SUITE;
+    // A suite run is already as parallel as the machine allows: runs go one after another.
+    let parallel = if suite { 1 } else { opts.parallel };
     eprintln!(
         "xtask: {} × {} ({} at once{})",
         opts.times,
         opts.test,
-        opts.parallel,
+        parallel,
         if opts.load > 0 { format!(", {} busy loops beside them", opts.load) } else { String::new() }
     );
     let start = Instant::now();
     let next = AtomicUsize::new(0);
     let failed = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
-        for _ in 0..opts.parallel {
+        for _ in 0..parallel {
             scope.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     if i >= opts.times {
                         break;
                     }
-                    match once(&exe, &host, &opts.test, &logs, i) {
+                    let run =
+                        if suite { whole(&exe, &host, &logs, i) } else { once(&exe, &host, &opts.test, &logs, i) };
+                    match run {
                         Ok(None) => {}
                         Ok(Some(log)) => failed.lock().unwrap_or_else(|e| e.into_inner()).push(log),
                         Err(e) => {
@@ -142,6 +155,32 @@ fn once(exe: &Path, host: &Path, test: &str, logs: &Path, i: usize) -> Result<Op
     Ok(Some(log))
 }
 
+/// One run of the whole suite; the path of its kept output if it failed (its failing
+/// tests and its closing line said on the terminal as it ends).
+fn whole(exe: &Path, host: &Path, logs: &Path, i: usize) -> Result<Option<PathBuf>> {
+    let start = Instant::now();
+    let out = Command::new(exe)
+        .current_dir(sh::root().join("tests"))
+        .env("UNMODAL_TEST_HOST", host)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("could not start {}", exe.display()))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let closing = text.lines().rev().find(|l| l.starts_with("test result:")).unwrap_or("no closing line");
+    let failing: Vec<&str> =
+        text.lines().filter(|l| l.ends_with(" ... FAILED")).map(|l| l.trim_start_matches("test ")).collect();
+    eprintln!("xtask: suite run {} in {:.0} s: {closing}", i + 1, start.elapsed().as_secs_f64());
+    for f in &failing {
+        eprintln!("xtask:   {f}");
+    }
+    if out.status.success() {
+        return Ok(None);
+    }
+    let log = logs.join(format!("suite-{i}.log"));
+    std::fs::write(&log, text)?;
+    Ok(Some(log))
+}
+
 /// The end-to-end test binary, built (cargo names it in its JSON messages).
 fn e2e_binary() -> Result<PathBuf> {
     let mut cmd = sh::cargo();
@@ -171,5 +210,8 @@ mod tests {
         assert!(parse(&args(&["a", "--times", "x"])).unwrap_err().to_string().contains("takes a number"));
         assert!(parse(&args(&["a", "b"])).unwrap_err().to_string().contains("one test at a time"));
         assert!(parse(&args(&["a", "--fast"])).unwrap_err().to_string().contains("unknown option"));
+        let o = parse(&args(&["--suite", "--times", "3", "--load", "2"])).unwrap();
+        assert_eq!((o.test.as_str(), o.times, o.load), (SUITE, 3, 2));
+        assert!(parse(&args(&["a::b", "--suite"])).unwrap_err().to_string().contains("name no test"));
     }
 }
