@@ -559,18 +559,28 @@ async fn bluetooth_without_an_adapter_fails_by_itself() -> anyhow::Result<()> {
     let args = vec![EXPERIMENTAL.into()];
     let baseline = Browser::launch(Options { extension: false, args, ..Options::default() }).await?;
     let bpage = baseline.first_page().await?;
-    bpage.goto(&url).await?;
-    bpage.click("#bluetooth").await?;
-    let native = wait_outcome(&bpage, "bluetooth", false).await?;
+    // Under load the browser process may not yet know of the click's activation when the
+    // call (made synchronously in the click, by the native) reaches it: then it refuses by
+    // itself ("no gesture"), with or without Unmodal (the browser without it did, in 1 of 2
+    // fresh-clone runs at 892be98 beside other work). Such a click says nothing here: it
+    // is made again in a fresh document, each try printed.
+    let no_gesture = "Must be handling a user gesture to show a permission request.";
+    let mut native = Value::Null;
+    for click in 1..=8 {
+        bpage.goto(&url).await?;
+        bpage.click("#bluetooth").await?;
+        native = wait_outcome(&bpage, "bluetooth", false).await?;
+        if native[3] != no_gesture {
+            break;
+        }
+        eprintln!("baseline: the browser took click {click} as without a gesture; again in a fresh document");
+    }
     assert_eq!(native[3], "Bluetooth adapter not available.", "baseline: {native}");
 
     s.enable_pilot().await?;
-    // Under load the browser process may not yet know of the click's activation when the
-    // call (made synchronously in the click, by the native) reaches it: then it refuses by
-    // itself, as it would without Unmodal. Either way the page gets the browser's answer.
-    // Clicks go on until 4 got the adapter's failure (how many it takes depends on the load,
-    // so it is not counted); 32 clicks without 4 such means the wrapper lost the gesture.
-    let no_gesture = "Must be handling a user gesture to show a permission request.";
+    // The same race with Unmodal: clicks go on until 4 got the adapter's failure (how many
+    // it takes depends on the load, so it is not counted); 32 clicks without 4 such means
+    // the wrapper lost the gesture.
     let (mut own, mut clicks) = (0, 0);
     while own < 4 {
         anyhow::ensure!(clicks < 32, "the browser refused {clicks} clicks as without a gesture, took {own}");
@@ -579,6 +589,7 @@ async fn bluetooth_without_an_adapter_fails_by_itself() -> anyhow::Result<()> {
         s.page.click("#bluetooth").await?;
         let got = wait_outcome(&s.page, "bluetooth", false).await?;
         if got[3] == no_gesture && got[2] == "SecurityError" {
+            eprintln!("the browser took click {clicks} as without a gesture; again in a fresh document");
             continue;
         }
         assert_eq!(got, native, "click {clicks}");
