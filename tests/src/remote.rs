@@ -245,6 +245,18 @@ impl RemoteBrowser {
         worker_target(&self.cdp, &self.extension_id).await
     }
 
+    /// A session of a client of its own on Unmodal's worker, over the provider's URL, as
+    /// any driver sharing that URL can open one (the client and the session's id): code it
+    /// runs there plays the untrusted worker (SECURITY.md).
+    pub async fn worker_session(&self) -> Result<(Arc<Cdp>, String)> {
+        let cdp = Cdp::connect(&self.ws_url()).await?;
+        let worker = worker_target(&cdp, &self.extension_id).await?.context("Unmodal's worker is not running")?;
+        let s =
+            cdp.call(None, "Target.attachToTarget", json!({"targetId": worker["targetId"], "flatten": true})).await?;
+        let session = s["sessionId"].as_str().context("attachToTarget without a session")?.to_owned();
+        Ok((cdp, session))
+    }
+
     /// The service worker of the extension `id` (one loaded beside Unmodal's), if it runs.
     pub async fn worker_of(&self, id: &str) -> Result<Option<Value>> {
         worker_target(&self.cdp, id).await

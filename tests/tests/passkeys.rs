@@ -382,18 +382,7 @@ async fn a_request_forged_in_the_worker_gets_keys_only_for_a_site_the_host_sees(
         )
         .await?;
     // As a driver does: its own session on the worker, over the provider's URL.
-    let cdp = unmodal_e2e::cdp::Cdp::connect(&r.browser.ws_url()).await?;
-    let targets = cdp.call(None, "Target.getTargets", json!({})).await?;
-    let worker = targets["targetInfos"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| {
-            t["type"] == "service_worker" && t["url"].as_str().is_some_and(|u| u.starts_with("chrome-extension://"))
-        })
-        .context("the worker's target")?;
-    let s = cdp.call(None, "Target.attachToTarget", json!({"targetId": worker["targetId"], "flatten": true})).await?;
-    let session = s["sessionId"].as_str().context("a session")?.to_owned();
+    let (cdp, session) = r.browser.worker_session().await?;
     let site = WebServer::other_site()?;
     let forge = |msg: Value| {
         let (cdp, session) = (cdp.clone(), session.clone());

@@ -262,18 +262,7 @@ async fn code_run_in_the_worker_cannot_switch_the_pilot_or_answer_for_the_agent(
     let _page = r.browser.new_page(&url).await?;
     let tab = r.tab_of(&url).await?;
     // As a driver does: its own session on the worker, over the provider's URL.
-    let cdp = unmodal_e2e::cdp::Cdp::connect(&r.browser.ws_url()).await?;
-    let targets = cdp.call(None, "Target.getTargets", json!({})).await?;
-    let worker = targets["targetInfos"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| {
-            t["type"] == "service_worker" && t["url"].as_str().is_some_and(|u| u.starts_with("chrome-extension://"))
-        })
-        .context("the worker's target")?;
-    let s = cdp.call(None, "Target.attachToTarget", json!({"targetId": worker["targetId"], "flatten": true})).await?;
-    let session = s["sessionId"].as_str().context("a session")?.to_owned();
+    let (cdp, session) = r.browser.worker_session().await?;
     let forge = |expr: String| {
         let cdp = cdp.clone();
         let session = session.clone();

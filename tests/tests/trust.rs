@@ -10,22 +10,6 @@ use unmodal_e2e::eventually;
 
 const PASSWORD: &str = "pw-never-for-the-browser";
 
-/// The test's own session on Unmodal's worker (the driver's view: any extension worker).
-async fn worker_session(r: &Remote) -> Result<(std::sync::Arc<Cdp>, String)> {
-    let cdp = Cdp::connect(&r.browser.ws_url()).await?;
-    let prefix = format!("chrome-extension://{}/", r.browser.extension_id());
-    let targets = cdp.call(None, "Target.getTargets", json!({})).await?;
-    let worker = targets["targetInfos"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| t["type"] == "service_worker" && t["url"].as_str().is_some_and(|u| u.starts_with(&prefix)))
-        .context("Unmodal's worker target")?
-        .clone();
-    let s = cdp.call(None, "Target.attachToTarget", json!({"targetId": worker["targetId"], "flatten": true})).await?;
-    Ok((cdp, s["sessionId"].as_str().context("a session")?.to_owned()))
-}
-
 async fn eval(cdp: &Cdp, session: &str, expr: &str) -> Result<Value> {
     let v = cdp
         .call(
@@ -53,7 +37,7 @@ async fn code_in_unmodals_worker_gets_no_answer_and_no_secret_while_the_pilot_is
     let set = r.rule(json!({"dialog_type": "auth", "username": "ada", "password": PASSWORD, "tab_id": tab})).await?;
     ensure!(set["rules_in_force"] == false && set["pilot_enabled"] == false, "kept in the host only: {set}");
 
-    let (cdp, session) = worker_session(&r).await?;
+    let (cdp, session) = r.browser.worker_session().await?;
     // Everything the host sends the worker from here on, heard by the attacker's wrapper.
     let wrapped = eval(
         &cdp,

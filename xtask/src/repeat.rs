@@ -134,20 +134,13 @@ pub fn run(args: &[String]) -> Result<()> {
 
 /// One run; the path of its kept output if it failed.
 fn once(exe: &Path, host: &Path, test: &str, logs: &Path, i: usize) -> Result<Option<PathBuf>> {
-    let out = Command::new(exe)
-        .args(["--exact", test, "--test-threads", "1"])
-        .current_dir(sh::root().join("tests"))
-        .env("UNMODAL_TEST_HOST", host)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("could not start {}", exe.display()))?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (passed, text) = run_e2e(exe, host, &["--exact", test, "--test-threads", "1"])?;
     // A filter that names no test runs none and passes: that is not a pass.
-    if !text.contains("1 passed; 0 failed") && out.status.success() {
+    if !text.contains("1 passed; 0 failed") && passed {
         let said = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("nothing");
         bail!("`{test}` names no single end-to-end test (the harness said: {said})");
     }
-    if out.status.success() {
+    if passed {
         return Ok(None);
     }
     let log = logs.join(format!("{}-{i}.log", test.replace("::", "-")));
@@ -159,13 +152,7 @@ fn once(exe: &Path, host: &Path, test: &str, logs: &Path, i: usize) -> Result<Op
 /// tests and its closing line said on the terminal as it ends).
 fn whole(exe: &Path, host: &Path, logs: &Path, i: usize) -> Result<Option<PathBuf>> {
     let start = Instant::now();
-    let out = Command::new(exe)
-        .current_dir(sh::root().join("tests"))
-        .env("UNMODAL_TEST_HOST", host)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("could not start {}", exe.display()))?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (passed, text) = run_e2e(exe, host, &[])?;
     let closing = text.lines().rev().find(|l| l.starts_with("test result:")).unwrap_or("no closing line");
     let failing: Vec<&str> =
         text.lines().filter(|l| l.ends_with(" ... FAILED")).map(|l| l.trim_start_matches("test ")).collect();
@@ -173,12 +160,26 @@ fn whole(exe: &Path, host: &Path, logs: &Path, i: usize) -> Result<Option<PathBu
     for f in &failing {
         eprintln!("xtask:   {f}");
     }
-    if out.status.success() {
+    if passed {
         return Ok(None);
     }
     let log = logs.join(format!("suite-{i}.log"));
     std::fs::write(&log, text)?;
     Ok(Some(log))
+}
+
+/// Runs the end-to-end binary with `args` as `cargo xtask test` would (from `tests/`, with
+/// the test build's host): whether it passed, and all it printed.
+fn run_e2e(exe: &Path, host: &Path, args: &[&str]) -> Result<(bool, String)> {
+    let out = Command::new(exe)
+        .args(args)
+        .current_dir(sh::root().join("tests"))
+        .env("UNMODAL_TEST_HOST", host)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("could not start {}", exe.display()))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    Ok((out.status.success(), text))
 }
 
 /// The end-to-end test binary, built (cargo names it in its JSON messages).
