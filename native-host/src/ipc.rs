@@ -1,7 +1,16 @@
 //! The private socket between `unmodal mcp` and a host: one JSON request per line, one
 //! JSON answer per line. Several browsers mean several hosts, one socket each (on Windows a
 //! named pipe, found by a file of the same name: `platform`).
+//!
+//! Before it writes a byte, a client (`unmodal mcp`, `pilot`, `doctor`, `browser`) checks
+//! that the runtime directory is the user's own and closed to group and others (`lstat`, no
+//! symlink), and that the host listening on the socket runs as the user
+//! (`platform::connect`). A directory another user made first (`/tmp/unmodal-<uid>` when
+//! `XDG_RUNTIME_DIR` is unset) or a listener of another user fails the call with
+//! `untrusted_runtime_dir`, which names the directory or socket and the fix
+//! (`UNMODAL_RUNTIME_DIR`); nothing of the request is sent, and nothing there is removed.
 
+use crate::platform::{ConnectError, Untrusted};
 use crate::reply::{ErrorCode, ToolError};
 use crate::{paths, platform};
 use serde::{Deserialize, Serialize};
@@ -72,14 +81,35 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>) ->
     Ok(true)
 }
 
-async fn call_one(socket: &Path, line: &[u8]) -> io::Result<Result<Value, ToolError>> {
+/// Why a client will not use what it found, and what the person can do.
+fn untrusted(u: Untrusted) -> ToolError {
+    let message = match u {
+        Untrusted::Dir { dir, why } => format!(
+            "Unmodal did not use its runtime directory {dir}: {why}. Another user could listen there and read \
+every call (a password interact types, say), so nothing was sent. Set UNMODAL_RUNTIME_DIR to a directory of your \
+own that only you can enter (`mkdir -m 700 DIR`), for the browser and for unmodal alike; or, if {dir} is yours, \
+`chmod 700` it; if it is another user's, have it removed (an administrator can).",
+            dir = dir.display()
+        ),
+        Untrusted::Listener { socket, why } => format!(
+            "Unmodal did not talk to the host at {socket}: {why}. A host of yours runs as you; this one could read \
+every call (a password interact types, say), so nothing was sent. Remove {socket} (and find out who put it \
+there), or set UNMODAL_RUNTIME_DIR to a directory of your own that only you can enter (`mkdir -m 700 DIR`), for \
+the browser and for unmodal alike.",
+            socket = socket.display()
+        ),
+    };
+    ToolError::new(ErrorCode::UntrustedRuntimeDir, message)
+}
+
+async fn call_one(socket: &Path, line: &[u8]) -> Result<Result<Value, ToolError>, ConnectError> {
     let stream = platform::connect(socket).await?;
     let (r, mut w) = tokio::io::split(stream);
     w.write_all(line).await?;
     let mut r = BufReader::new(r);
     let mut buf = Vec::new();
     if !read_line(&mut r, &mut buf).await? {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the host closed the connection"));
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the host closed the connection").into());
     }
     Ok(parse_reply(&buf))
 }
@@ -117,7 +147,11 @@ pub fn only(scope: Scope) {
 
 /// The hosts to ask, newest first; an error when this process's remote browser is gone.
 async fn hosts(dir: &Path) -> Result<Vec<PathBuf>, ToolError> {
-    let Some(scope) = SCOPE.get() else { return Ok(paths::host_sockets(dir)) };
+    let Some(scope) = SCOPE.get() else {
+        // Before it is even listed: nothing is asked or cleaned up in another user's directory.
+        platform::check_runtime_dir(dir).map_err(untrusted)?;
+        return Ok(paths::host_sockets(dir));
+    };
     if !scope.link.wait_ready(REMOTE_READY).await {
         if let Some(why) = scope.link.gone() {
             return Err(ToolError::browser_gone(&why));
@@ -144,11 +178,14 @@ fn request_line(tool: Tool, args: Value) -> Result<Vec<u8>, ToolError> {
     Ok(line)
 }
 
-/// One host's answer; `None` when nobody listens there (a stale socket is removed).
-async fn ask(socket: &Path, line: &[u8], limit: Duration) -> Option<Result<Value, ToolError>> {
-    match tokio::time::timeout(limit, call_one(socket, line)).await {
+/// One host's answer; `None` when nobody listens there (a stale socket is removed). An error
+/// when the socket or its directory is not this user's alone: nothing was sent, and the
+/// caller asks no other host.
+async fn ask(socket: &Path, line: &[u8], limit: Duration) -> Result<Option<Result<Value, ToolError>>, ToolError> {
+    Ok(match tokio::time::timeout(limit, call_one(socket, line)).await {
         Ok(Ok(reply)) => Some(reply),
-        Ok(Err(e)) => {
+        Ok(Err(ConnectError::Untrusted(u))) => return Err(untrusted(u)),
+        Ok(Err(ConnectError::Io(e))) => {
             if e.kind() == io::ErrorKind::ConnectionRefused && paths::socket_owner_gone(socket) {
                 // A host that died without cleaning up (a live one may be starting: its
                 // socket is only renamed into place once it listens, but never remove it).
@@ -166,7 +203,7 @@ async fn ask(socket: &Path, line: &[u8], limit: Duration) -> Option<Result<Value
                 limit.as_secs()
             ),
         ))),
-    }
+    })
 }
 
 pub async fn call_in(dir: &Path, tool: Tool, args: Value) -> Result<Value, ToolError> {
@@ -177,7 +214,7 @@ async fn call_in_within(dir: &Path, tool: Tool, args: Value, limit: Duration) ->
     let line = request_line(tool, args)?;
     let mut last = None;
     for socket in hosts(dir).await? {
-        match ask(&socket, &line, limit).await {
+        match ask(&socket, &line, limit).await? {
             // Tabs and dialogs belong to one browser; another host may hold them.
             Some(Err(e))
                 if matches!(e.code, ErrorCode::TabNotFound | ErrorCode::DialogNotFound | ErrorCode::HostTimeout) =>
@@ -200,7 +237,7 @@ pub async fn ask_each(
     let line = request_line(tool, args)?;
     let mut answers = Vec::new();
     for socket in hosts(dir).await? {
-        if let Some(reply) = ask(&socket, &line, CALL_TIMEOUT).await {
+        if let Some(reply) = ask(&socket, &line, CALL_TIMEOUT).await? {
             answers.push((socket, reply));
         }
     }
@@ -210,7 +247,7 @@ pub async fn ask_each(
 /// Asks the host at `socket` alone.
 pub async fn ask_socket(socket: &Path, tool: Tool, args: Value) -> Result<Value, ToolError> {
     let line = request_line(tool, args)?;
-    ask(socket, &line, CALL_TIMEOUT).await.unwrap_or_else(|| Err(ToolError::not_connected()))
+    ask(socket, &line, CALL_TIMEOUT).await?.unwrap_or_else(|| Err(ToolError::not_connected()))
 }
 
 /// Asks every connected host (newest first) and returns each one's answer.
@@ -260,7 +297,7 @@ mod tests {
 
     #[tokio::test]
     async fn no_host_means_extension_not_connected() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = paths::private_tempdir();
         // A stale socket file (nobody listening, its process gone) is skipped and cleaned up:
         // a listener dropped leaves its file (Windows: the pipe goes with it).
         let mut gone = std::process::Command::new(std::env::current_exe().unwrap())
@@ -280,5 +317,158 @@ mod tests {
         assert!(starting.exists(), "a live process's socket is not removed");
         assert_eq!(err.code, ErrorCode::ExtensionNotConnected);
         assert!(err.message.contains("unmodal install"));
+    }
+
+    /// A client checks the runtime directory and the listener before it writes a byte; what
+    /// fails gets nothing, and nothing in it is removed. Linux as root: the squatter runs
+    /// as uid 65534 (`platform::squatter`).
+    #[cfg(target_os = "linux")]
+    mod untrusted {
+        use super::*;
+        use crate::platform::squatter::{self, Received, Squatter};
+        use std::io::Write;
+        use std::os::unix::fs::{PermissionsExt, chown};
+
+        /// What a squatter wants: a password an agent types.
+        fn typed() -> Value {
+            json!({"action": "handle_dialog", "dialog_id": 1, "accept": true, "username": "me", "password": "hunter2"})
+        }
+
+        fn mode(path: &Path, mode: u32) {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+
+        /// A directory like /tmp (1777), for another user to make things in.
+        fn shared_tmp() -> tempfile::TempDir {
+            let tmp = tempfile::tempdir().unwrap();
+            mode(tmp.path(), 0o1777);
+            tmp
+        }
+
+        /// Every way a client asks, each refused with `untrusted_runtime_dir`; the first
+        /// error, for its message.
+        async fn refused_every_way(dir: &Path, socket: &Path) -> ToolError {
+            let err = call_in(dir, Tool::Interact, typed()).await.unwrap_err();
+            assert_eq!(err.code, ErrorCode::UntrustedRuntimeDir, "{err:?}");
+            let each = ask_each(dir, Tool::PilotSwitch, json!({})).await.unwrap_err();
+            assert_eq!(each.code, ErrorCode::UntrustedRuntimeDir, "{each:?}");
+            let one = ask_socket(socket, Tool::Interact, typed()).await.unwrap_err();
+            assert_eq!(one.code, ErrorCode::UntrustedRuntimeDir, "{one:?}");
+            err
+        }
+
+        fn skip_unless_root() -> bool {
+            if Squatter::possible() {
+                return false;
+            }
+            eprintln!("skipped: only root can run a listener as another user (uid {})", squatter::UID);
+            true
+        }
+
+        /// What the tests below find it got is what it was sent.
+        #[test]
+        fn the_squatter_counts_what_it_is_sent() {
+            if skip_unless_root() {
+                return;
+            }
+            let tmp = shared_tmp();
+            let socket = tmp.path().join("host-1.sock");
+            let squatter = Squatter::listen(&socket).unwrap();
+            std::os::unix::net::UnixStream::connect(&socket).unwrap().write_all(b"hello").unwrap();
+            drop(std::os::unix::net::UnixStream::connect(&socket).unwrap());
+            assert_eq!(squatter.received().unwrap(), Received { connections: 2, bytes: 5 });
+        }
+
+        #[tokio::test]
+        async fn a_runtime_dir_open_to_others_is_refused_before_anything_is_sent() {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join("unmodal-0");
+            std::fs::create_dir(&dir).unwrap();
+            mode(&dir, 0o777);
+            let socket = paths::socket_path(&dir, 1);
+            let listening = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+            listening.set_nonblocking(true).unwrap();
+            // A stale socket (nobody listens, its process gone), which a client removes from
+            // a private directory: not from this one.
+            let mut gone = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--list", "--exact", "no such test"])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            gone.wait().unwrap();
+            let stale = paths::socket_path(&dir, gone.id());
+            drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+
+            let err = refused_every_way(&dir, &socket).await;
+            let said = &err.message;
+            assert!(said.contains(&dir.display().to_string()) && said.contains("mode 0777"), "{said}");
+            assert!(said.contains("UNMODAL_RUNTIME_DIR") && said.contains("nothing was sent"), "{said}");
+            let accepted = listening.accept().map(|_| ());
+            assert_eq!(accepted.unwrap_err().kind(), io::ErrorKind::WouldBlock, "not even a connection");
+            assert!(stale.exists(), "nothing removed");
+        }
+
+        #[tokio::test]
+        async fn a_runtime_dir_another_user_made_is_refused_and_the_squatter_gets_nothing() {
+            if skip_unless_root() {
+                return;
+            }
+            let tmp = shared_tmp();
+            for open in [0o777, 0o700] {
+                // As when XDG_RUNTIME_DIR is unset: another user made /tmp/unmodal-<uid> first.
+                let dir = tmp.path().join(format!("unmodal-{open:o}"));
+                std::fs::create_dir(&dir).unwrap();
+                chown(&dir, Some(squatter::UID), Some(squatter::UID)).unwrap();
+                mode(&dir, open);
+                let socket = paths::socket_path(&dir, 1);
+                let squatter = Squatter::listen(&socket).unwrap();
+
+                let err = refused_every_way(&dir, &socket).await;
+                let said = &err.message;
+                assert!(said.contains(&dir.display().to_string()), "{said}");
+                assert!(said.contains(&format!("uid {}", squatter::UID)), "names the owner: {said}");
+                assert!(said.contains(&format!("mode {open:04o}")), "{said}");
+                assert!(said.contains("UNMODAL_RUNTIME_DIR"), "{said}");
+                assert_eq!(squatter.received().unwrap(), Received { connections: 0, bytes: 0 });
+                assert!(socket.exists(), "nothing removed");
+            }
+        }
+
+        #[tokio::test]
+        async fn a_listener_of_another_user_in_a_private_dir_is_refused_and_gets_nothing() {
+            if skip_unless_root() {
+                return;
+            }
+            let tmp = shared_tmp();
+            let dir = tmp.path().join("run");
+            // Ours and open for a while: another user puts a socket in it; then it is made
+            // private again (as a host starting there does), which leaves the socket.
+            std::fs::create_dir(&dir).unwrap();
+            mode(&dir, 0o777);
+            let socket = paths::socket_path(&dir, 1);
+            let squatter = Squatter::listen(&socket).unwrap();
+            mode(&dir, 0o700);
+
+            let err = refused_every_way(&dir, &socket).await;
+            let said = &err.message;
+            assert!(said.contains(&socket.display().to_string()), "names the socket: {said}");
+            assert!(said.contains(&format!("runs as uid {}", squatter::UID)), "{said}");
+            assert!(said.contains("UNMODAL_RUNTIME_DIR") && said.contains("nothing was sent"), "{said}");
+            // Connected (that is how the listener's uid is read), but not a byte written.
+            assert_eq!(squatter.received().unwrap(), Received { connections: 3, bytes: 0 });
+
+            // Without it, our own host in the same directory answers.
+            std::fs::remove_file(&socket).unwrap();
+            let mut ours = platform::listen(&paths::socket_path(&dir, std::process::id())).unwrap();
+            tokio::spawn(async move {
+                let stream = ours.accept().await.unwrap();
+                platform::check_peer(&stream).unwrap();
+                let (r, mut w) = tokio::io::split(stream);
+                let mut line = Vec::new();
+                assert!(read_line(&mut BufReader::new(r), &mut line).await.unwrap());
+                w.write_all(b"{\"ok\": {\"answered\": true}}\n").await.unwrap();
+            });
+            assert_eq!(call_in(&dir, Tool::Interact, typed()).await, Ok(json!({"answered": true})));
+        }
     }
 }

@@ -104,6 +104,14 @@ pub fn config_dir() -> io::Result<PathBuf> {
     })
 }
 
+/// A temporary runtime directory as a host leaves it: private (clients refuse another).
+#[cfg(test)]
+pub fn private_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    ensure_private_dir(dir.path()).unwrap();
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -222,7 +222,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_starting_browser_is_waited_for_and_said_so() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = paths::private_tempdir();
         let socket = paths::socket_path(dir.path(), std::process::id());
         let told = std::sync::Mutex::new(Vec::new());
         let say = |l: &str| told.lock().unwrap().push(l.to_owned());
@@ -241,7 +241,7 @@ mod tests {
 
     #[tokio::test]
     async fn it_fails_saying_what_to_check_once_the_wait_is_over() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = paths::private_tempdir();
         let quiet = |_: &str| {};
         let waits = Waits { running: Duration::from_millis(300), none: Duration::ZERO, seen: &|| Seen::Running(42) };
         let start = Instant::now();
@@ -258,7 +258,7 @@ mod tests {
 
     #[tokio::test]
     async fn on_needs_a_browser_named_when_several_run_and_off_takes_them_all() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = paths::private_tempdir();
         let err = switch(dir.path(), Action::On, None).await.unwrap_err().to_string();
         assert!(err.contains("No browser with the Unmodal extension"), "{err}");
 

@@ -35,6 +35,9 @@ pub enum ErrorCode {
     BadRequest,
     /// A host answered something `unmodal mcp` cannot read.
     HostProtocol,
+    /// The runtime directory, or a host socket's listener, is not this user's alone: nothing
+    /// was sent. The message names it (owner's uid, mode) and says what to do.
+    UntrustedRuntimeDir,
     Internal,
     /// AI Web Pilot is off: only a person can switch it on (`unmodal pilot on`, or the popup).
     AiWebPilotDisabled,

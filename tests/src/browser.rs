@@ -165,7 +165,9 @@ pub const QUIET_ARGS: &[&str] = &[
 pub fn registered_profile(art: &Artifacts, prefix: &str) -> Result<(TempDir, PathBuf)> {
     let profile = tempfile::Builder::new().prefix(prefix).tempdir()?;
     let runtime = profile.path().join("run");
-    std::fs::create_dir(&runtime)?;
+    // Private, as the host makes it: a client (`unmodal pilot` typed before the host
+    // started) refuses one open to others.
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&runtime)?;
     let st = Command::new(&art.host)
         .args(["install", "--user-data-dir"])
         .arg(profile.path())

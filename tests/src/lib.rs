@@ -13,6 +13,10 @@ pub mod peer;
 pub mod remote;
 pub mod session;
 pub mod slow_scripts;
+/// A listener run as another user (uid 65534), for the squatted runtime directory's test:
+/// the host's unit tests use the same file.
+#[path = "../../native-host/src/platform/squatter.rs"]
+pub mod squatter;
 pub mod wait;
 pub mod web;
 
@@ -22,3 +26,10 @@ pub use peer::{Driver, Peer, PeerReply};
 pub use session::{PageCall, Session};
 pub use wait::eventually;
 pub use web::WebServer;
+
+/// A temporary directory only this user can enter (mode 0700), as a host makes its runtime
+/// directory: a client refuses one open to others, even its own.
+pub fn private_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    Ok(tempfile::Builder::new().prefix(prefix).permissions(std::fs::Permissions::from_mode(0o700)).tempdir()?)
+}

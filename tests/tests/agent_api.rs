@@ -8,7 +8,7 @@ use unmodal_e2e::{Agent, Reply, Session};
 #[tokio::test(flavor = "multi_thread")]
 async fn without_a_browser_every_tool_says_extension_not_connected() -> anyhow::Result<()> {
     let art = Artifacts::find()?;
-    let empty = tempfile::tempdir()?;
+    let empty = unmodal_e2e::private_dir("unmodal-rt-")?;
     let agent = Agent::start(&art.host, empty.path()).await?;
     let mut names = agent.tool_names().await?;
     names.sort();

@@ -42,7 +42,7 @@ fn install_registers_the_extension_id_derived_from_the_manifest_key() -> anyhow:
 #[tokio::test(flavor = "multi_thread")]
 async fn host_survives_bad_frames_and_keeps_its_socket_private() -> anyhow::Result<()> {
     let art = Artifacts::find()?;
-    let run = tempfile::tempdir()?;
+    let run = unmodal_e2e::private_dir("unmodal-rt-")?;
     let mut host = Command::new(&art.host)
         .arg(format!("chrome-extension://{}/", art.extension_id))
         .env("UNMODAL_RUNTIME_DIR", run.path())

@@ -51,6 +51,7 @@ mod restarts;
 mod rules;
 mod setup_help;
 mod sign_in;
+mod squatted_runtime;
 mod startup;
 mod stealth;
 mod storage_access;

@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -35,6 +36,7 @@ impl Fresh {
         for d in ["bin", "home", "run"] {
             std::fs::create_dir(dir.path().join(d))?;
         }
+        std::fs::set_permissions(dir.path().join("run"), std::fs::Permissions::from_mode(0o700))?;
         let exe = dir.path().join("bin/unmodal");
         std::fs::copy(Artifacts::find()?.host, &exe)?;
         // A child another test thread forked while the copy was open for writing holds it

@@ -47,7 +47,7 @@ async fn pilot_on_typed_as_the_browser_starts_waits_for_it() -> Result<()> {
     // behind other tests while the command waits.
     let _slot = browser::slot().await;
     let art = Artifacts::find()?;
-    let runtime = tempfile::tempdir()?;
+    let runtime = unmodal_e2e::private_dir("unmodal-rt-")?;
     let started = Instant::now();
     let cli = pilot(&art.host, runtime.path(), &["on"])?;
     let b = Browser::launch(Options { runtime: Some(runtime.path().to_owned()), ..Default::default() }).await?;
@@ -67,7 +67,7 @@ async fn pilot_on_typed_as_the_browser_starts_waits_for_it() -> Result<()> {
 #[tokio::test(flavor = "multi_thread")]
 async fn with_no_browser_it_fails_at_once_saying_what_to_check() -> Result<()> {
     let art = Artifacts::find()?;
-    let (runtime, profile) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    let (runtime, profile) = (unmodal_e2e::private_dir("unmodal-rt-")?, tempfile::tempdir()?);
     let dir = profile.path().to_str().context("a UTF-8 temp path")?;
     let started = Instant::now();
     let cli = pilot(&art.host, runtime.path(), &["on", "--user-data-dir", dir])?;
@@ -87,7 +87,7 @@ async fn with_no_browser_it_fails_at_once_saying_what_to_check() -> Result<()> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_browser_whose_extension_never_connects_is_named_after_the_wait() -> Result<()> {
     let b = Browser::launch(Options { extension: false, ..Default::default() }).await?;
-    let runtime = tempfile::tempdir()?;
+    let runtime = unmodal_e2e::private_dir("unmodal-rt-")?;
     let dir = b.profile.path().to_str().context("a UTF-8 temp path")?;
     let started = Instant::now();
     let cli = pilot(&b.art.host, runtime.path(), &["status", "--user-data-dir", dir])?;

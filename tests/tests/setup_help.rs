@@ -24,7 +24,7 @@ fn doctor(home: &std::path::Path, runtime: &std::path::Path) -> anyhow::Result<(
 #[tokio::test(flavor = "multi_thread")]
 async fn doctor_says_what_is_missing_until_nothing_is() -> anyhow::Result<()> {
     let home = tempfile::tempdir()?;
-    let nowhere = tempfile::tempdir()?;
+    let nowhere = unmodal_e2e::private_dir("unmodal-rt-")?;
     let (ok, text) = doctor(home.path(), nowhere.path())?;
     assert!(!ok, "{text}");
     assert!(text.contains("MISS Chromium host registration"), "{text}");

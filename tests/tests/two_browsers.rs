@@ -9,7 +9,7 @@ use unmodal_e2e::{Agent, eventually};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn one_agent_two_browsers() -> anyhow::Result<()> {
-    let run = tempfile::tempdir()?;
+    let run = unmodal_e2e::private_dir("unmodal-rt-")?;
     let opts = || Options { runtime: Some(run.path().to_path_buf()), ..Options::default() };
     let (a, b) = (Browser::launch(opts()).await?, Browser::launch(opts()).await?);
     let web = WebServer::start()?;

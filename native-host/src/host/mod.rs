@@ -431,7 +431,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_socket_is_under_its_name_only_once_it_listens_and_is_private() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = paths::private_tempdir();
         let path = paths::socket_path(dir.path(), 7);
         let mut listener = listen(&path).unwrap();
         assert!(path.exists());

@@ -15,6 +15,8 @@ mod linux;
 mod macos;
 #[cfg(any(windows, target_os = "macos"))]
 mod process_list;
+#[cfg(all(test, target_os = "linux"))]
+pub mod squatter;
 #[cfg(unix)]
 mod unix;
 #[cfg(windows)]
@@ -100,6 +102,13 @@ pub fn same_dir(a: &Path, b: &Path) -> bool {
 // A host is found by a file `host-<pid>.sock` in the runtime directory (newest first). On
 // Unix that file is the socket; on Windows it marks a named pipe whose name is made from
 // the file's path, and that only this user can open.
+//
+// Either end checks the other before it trusts a byte of it: the host, that each client
+// runs as this user ([`check_peer`]); a client, before it writes anything, that the
+// directory is this user's alone ([`check_runtime_dir`]) and that the listener runs as this
+// user (in [`connect`]). Another user who made `/tmp/unmodal-<uid>` first, or put a socket
+// in it while it was open, would otherwise read every request (a password `interact`
+// types, say).
 
 /// A connection as `unmodal mcp` sees it.
 pub use os::ClientStream;
@@ -119,9 +128,48 @@ pub fn check_peer(stream: &ServerStream) -> Result<(), String> {
     os::check_peer(stream)
 }
 
-/// Connects to the host at `path`. Nobody listening there is `ConnectionRefused`.
-pub async fn connect(path: &Path) -> io::Result<ClientStream> {
-    os::connect(path).await
+/// What a client will not talk to. Nothing was written to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Untrusted {
+    /// The runtime directory is not this user's alone; `why` says how (Unix: a symlink, or
+    /// its owner's uid and its mode).
+    Dir { dir: PathBuf, why: String },
+    /// The host socket's listener runs as another user; `why` says which.
+    Listener { socket: PathBuf, why: String },
+}
+
+/// Why a client did not get a stream to a host.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// The OS's error: nobody listening there is `ConnectionRefused`.
+    Io(io::Error),
+    Untrusted(Untrusted),
+}
+
+impl From<io::Error> for ConnectError {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+/// Whether a client may use the runtime directory `dir`. Unix: `lstat` finds a directory
+/// (not a symlink) owned by this user, with no permission for group or others; an absent
+/// one is fine (nothing to reach there). Windows: not checked (the pipes are).
+pub fn check_runtime_dir(dir: &Path) -> Result<(), Untrusted> {
+    os::check_runtime_dir(dir).map_err(|why| Untrusted::Dir { dir: dir.to_path_buf(), why })
+}
+
+/// Connects to the host at `path` once its directory passed [`check_runtime_dir`], and
+/// checks that the listener runs as this user (Linux: `SO_PEERCRED`; macOS: `getpeereid`;
+/// Windows: the pipe server's process token) before returning the stream: a stream that
+/// fails is dropped unwritten. Nobody listening there is `Io(ConnectionRefused)`.
+pub async fn connect(path: &Path) -> Result<ClientStream, ConnectError> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    check_runtime_dir(dir).map_err(ConnectError::Untrusted)?;
+    let stream = os::connect(path).await?;
+    os::check_listener(&stream)
+        .map_err(|why| ConnectError::Untrusted(Untrusted::Listener { socket: path.to_path_buf(), why }))?;
+    Ok(stream)
 }
 
 // ---- Processes -------------------------------------------------------------------------

@@ -44,16 +44,81 @@ pub fn listen(path: &Path) -> anyhow::Result<Listener> {
     Ok(Listener(listener))
 }
 
-/// The directory is private already; the uid check also covers a socket handed on.
-pub fn check_peer(stream: &ServerStream) -> Result<(), String> {
+/// `Ok` when the process at the other end of `stream` runs as this user, by the uid the
+/// kernel recorded when it connected or listened (Linux: `SO_PEERCRED`; macOS and the BSDs:
+/// `getpeereid`); else who it is. The host asks it of each client, a client of the host.
+fn same_user(stream: &UnixStream) -> Result<(), String> {
     match stream.peer_cred() {
         Ok(cred) if cred.uid() == uid() => Ok(()),
-        other => Err(format!("{other:?}")),
+        Ok(cred) => Err(format!("it runs as uid {}, not as you (uid {})", cred.uid(), uid())),
+        Err(e) => Err(format!("its user cannot be told: {e}")),
     }
+}
+
+/// The directory is private already; the uid check also covers a socket handed on.
+pub fn check_peer(stream: &ServerStream) -> Result<(), String> {
+    same_user(stream)
+}
+
+/// A socket another user placed in the directory while it was open to them (the host
+/// closes it again, but leaves what is in it) is found here.
+pub fn check_listener(stream: &ClientStream) -> Result<(), String> {
+    same_user(stream)
 }
 
 pub async fn connect(path: &Path) -> io::Result<ClientStream> {
     UnixStream::connect(path).await
+}
+
+/// What keeps a directory from being this user's alone.
+enum NotPrivate {
+    Symlink(Option<PathBuf>),
+    NotDir,
+    /// Another user's (uid, mode).
+    Owner(u32, u32),
+    /// This user's, but open to group or others (mode).
+    Open(u32),
+}
+
+impl NotPrivate {
+    /// `meta` as `lstat` (symlinks) or `stat` gives it for `dir`; `None` when private.
+    fn of(dir: &Path, meta: &fs::Metadata) -> Option<Self> {
+        let mode = meta.mode() & 0o7777;
+        if meta.file_type().is_symlink() {
+            Some(Self::Symlink(fs::read_link(dir).ok()))
+        } else if !meta.is_dir() {
+            Some(Self::NotDir)
+        } else if meta.uid() != uid() {
+            Some(Self::Owner(meta.uid(), mode))
+        } else if mode & 0o077 != 0 {
+            Some(Self::Open(mode))
+        } else {
+            None
+        }
+    }
+
+    fn said(&self) -> String {
+        match self {
+            Self::Symlink(Some(to)) => format!("it is a symbolic link (to {})", to.display()),
+            Self::Symlink(None) => "it is a symbolic link".into(),
+            Self::NotDir => "it is not a directory".into(),
+            Self::Owner(owner, mode) => {
+                format!("it is owned by uid {owner}, not by you (uid {}); mode {mode:04o}", uid())
+            }
+            Self::Open(mode) => format!("it is yours (uid {}) but open to group or others: mode {mode:04o}", uid()),
+        }
+    }
+}
+
+/// `lstat`, so a symlink is refused, not followed: another user can point one in a shared
+/// directory (`/tmp`) wherever they like, and change it later. Absent is `Ok`: nothing
+/// can be reached there.
+pub fn check_runtime_dir(dir: &Path) -> Result<(), String> {
+    match fs::symlink_metadata(dir) {
+        Ok(meta) => NotPrivate::of(dir, &meta).map_or(Ok(()), |p| Err(p.said())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("it cannot be checked: {e}")),
+    }
 }
 
 pub fn path_of_file_uri(decoded: &str) -> PathBuf {
@@ -129,17 +194,14 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }
-    let meta = fs::metadata(dir)?;
-    if meta.uid() != uid() {
-        return Err(io::Error::new(
+    match NotPrivate::of(dir, &fs::metadata(dir)?) {
+        None => Ok(()),
+        Some(NotPrivate::Open(_)) => fs::set_permissions(dir, fs::Permissions::from_mode(0o700)),
+        Some(other) => Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
-            format!("{} belongs to another user; set UNMODAL_RUNTIME_DIR to a directory of your own", dir.display()),
-        ));
+            format!("{}: {}; set UNMODAL_RUNTIME_DIR to a directory of your own", dir.display(), other.said()),
+        )),
     }
-    if meta.mode() & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
 }
 
 pub fn not_private(file: &File) -> io::Result<Option<super::NotPrivate>> {
@@ -408,5 +470,32 @@ mod tests {
         let path = dir.path().join("host-1.sock");
         let _listener = super::listen(&path).unwrap();
         assert!(std::fs::metadata(&path).unwrap().file_type().is_socket());
+    }
+
+    #[test]
+    fn a_runtime_dir_must_be_ours_and_closed_and_is_checked_without_following_a_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("rt");
+        assert_eq!(super::check_runtime_dir(&dir), Ok(()), "absent: nothing to reach there");
+        super::ensure_private_dir(&dir).unwrap();
+        assert_eq!(super::check_runtime_dir(&dir), Ok(()));
+
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        let why = super::check_runtime_dir(&link).unwrap_err();
+        assert!(why.contains("symbolic link") && why.contains(&dir.display().to_string()), "{why}");
+
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o750)).unwrap();
+        let why = super::check_runtime_dir(&dir).unwrap_err();
+        assert!(why.contains("open to group or others: mode 0750"), "{why}");
+        // The host makes it private again (what others put in it meanwhile is the
+        // listener check's to find).
+        super::ensure_private_dir(&dir).unwrap();
+        assert_eq!(super::check_runtime_dir(&dir), Ok(()));
+
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        assert!(super::check_runtime_dir(&file).unwrap_err().contains("not a directory"));
     }
 }
