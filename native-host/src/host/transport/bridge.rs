@@ -1055,7 +1055,11 @@ mod tests {
         browser.call("U", r#"{"type":"tabs","tabs":[]}"#);
         until("the real tabs heard", || frames.0.lock().unwrap().len() == 2).await;
         assert_eq!(*frames.0.lock().unwrap(), [r#"{"type":"hello"}"#, r#"{"type":"tabs","tabs":[]}"#]);
+        // Wait on what the fake browser has been sent, not on the link's state alone.
+        until("the rogue let go", || browser.to("R").len() >= 2).await;
         assert_eq!(browser.to("R"), ["Runtime.runIfWaitingForDebugger", "Target.detachFromTarget"], "let run, let go");
+        until("ours let run", || browser.to("U").iter().any(|c| c.starts_with("Runtime.runIfWaitingForDebugger")))
+            .await;
         let to_ours = browser.to("U");
         let at = |m: &str| to_ours.iter().position(|c| c.starts_with(m));
         let (enable, bind, run) =
@@ -1070,6 +1074,8 @@ mod tests {
         let why = link.why_not_heard().unwrap();
         assert!(why.contains("2 workers of extension ID") && why.contains("C1") && why.contains("C2"), "{why}");
         assert!(!link.wait_ready(Duration::from_secs(1)).await, "a call is refused at once");
+        // The refusal can be seen before its command reached the browser (under Wine it was).
+        until("U2 let run", || !browser.to("U2").is_empty()).await;
         assert_eq!(browser.to("U2"), ["Runtime.runIfWaitingForDebugger"], "let run, nothing added");
         // One gone: the other is Unmodal's again, told a new connection number.
         browser.send("Target.detachedFromTarget", json!({"sessionId": "U2"}), None);
