@@ -46,6 +46,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{Notify, mpsc};
 
 /// What the stdin loop, the socket clients and the stdout writer share.
+/// How long a host whose browser has a DevTools port waits for its own view of the pages
+/// before it reads the browser's messages (`sites.rs`).
+const VIEW_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 pub struct Shared {
     state: Mutex<State>,
     to_browser: mpsc::UnboundedSender<ToBrowser>,
@@ -267,6 +271,7 @@ impl transport::Sink for HostSink {
 
     fn sites(&self, change: sites::Change) {
         self.shared.state().sites.apply(change);
+        self.shared.browser_spoke.notify_waiters();
     }
 
     fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>) {
@@ -324,6 +329,12 @@ async fn serve_native(origin: &str) -> Result<()> {
     let port_file = shared.state().browser.devtools_port_file();
     if let Some(file) = port_file {
         tokio::spawn(sites::watch_local(file, inbox.clone()));
+        // The browser's first messages wait (a moment, at most VIEW_WAIT) until the view is
+        // whole: a passkey request that came before it was refused for want of it (the first
+        // sign-in of a fresh browser, 2 of 4 runs of `passkeys::kept_passkeys_sign_in_after_a_browser_restart`).
+        if !shared.wait_until(VIEW_WAIT, |s| s.sites.is_live()).await {
+            tracing::warn!("the host's own DevTools connection is not up yet: passkeys wait for it");
+        }
     }
     tokio::spawn(transport::native::write(outbox));
     let (done, reader_end) = tokio::sync::oneshot::channel();

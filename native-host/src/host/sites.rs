@@ -92,6 +92,11 @@ impl Sites {
         }
     }
 
+    /// Whether the view is whole (the connection is up and the browser took the command).
+    pub fn is_live(&self) -> bool {
+        self.live
+    }
+
     /// Whether a page or out-of-process frame of `site` is open; `None` while the host has
     /// no whole view (no connection of its own, or the browser did not take the command).
     pub fn shows(&self, site: &str) -> Option<bool> {
