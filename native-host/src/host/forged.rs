@@ -249,6 +249,18 @@ fn with_the_pilot_on_the_switch_and_the_records_stay_the_hosts() {
             (Some(true), Some(super::record::DecidedBy::Remote)),
             "{mode:?}: as the browser reports it, never as the agent's answer: {r:?}"
         );
+        // The agent's text for a prompt; a worker reports another: not the agent's answer.
+        feed(&mut s, json!({"type":"held","tab_id":2,"hold":71,"kind":"prompt","message":"Name?"})).unwrap();
+        let id = s.held.last().unwrap().record.id;
+        interact(&mut s, json!({"action": "handle_dialog", "dialog_id": id, "accept": true, "text": "ada"}), &mut out);
+        feed(&mut s, json!({"type":"held_closed","tab_id":2,"hold":71,"accepted":true,"text":"mallory"})).unwrap();
+        assert_eq!(s.record(id).unwrap().closed_by, Some(super::record::DecidedBy::Remote), "{mode:?}");
+        // The same text is the agent's.
+        feed(&mut s, json!({"type":"held","tab_id":2,"hold":72,"kind":"prompt","message":"Name?"})).unwrap();
+        let id = s.held.last().unwrap().record.id;
+        interact(&mut s, json!({"action": "handle_dialog", "dialog_id": id, "accept": true, "text": "ada"}), &mut out);
+        feed(&mut s, json!({"type":"held_closed","tab_id":2,"hold":72,"accepted":true,"text":"ada"})).unwrap();
+        assert_eq!(s.record(id).unwrap().closed_by, Some(super::record::DecidedBy::Agent), "{mode:?}");
         for m in forgeries() {
             if let Ok(msgs) = feed(&mut s, m) {
                 out.extend(msgs);

@@ -134,11 +134,10 @@ impl State {
         let HeldDialog { mut record, opened, closing, answer, .. } = self.held.remove(pos);
         // The close is recorded as the browser reports it: one that differs from the answer
         // the host sent was not that answer (another client's, or a worker's made-up close).
-        let text = |t: &str| (record.kind == DialogKind::Prompt).then(|| t.to_owned());
-        let as_sent = answer.as_ref().is_some_and(|(accept, sent)| {
-            *accept == m.accepted
-                && (!m.accepted || sent.as_deref().unwrap_or("") == text(&m.text).as_deref().unwrap_or(""))
-        });
+        // (A text was sent only with an accepted prompt: then the page's must be it.)
+        let as_sent = answer
+            .as_ref()
+            .is_some_and(|(accept, sent)| *accept == m.accepted && sent.as_deref().is_none_or(|t| t == m.text));
         let by = match closing {
             _ if m.gone => DecidedBy::Remote,
             Some(by) if as_sent => by,

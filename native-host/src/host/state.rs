@@ -264,12 +264,11 @@ impl State {
     /// anything): no rule, no policy, no kind's fields, no debugger session.
     pub(super) fn config_at(&self, tab: i64, rev: u64) -> ToBrowser {
         if !self.pilot {
-            let mut enc = Encoder::new();
-            enc.pilot(false).policy(Policy::Auto);
+            // The extension's own PILOT_OFF (`config::fallback_configs`): nothing but the switch.
             return ToBrowser::Config {
                 tab_id: tab,
                 rev,
-                config: enc.finish(),
+                config: Encoder::new().finish(),
                 debugger: false,
                 fields: Default::default(),
             };
