@@ -7,16 +7,17 @@
 //! repeat --parallel 4 --load 2` (2–5 of 24 runs); why is not known (Chromium's chooser
 //! bubble closes when its tab's activation changes: a guess, not measured). A try the
 //! browser closed says nothing of a chooser left open, so it is made again in a fresh
-//! document, three tries at most.
+//! document (`activation::until_not_raced`, which prints each try).
 
+use crate::activation::{self, Try, until_not_raced};
 use crate::page::Page;
 use crate::wait::eventually;
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
+use std::cell::RefCell;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(15);
-const TRIES: usize = 3;
 
 /// Loads `url` in `page` (a page whose button `#key` opens a chooser and whose `out[key]`
 /// says what became of the call: null before the click, then "pending" or its outcome),
@@ -34,8 +35,8 @@ where
     Fut: std::future::Future<Output = Result<()>>,
 {
     let read = format!("out[{}] ?? null", serde_json::to_string(key)?);
-    let mut early = Vec::new();
-    while early.len() < TRIES {
+    let early = RefCell::new(Vec::new());
+    until_not_raced(&format!("a {key} chooser kept open"), |_| async {
         page.goto(url).await?;
         prepare().await?;
         page.bring_to_front().await?;
@@ -50,12 +51,17 @@ where
         })
         .await?;
         if got == json!("pending") {
-            return Ok(early);
+            return Ok(Try::Done(()));
         }
-        eprintln!("chooser: the browser closed the {key} chooser at once ({got}); again in a fresh document");
-        early.push(got);
-    }
-    bail!("{key}: the browser closed the chooser at once in every try: {early:?}")
+        let why = match activation::judge(got.clone()) {
+            Try::Raced(why) => why,
+            Try::Done(_) => format!("the browser closed the chooser at once ({got})"),
+        };
+        early.borrow_mut().push(got);
+        Ok(Try::Raced(why))
+    })
+    .await?;
+    Ok(early.into_inner())
 }
 
 /// Clicks `#key` on a page like `CHOOSERS_PAGE` once its script has run, and waits until

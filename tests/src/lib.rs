@@ -1,6 +1,7 @@
 //! End-to-end harness: real headless Chromium, the built extension, the real `unmodal`
 //! host and a real MCP client. Used by the tests in `tests/tests/`, the demo and the bench.
 
+pub mod activation;
 pub mod agent;
 pub mod artifacts;
 pub mod browser;

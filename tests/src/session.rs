@@ -13,6 +13,8 @@ use std::time::Duration;
 
 /// How long a test waits for something that should happen at once.
 const LIMIT: Duration = Duration::from_secs(10);
+/// The text a barrier alert starts with (`host_caught_up`).
+const BARRIER: &str = "unmodal-e2e barrier";
 /// How long one click may take to reach the page before another is sent (`takes_input`).
 const CLICK_AGAIN: Duration = Duration::from_secs(2);
 
@@ -322,8 +324,48 @@ impl Session {
         .await
     }
 
+    /// A barrier: returns once the host has seen every report this page sent before the
+    /// call. The page raises an alert of its own text; its hook reports it the one ordered
+    /// way each of this page's reports takes (hook, content script, worker, host), so once
+    /// the host lists it, whatever the page reported before is in the host's state. Where
+    /// the browser shows the alert itself (the pilot off), it is accepted through DevTools.
+    /// What a "nothing was recorded" check waits on, instead of a time.
+    pub async fn host_caught_up(&self) -> Result<()> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let text = format!("{BARRIER} {}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let mut events = self.page.events();
+        self.page_later(&format!("alert({})", serde_json::to_string(&text)?)).await?;
+        let me = self.page.session.clone();
+        eventually(LIMIT, "the host listing the page's barrier alert", || {
+            let native = std::iter::from_fn(|| events.try_recv().ok())
+                .any(|e| e.method == "Page.javascriptDialogOpening" && e.session.as_deref() == Some(&me));
+            let text = &text;
+            async move {
+                if native {
+                    self.page.call("Page.handleJavaScriptDialog", json!({"accept": true})).await?;
+                }
+                let d = self.agent.ok("observe", json!({"what": "dialogs"})).await?;
+                Ok(d["recent_dialogs"].as_array().into_iter().flatten().any(|r| r["message"] == *text).then_some(()))
+            }
+        })
+        .await
+    }
+
+    /// The host's records once it has seen all this page reported (`host_caught_up`),
+    /// barrier alerts left out.
+    pub async fn records_caught_up(&self) -> Result<Vec<Value>> {
+        self.host_caught_up().await?;
+        Ok(self.dialogs().await?["recent_dialogs"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// The host's `observe dialogs`, the harness's own barrier alerts (`host_caught_up`)
+    /// left out of `recent_dialogs`.
     pub async fn dialogs(&self) -> Result<Value> {
-        self.agent.ok("observe", json!({"what": "dialogs"})).await
+        let mut d = self.agent.ok("observe", json!({"what": "dialogs"})).await?;
+        if let Some(recent) = d["recent_dialogs"].as_array_mut() {
+            recent.retain(|r| !r["message"].as_str().is_some_and(|m| m.starts_with(BARRIER)));
+        }
+        Ok(d)
     }
 
     /// The most recent dialog the host recorded for the tracked tab, waiting for it.

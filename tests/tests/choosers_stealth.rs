@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::browser::{Browser, Options};
 use unmodal_e2e::page::Page;
-use unmodal_e2e::{Session, chooser, eventually};
+use unmodal_e2e::{Session, activation, chooser, eventually};
 
 /// Makes `navigator.bluetooth` exist (it fails at once without an adapter here).
 const EXPERIMENTAL: &str = "--enable-experimental-web-platform-features";
@@ -229,7 +229,7 @@ async fn stealth_battery(args: &[&str], exposed: &str, extra: &str) -> anyhow::R
     s.page.goto(&url).await?;
     let ours = s.page.eval(&probe).await?;
     // Nothing was asked: every call above fails before any chooser.
-    assert_eq!(s.dialogs().await?["recent_dialogs"], json!([]), "a call of the battery was taken for a chooser");
+    assert_eq!(s.records_caught_up().await?, Vec::<Value>::new(), "a call of the battery was taken for a chooser");
     // They really are the wrappers: a chooser opened with a gesture is cancelled.
     s.page.click("#usb").await?;
     let got = wait_outcome(&s.page, "usb", false).await?;
@@ -563,41 +563,29 @@ async fn bluetooth_without_an_adapter_fails_by_itself() -> anyhow::Result<()> {
     // call (made synchronously in the click, by the native) reaches it: then it refuses by
     // itself ("no gesture"), with or without Unmodal (the browser without it did, in 1 of 2
     // fresh-clone runs at 892be98 beside other work). Such a click says nothing here: it
-    // is made again in a fresh document, each try printed.
-    let no_gesture = "Must be handling a user gesture to show a permission request.";
-    let mut native = Value::Null;
-    for click in 1..=8 {
+    // is made again in a fresh document (`activation::until_not_raced`).
+    let native = activation::until_not_raced("the baseline's Bluetooth call", |_| async {
         bpage.goto(&url).await?;
         bpage.click("#bluetooth").await?;
-        native = wait_outcome(&bpage, "bluetooth", false).await?;
-        if native[3] != no_gesture {
-            break;
-        }
-        eprintln!("baseline: the browser took click {click} as without a gesture; again in a fresh document");
-    }
+        Ok(activation::judge(wait_outcome(&bpage, "bluetooth", false).await?))
+    })
+    .await?;
     assert_eq!(native[3], "Bluetooth adapter not available.", "baseline: {native}");
 
     s.enable_pilot().await?;
-    // The same race with Unmodal: clicks go on until 4 got the adapter's failure (how many
-    // it takes depends on the load, so it is not counted); 32 clicks without 4 such means
-    // the wrapper lost the gesture.
-    let (mut own, mut clicks) = (0, 0);
-    while own < 4 {
-        anyhow::ensure!(clicks < 32, "the browser refused {clicks} clicks as without a gesture, took {own}");
-        clicks += 1;
-        s.page.goto(&url).await?;
-        s.page.click("#bluetooth").await?;
-        let got = wait_outcome(&s.page, "bluetooth", false).await?;
-        if got[3] == no_gesture && got[2] == "SecurityError" {
-            eprintln!("the browser took click {clicks} as without a gesture; again in a fresh document");
-            continue;
-        }
-        assert_eq!(got, native, "click {clicks}");
-        own += 1;
+    // The same with Unmodal, four times: a wrapper that lost the gesture gives the refusal
+    // on every try and fails.
+    for n in 1..=4 {
+        let got = activation::until_not_raced("a Bluetooth call through the wrapper", |_| async {
+            s.page.goto(&url).await?;
+            s.page.click("#bluetooth").await?;
+            Ok(activation::judge(wait_outcome(&s.page, "bluetooth", false).await?))
+        })
+        .await?;
+        assert_eq!(got, native, "call {n}");
     }
     // Settled, nothing asked: the host never heard of a chooser.
-    let d = s.dialogs().await?;
-    assert_eq!(d["recent_dialogs"], json!([]), "{d}");
+    assert_eq!(s.records_caught_up().await?, Vec::<Value>::new());
     Ok(())
 }
 

@@ -19,7 +19,7 @@
 use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::web::CHOOSERS_PAGE as PAGE;
-use unmodal_e2e::{Options, Session, cdp, chooser, eventually};
+use unmodal_e2e::{Options, Session, activation, chooser, eventually};
 
 /// Each chooser call, as a page script makes it.
 const CALLS: [(&str, &str); 3] = [
@@ -105,12 +105,19 @@ async fn after_a_gesture_usb_hid_and_serial_raise_no_prompt_and_never_settle() -
         })
         .await?;
         let me = s.page.session.clone();
-        // The window the chooser has to show itself in: a prompt event, or the promise settling.
-        let prompted = cdp::wait_event(&mut events, Duration::from_secs(3), |e| {
-            e.method == "DeviceAccess.deviceRequestPrompted" && e.session.as_deref() == Some(&me)
-        })
-        .await;
-        assert!(prompted.is_err(), "{key}: a chooser prompt event appeared: {:?}", prompted.map(|e| e.params));
+        // A barrier, not a time: a later call to the same browser service, on the same
+        // ordered pipe, answered to the page. The browser handled the chooser's request
+        // before it, and the DevTools events it sent for it came before this evaluation's
+        // answer on the one connection.
+        let later = match key {
+            "usb" => "navigator.usb.getDevices()",
+            "hid" => "navigator.hid.getDevices()",
+            _ => "navigator.serial.getPorts()",
+        };
+        assert_eq!(s.page.eval(&format!("{later}.then((d) => d.length)")).await?, json!(0), "{key}");
+        let prompted = std::iter::from_fn(|| events.try_recv().ok())
+            .find(|e| e.method == "DeviceAccess.deviceRequestPrompted" && e.session.as_deref() == Some(&me));
+        assert!(prompted.is_none(), "{key}: a chooser prompt event appeared: {:?}", prompted.map(|e| e.params));
         // The page's script still runs; only the chooser's promise is stuck.
         assert_eq!(
             outcome(&s, key).await?,
@@ -136,22 +143,19 @@ async fn bluetooth_with_the_experimental_features_fails_at_once_without_an_adapt
             "SecurityError: Failed to execute 'requestDevice' on 'Bluetooth': Must be handling a user gesture to show a permission request."
         )
     );
-    // A click the browser no longer counts as a gesture when the page handles it (a loaded
-    // machine, seen in a CI run) is refused as the call above; click again, up to 8 times.
-    let gesture_lapsed = json!("SecurityError: Must be handling a user gesture to show a permission request.");
-    let mut settled = gesture_lapsed.clone();
-    for _ in 0..8 {
+    // A click whose activation the browser process had not yet seen when the call reached
+    // it (a loaded machine, seen in a CI run) is refused as the call above: made again.
+    let settled = activation::until_not_raced("a Bluetooth call from a click", |_| async {
         s.page.eval("delete out.bluetooth").await?;
         s.page.click("#bluetooth").await?;
-        settled = eventually(Duration::from_secs(10), "the Bluetooth chooser settling", || async {
+        let v = eventually(Duration::from_secs(10), "the Bluetooth chooser settling", || async {
             let v = outcome(&s, "bluetooth").await?;
             Ok((!v.is_null() && v != json!("pending")).then_some(v))
         })
         .await?;
-        if settled != gesture_lapsed {
-            break;
-        }
-    }
+        Ok(activation::judge(v))
+    })
+    .await?;
     assert_eq!(settled, json!("NotFoundError: Bluetooth adapter not available."));
     Ok(())
 }

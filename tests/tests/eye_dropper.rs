@@ -8,6 +8,7 @@
 //! person's Escape and closes the browser's eye dropper, so the next call is asked again.
 
 use serde_json::{Value, json};
+use unmodal_e2e::activation::{self, Try};
 use unmodal_e2e::browser::Browser;
 use unmodal_e2e::page::Page;
 use unmodal_e2e::web::WebServer;
@@ -44,19 +45,14 @@ async fn session(site: &WebServer, pilot: bool) -> anyhow::Result<Session> {
     Session::showing(&site.page("/eye", PAGE, &[]), pilot).await
 }
 
-/// The browser's own failure when its process has not seen the click's activation that the
-/// page's frame saw: before it opens an eye dropper it checks the activation again, and
-/// consumes it (Chromium's `EyeDropperChooserImpl::Create`), and drops the call if there is
-/// none. Under load the click's activation can reach it after the call (1 fresh-clone run
-/// at 5517a58, the hostile test's first call, in a fresh document); and a second call in
-/// one click's activation finds it consumed by the first. A test's call dropped so is made
-/// again with a new click, as a person would (3 clicks at most), and each such try printed.
-const NOT_AVAILABLE: &str = "Failed to execute 'open' on 'EyeDropper': EyeDropper is not available.";
-
-fn dropped(outcome: &Value) -> bool {
-    outcome[0] == "error" && outcome[3] == NOT_AVAILABLE
-}
-
+/// The browser drops a call (`EyeDropper is not available`) when its process has not seen
+/// the click's activation that the page's frame saw: before it opens an eye dropper it
+/// checks the activation again, and consumes it (Chromium's `EyeDropperChooserImpl::Create`).
+/// Under load the click's activation can reach it after the call (1 fresh-clone run at
+/// 5517a58, the hostile test's first call, in a fresh document); and a second call in one
+/// click's activation finds it consumed by the first. Such a call is made again with a new
+/// click, as a person would, through `activation::until_not_raced`.
+///
 /// The index in `out` of the next call `#e` makes.
 async fn next_call(page: &Page) -> anyhow::Result<usize> {
     let n = page.eval("out.length").await?.as_u64().ok_or_else(|| anyhow::anyhow!("no `out` in the page"))?;
@@ -64,18 +60,14 @@ async fn next_call(page: &Page) -> anyhow::Result<usize> {
 }
 
 /// Clicks `#e` and waits for its call's outcome to be other than pending; a call the
-/// browser dropped as not available is made again.
+/// browser dropped for want of the activation is made again.
 async fn open(page: &Page) -> anyhow::Result<Value> {
-    for attempt in 1.. {
+    activation::until_not_raced("an eye dropper call", |_| async {
         let n = next_call(page).await?;
         page.click("#e").await?;
-        let v = settled(page, n).await?;
-        if !dropped(&v) || attempt == 3 {
-            return Ok(v);
-        }
-        eprintln!("eye dropper: call {n} dropped by the browser as not available (try {attempt}); clicked again");
-    }
-    unreachable!("the loop returns")
+        Ok(activation::judge(settled(page, n).await?))
+    })
+    .await
 }
 
 async fn settled(page: &Page, n: usize) -> anyhow::Result<Value> {
@@ -99,7 +91,7 @@ async fn known(s: &Session) -> anyhow::Result<u64> {
 /// before the question), then requires it still pending; a dropped call is made again.
 /// Returns its index in `out`.
 async fn open_pending(s: &Session) -> anyhow::Result<usize> {
-    for attempt in 1.. {
+    activation::until_not_raced("an eye dropper call held pending", |_| async {
         let n = next_call(&s.page).await?;
         let before = known(s).await?;
         s.page.click("#e").await?;
@@ -109,14 +101,14 @@ async fn open_pending(s: &Session) -> anyhow::Result<usize> {
         .await?;
         let v = s.page.eval(&format!("out[{n}] ?? null")).await?;
         if v == json!("pending") {
-            return Ok(n);
+            return Ok(Try::Done(n));
         }
-        if !dropped(&v) || attempt == 3 {
-            anyhow::bail!("call {n} is not pending: {v}");
+        match activation::judge(v) {
+            Try::Done(v) => anyhow::bail!("call {n} is not pending: {v}"),
+            Try::Raced(why) => Ok(Try::Raced(why)),
         }
-        eprintln!("eye dropper: call {n} dropped by the browser as not available (try {attempt}); clicked again");
-    }
-    unreachable!("the loop returns")
+    })
+    .await
 }
 
 /// The newest eye-dropper record, once every one is closed.
@@ -245,24 +237,19 @@ async fn another_sites_frame_under_a_strict_csp() -> anyhow::Result<()> {
         )
         .await?;
     assert_eq!(ready, "armed");
-    let mut got = Value::Null;
-    for attempt in 1..=3 {
+    let got = activation::until_not_raced("the frame's eye dropper call", |_| async {
         s.in_frame("got = null; 'reset'").await?;
         s.page.click("iframe").await?;
         // Asked as text: `in_frame` waits for a value, and `null` (not settled yet) is none.
-        got = eventually(LIMIT, "the frame's call settled", || async {
+        let got = eventually(LIMIT, "the frame's call settled", || async {
             let v: Value =
                 serde_json::from_str(s.in_frame("JSON.stringify(window.got)").await?.as_str().unwrap_or("null"))?;
             Ok((!v.is_null()).then_some(v))
         })
         .await?;
-        if got != json!(["OperationError", NOT_AVAILABLE]) {
-            break;
-        }
-        eprintln!(
-            "eye dropper: the frame's call dropped by the browser as not available (try {attempt}); clicked again"
-        );
-    }
+        Ok(activation::judge(got))
+    })
+    .await?;
     assert_eq!(got, json!(["AbortError", CANCELLED]));
     let r = &newest(&s).await?;
     assert_eq!(r["url"].as_str(), Some(widget.as_str()), "the frame's own URL: {r}");
@@ -300,7 +287,7 @@ async fn the_wrapper_looks_and_fails_like_the_browsers_own_and_a_hostile_page_se
     let ours = s.page_value(failures).await?;
     assert_eq!(ours, page.eval(failures).await?, "the browser's own failures, value for value");
     assert_eq!(ours[3][1], "NotAllowedError", "{ours}");
-    assert_eq!(s.dialogs().await?["recent_dialogs"], json!([]), "nothing opened, nothing asked");
+    assert_eq!(s.records_caught_up().await?, Vec::<Value>::new(), "nothing opened, nothing asked");
     // A frame removed from its page: the browser without Unmodal has no `EyeDropper` there
     // (the page never used it); ours, made as the frame started, fails as the browser does
     // any call of a window that is gone (README, limits).

@@ -435,7 +435,7 @@ async fn the_wrappers_pass_the_stealth_battery() -> anyhow::Result<()> {
     s.page.goto(&url).await?;
     let with_extension = s.page.eval(PROBE).await?;
     // Nothing was asked: every call above fails or returns before any prompt.
-    assert_eq!(s.dialogs().await?["recent_dialogs"], json!([]));
+    assert_eq!(s.records_caught_up().await?, Vec::<Value>::new());
     // They really are the wrappers (a rule decides).
     s.agent.ok("interact", rule(json!({"permission": "notifications"}))).await?;
     assert_eq!(s.page_value(NOTIFICATIONS).await?, json!(["granted", "granted"]));

@@ -130,7 +130,7 @@ async fn code_run_inside_the_worker_cannot_switch_it_on() -> Result<()> {
             }});
             port.postMessage({{ type: 'hello', version: '0.1.0', pilot: true }});
             port.postMessage({{ type: 'pilot', on: true, via: 'popup', id: 1 }});
-            setTimeout(() => resolve('no answer: ' + JSON.stringify(heard)), 5000);
+            setTimeout(() => resolve('no answer: ' + JSON.stringify(heard)), 15000);
           }}));
         }}"
     );

@@ -5,6 +5,7 @@ mod build;
 mod cross;
 mod dist;
 mod hook_parts;
+mod phases;
 mod repeat;
 mod sh;
 mod wine;
@@ -31,9 +32,10 @@ usage: cargo xtask <command>
           target/dist/npm/, then installed offline and run as a check
   demo    build, then run Chromium + extension + host with a scripted agent session
   bench   build, then measure the engine in real headless Chromium
-  repeat <test> [--times N] [--parallel P] [--load L]
-          build, then run one end-to-end test N times (default 20), P processes at once
-          (default 2), beside L busy loops that load the machine (default 0); prints how many
+  repeat <test>|<module>::|--suite [--times N] [--parallel P] [--load L]
+          build, then run one end-to-end test (or a module's tests, or the whole end-to-end
+          phase) N times (default 20), P processes at once (default 2; a suite run is one at
+          a time), beside L busy loops that load the machine (default 0); prints how many
           passed and keeps each failed run's output in target/repeat/
   stress-startup [--launches N] [--parallel P] [--slow-scripts] [--bare] [--cold] [--keep DIR]
           build, then launch fresh browsers whose start page calls confirm() at once and
@@ -65,25 +67,45 @@ fn main() -> Result<()> {
 }
 
 fn test(rest: &[String]) -> Result<()> {
+    let mut clock = phases::Clock::default();
+    let out = test_phases(&mut clock, rest);
+    eprint!("{}", clock.report());
+    out
+}
+
+fn test_phases(clock: &mut phases::Clock, rest: &[String]) -> Result<()> {
     // No release host: the end-to-end tests run target/debug/unmodal, which the test build
     // below makes anyway (cargo builds a package's binary for its integration tests), so
     // the dependencies are not compiled a second time with optimisations.
-    sh::timed("build the extension", build::extension)?;
+    clock.run(&phases::EXTENSION, build::extension)?;
     let under_wine: Vec<&str> = wine::target_if_ready().into_iter().collect();
-    sh::timed("typecheck for the other systems", || cross::check(&under_wine))?;
-    sh::timed("Windows build under Wine", wine::test)?;
-    sh::timed("test tools", || {
+    clock.run(&phases::CROSS, || cross::check(&under_wine))?;
+    clock.run(&phases::WINE, wine::test)?;
+    clock.run(&phases::TOOLS, || {
         bootstrap::chromium()?;
         bootstrap::display_tools()?;
         bootstrap::test_peers()
     })?;
-    let mut cmd = sh::cargo();
-    cmd.args(["test", "--workspace", "--all-features", "--no-fail-fast"]).args(rest);
-    if std::env::var_os("RUST_TEST_THREADS").is_none() {
-        cmd.env("RUST_TEST_THREADS", test_threads().to_string());
-    }
-    cmd.env("UNMODAL_TEST_HOST", target_dir().join("debug/unmodal"));
-    sh::timed("tests (their build, then unit and end-to-end)", || sh::run(&mut cmd))
+    let cargo_test = |args: &[&str]| {
+        let mut cmd = sh::cargo();
+        cmd.args(["test", "--all-features"]).args(args);
+        if std::env::var_os("RUST_TEST_THREADS").is_none() {
+            cmd.env("RUST_TEST_THREADS", test_threads().to_string());
+        }
+        cmd.env("UNMODAL_TEST_HOST", target_dir().join("debug/unmodal"));
+        cmd
+    };
+    clock.run(&phases::BUILD, || sh::run(&mut cargo_test(&["--workspace", "--no-run"])))?;
+    // Unit tests (every package's, the harness's own included, doc tests too) and the
+    // end-to-end tests each run even when the other failed: a run reports all it found.
+    let unit = clock.run(&phases::UNIT, || {
+        sh::run(cargo_test(&["--workspace", "--no-fail-fast", "--exclude", "unmodal-e2e"]).args(rest))?;
+        sh::run(cargo_test(&["--no-fail-fast", "-p", "unmodal-e2e", "--lib", "--bins"]).args(rest))
+    });
+    let e2e = clock.run(&phases::E2E, || {
+        sh::run(cargo_test(&["--no-fail-fast", "-p", "unmodal-e2e", "--test", "e2e"]).args(rest))
+    });
+    unit.and(e2e)
 }
 
 /// More test threads than cores: the end-to-end tests mostly wait on browsers, and how many

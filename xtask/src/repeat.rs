@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-pub const USAGE: &str = "repeat <test>|--suite [--times N] [--parallel P] [--load L]";
+pub const USAGE: &str = "repeat <test>|<module>::|--suite [--times N] [--parallel P] [--load L]";
 
 /// What `--suite` names in place of a test.
 const SUITE: &str = "the end-to-end suite";
@@ -132,20 +132,33 @@ pub fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// One run; the path of its kept output if it failed.
+/// One run; the path of its kept output if it failed. A name ending in `::` is a module:
+/// its tests run together, as the suite runs them.
 fn once(exe: &Path, host: &Path, test: &str, logs: &Path, i: usize) -> Result<Option<PathBuf>> {
-    let (passed, text) = run_e2e(exe, host, &["--exact", test, "--test-threads", "1"])?;
+    let module = test.ends_with("::");
+    let args: &[&str] = if module { &[test] } else { &["--exact", test, "--test-threads", "1"] };
+    let (passed, text) = run_e2e(exe, host, args)?;
     // A filter that names no test runs none and passes: that is not a pass.
-    if !text.contains("1 passed; 0 failed") && passed {
+    let ran = if module { !text.contains(" 0 passed; 0 failed") } else { text.contains("1 passed; 0 failed") };
+    if !ran && passed {
         let said = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("nothing");
-        bail!("`{test}` names no single end-to-end test (the harness said: {said})");
+        bail!("`{test}` names no end-to-end test (the harness said: {said})");
     }
     if passed {
         return Ok(None);
     }
-    let log = logs.join(format!("{}-{i}.log", test.replace("::", "-")));
-    std::fs::write(&log, text)?;
+    let log = logs.join(format!("{}-{i}.log", test.trim_end_matches("::").replace("::", "-")));
+    std::fs::write(&log, &text)?;
+    eprintln!("xtask: run {} failed: {}", i + 1, text_failing(&text).join(", "));
     Ok(Some(log))
+}
+
+/// The tests a run's output says failed.
+fn text_failing(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.ends_with(" ... FAILED"))
+        .map(|l| l.trim_start_matches("test ").trim_end_matches(" ... FAILED"))
+        .collect()
 }
 
 /// One run of the whole suite; the path of its kept output if it failed (its failing
@@ -154,8 +167,7 @@ fn whole(exe: &Path, host: &Path, logs: &Path, i: usize) -> Result<Option<PathBu
     let start = Instant::now();
     let (passed, text) = run_e2e(exe, host, &[])?;
     let closing = text.lines().rev().find(|l| l.starts_with("test result:")).unwrap_or("no closing line");
-    let failing: Vec<&str> =
-        text.lines().filter(|l| l.ends_with(" ... FAILED")).map(|l| l.trim_start_matches("test ")).collect();
+    let failing = text_failing(&text);
     eprintln!("xtask: suite run {} in {:.0} s: {closing}", i + 1, start.elapsed().as_secs_f64());
     for f in &failing {
         eprintln!("xtask:   {f}");
