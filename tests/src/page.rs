@@ -74,6 +74,11 @@ impl Page {
     /// isolated world of the test's own, so a hostile page's prototypes are never touched
     /// and the page sees nothing of it.
     pub async fn click(&self, selector: &str) -> Result<()> {
+        self.click_within(selector, CLICK_LIMIT).await
+    }
+
+    /// `click`, waiting at most `limit` for each of its two conditions.
+    pub async fn click_within(&self, selector: &str, limit: Duration) -> Result<()> {
         let world = self.isolated_world().await?;
         let sel = serde_json::to_string(selector)?;
         let locate = format!(
@@ -84,7 +89,7 @@ impl Page {
              const framed = e.tagName === 'IFRAME' || e.tagName === 'FRAME'; \
              return [r.x + r.width / 2, r.y + r.height / 2, window.__seen.clicks, framed]; }})()"
         );
-        let at = eventually(CLICK_LIMIT, &format!("{selector} in a parsed document, for a click"), || async {
+        let at = eventually(limit, &format!("{selector} in a parsed document, for a click"), || async {
             let v = self.eval_in(world, &locate).await?;
             Ok((!v.is_null()).then_some(v))
         })
@@ -114,7 +119,7 @@ impl Page {
         release?;
         let me = self.session.clone();
         let mut dialog = false;
-        eventually(CLICK_LIMIT, &format!("the page seeing the click on {selector}"), || {
+        eventually(limit, &format!("the page seeing the click on {selector}"), || {
             while let Ok(e) = events.try_recv() {
                 dialog |= e.method == "Page.javascriptDialogOpening" && e.session.as_deref() == Some(&me);
             }

@@ -73,17 +73,23 @@ impl Session {
     /// `seen`, as the kinds' test pages do): the tab still takes input.
     pub async fn takes_input(&self) -> Result<()> {
         // A click the browser drops as it settles (a dialog closing, a navigation just
-        // committed) is sent again every CLICK_AGAIN: what is checked is that clicks reach
-        // the page within LIMIT, not that the first one did. A frozen tab takes none.
+        // committed) is sent again every CLICK_AGAIN, each resend printed: what is checked
+        // is that clicks reach the page within LIMIT, not that the first one did. A frozen
+        // tab takes none.
         let start = std::time::Instant::now();
         let mut clicks = 0;
         loop {
-            self.page.click("#b").await?;
             clicks += 1;
-            let seen = eventually(CLICK_AGAIN, "a click reaching the page", || async {
-                Ok(self.page_value("seen.includes('click')").await?.as_bool().unwrap_or(false).then_some(()))
-            })
-            .await;
+            let clicked = self.page.click_within("#b", CLICK_AGAIN).await;
+            let seen = match clicked {
+                Ok(()) => {
+                    eventually(CLICK_AGAIN, "the page's handler seeing the click", || async {
+                        Ok(self.page_value("seen.includes('click')").await?.as_bool().unwrap_or(false).then_some(()))
+                    })
+                    .await
+                }
+                Err(e) => Err(e),
+            };
             match seen {
                 Ok(()) => return Ok(()),
                 Err(e) if start.elapsed() >= LIMIT => {
@@ -97,7 +103,7 @@ impl Session {
                         "no click reached the page within {LIMIT:?} ({clicks} sent); the page: {page}"
                     )));
                 }
-                Err(_) => {}
+                Err(e) => eprintln!("takes_input: click {clicks} not seen by the page ({e:#}); sent again"),
             }
         }
     }
