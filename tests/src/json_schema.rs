@@ -83,10 +83,10 @@ pub fn check(root: &Value, schema: &Value, value: &Value, path: &str) -> Vec<Str
                 }
             }
             "minimum" | "maximum" => {
-                if let (Some(n), Some(bound)) = (value.as_f64(), rule.as_f64()) {
-                    if (key == "minimum" && n < bound) || (key == "maximum" && n > bound) {
-                        errs.push(format!("{path}: {n} is past the {key} {bound}"));
-                    }
+                if let (Some(n), Some(bound)) = (value.as_f64(), rule.as_f64())
+                    && ((key == "minimum" && n < bound) || (key == "maximum" && n > bound))
+                {
+                    errs.push(format!("{path}: {n} is past the {key} {bound}"));
                 }
             }
             "minLength" | "maxLength" | "minItems" | "maxItems" => {
@@ -95,11 +95,10 @@ pub fn check(root: &Value, schema: &Value, value: &Value, path: &str) -> Vec<Str
                     Value::Array(a) if key.ends_with("Items") => Some(a.len()),
                     _ => None,
                 };
-                if let (Some(len), Some(bound)) = (len, rule.as_u64()) {
-                    let bound = bound as usize;
-                    if (key.starts_with("min") && len < bound) || (key.starts_with("max") && len > bound) {
-                        errs.push(format!("{path}: length {len} is past the {key} {bound}"));
-                    }
+                if let (Some(len), Some(bound)) = (len, rule.as_u64().map(|b| b as usize))
+                    && ((key.starts_with("min") && len < bound) || (key.starts_with("max") && len > bound))
+                {
+                    errs.push(format!("{path}: length {len} is past the {key} {bound}"));
                 }
             }
             "pattern" => {

@@ -551,10 +551,8 @@ fn strip_comments(text: &str) -> (String, Vec<String>) {
             }
         }
         let comment = &line[cut..];
-        if let Some(at) = comment.find('{') {
-            if let Some(json) = json_prefix(&comment[at..]) {
-                aside.push(json.to_owned());
-            }
+        if let Some(json) = comment.find('{').and_then(|at| json_prefix(&comment[at..])) {
+            aside.push(json.to_owned());
         }
         out.push_str(&line[..cut]);
         out.push('\n');
