@@ -626,7 +626,7 @@ fn commands_in_the_prose_parse_with_the_real_cli() -> Result<()> {
             if w.first().is_none_or(|p| p != "unmodal") || w.len() < 2 {
                 continue;
             }
-            if w[1].starts_with('<') || w[1].starts_with("chrome-extension:") {
+            if w[1].starts_with(['<', '…']) || w[1].starts_with("chrome-extension:") {
                 continue;
             }
             checked += 1;
