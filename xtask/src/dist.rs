@@ -458,7 +458,8 @@ impl Drop for Reaped {
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"xtask-dist","version":"0"}}}"#;
 
 /// Installs the two tarballs offline, with npm, into an empty directory (a cache, home and
-/// Unmodal directories of its own too), then runs the installed command as a user would:
+/// Unmodal directories of its own too; and once more with `-g` into a prefix of its own, as
+/// the README shows before publishing), then runs the installed command as a user would:
 /// `npx unmodal --version`, `npx unmodal install --user-data-dir` (the host registered in a
 /// profile, pointing at the platform package's binary; the carried extension unpacked),
 /// `npx unmodal mcp` answering an `initialize`, a usage error's exit code passed on, and
@@ -536,6 +537,23 @@ pub fn smoke(main_tgz: &Path, platform_tgz: &Path) -> Result<Figures> {
 
     let version = sh::output(npm("npx").args(["--no-install", "unmodal", "--version"]))?;
     ensure!(version.trim() == format!("unmodal {VERSION}"), "`npx unmodal --version` printed {version:?}");
+
+    // As the README installs them before they are published: globally, from the two files.
+    let global = dir("global")?;
+    sh::output(
+        npm("npm")
+            .args(["install", "-g", "--offline", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&global)
+            .arg(main_tgz)
+            .arg(platform_tgz),
+    )
+    .context("npm install -g of the packed tarballs, offline")?;
+    let bin = if cfg!(windows) { global.join("unmodal.cmd") } else { global.join("bin/unmodal") };
+    let version = sh::output(npm(&bin.to_string_lossy()).arg("--version"))?;
+    ensure!(
+        version.trim() == format!("unmodal {VERSION}"),
+        "the globally installed `unmodal --version` printed {version:?}"
+    );
 
     sh::output(npm("npx").args(["--no-install", "unmodal", "install", "--user-data-dir"]).arg(&profile))
         .context("`npx unmodal install`")?;
