@@ -335,6 +335,24 @@ async fn tool_calls_in_the_docs_fit_the_real_schema_and_server() -> Result<()> {
     let keys: Vec<String> =
         signature("{setup: true, dialog_type: \"auth\", match?: {realm?}}").into_iter().map(|(k, _)| k).collect();
     ensure!(keys == ["setup", "dialog_type", "match", "realm"], "the forms are read as {keys:?}");
+
+    // Every kind the schema takes has a page of its own under docs/kinds/, named in its title.
+    let mut titles = String::new();
+    for file in markdown::all_files(&repo_root().join("docs/kinds"))? {
+        titles.push_str(std::fs::read_to_string(&file)?.lines().next().unwrap_or_default());
+    }
+    let choices = schema["$defs"]["DialogTypeArg"]["oneOf"].as_array().cloned().unwrap_or_default();
+    let kinds: Vec<String> = choices
+        .iter()
+        .flat_map(|c| c.get("enum").and_then(Value::as_array).cloned().unwrap_or_else(|| vec![c["const"].clone()]))
+        .filter_map(|k| k.as_str().map(str::to_owned))
+        .collect();
+    ensure!(kinds.len() >= 15, "DialogTypeArg lists {kinds:?}");
+    for kind in kinds.iter().filter(|k| *k != "all") {
+        if !titles.contains(&format!("\"{kind}\"")) && !titles.contains(&format!("`{kind}`")) {
+            errs.push(format!("dialog_type `{kind}` has no page in docs/kinds/ (its title names the kind)"));
+        }
+    }
     server.client.cancel().await?;
     fail_all("documented tool calls do not fit the server", errs)
 }
