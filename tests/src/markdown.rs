@@ -32,11 +32,29 @@ impl Block {
     }
 }
 
-/// Every markdown file of the repository (not under target/, node_modules/ or .git/).
+/// Every markdown file under `root` that git does not ignore (tracked, or new and not
+/// ignored: a venv's or node_modules' files are not the project's); outside a git checkout,
+/// every one not under target/, node_modules/ or a hidden directory.
 pub fn all_files(root: &Path) -> Result<Vec<PathBuf>> {
+    let listed = std::process::Command::new("git")
+        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.md"])
+        .current_dir(root)
+        .output();
     let mut out = Vec::new();
-    walk(root, &mut out)?;
+    match listed {
+        Ok(o) if o.status.success() => {
+            for name in o.stdout.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+                let path = root.join(String::from_utf8_lossy(name).as_ref());
+                // A file deleted in the work tree but still in the index is gone.
+                if path.is_file() {
+                    out.push(path);
+                }
+            }
+        }
+        _ => walk(root, &mut out)?,
+    }
     out.sort();
+    out.dedup();
     Ok(out)
 }
 
