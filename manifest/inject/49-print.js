@@ -8,7 +8,7 @@
   // person's cancel of the preview, without calling the browser's print() (no job, no
   // preview), and asks (rule, policy, agent) only to record it; pilot off, the browser's.
   // No `beforeprint`/`afterprint` is fired: an event a script makes is not trusted, and the
-  // page's own print layout is never entered (see README, limits).
+  // page's own print layout is never entered (see docs/kinds/print.md, limits).
   //
   // Start-up cost: nothing but the replacement (60-install puts it in).
   const printHook = {

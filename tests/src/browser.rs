@@ -211,7 +211,7 @@ impl Browser {
             .args([
                 "--remote-debugging-port=0",
                 "--window-size=1024,768",
-                // As the README's recipe: the debugging bar would resize a headful tab.
+                // As docs/browsers.md's recipe: the debugging bar would resize a headful tab.
                 "--silent-debugger-extension-api",
             ])
             .arg(format!("--user-data-dir={}", profile.path().display()))

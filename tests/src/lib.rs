@@ -9,6 +9,8 @@ pub mod cdp;
 pub mod chooser;
 pub mod chromium_group;
 pub mod framed;
+pub mod json_schema;
+pub mod markdown;
 pub mod page;
 pub mod peer;
 pub mod remote;

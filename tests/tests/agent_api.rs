@@ -1,4 +1,4 @@
-//! The MCP surface as an agent meets it: the response shapes the README documents, errors
+//! The MCP surface as an agent meets it: the response shapes docs/tools.md documents, errors
 //! that name what is wrong and change nothing, and a clear answer when no browser is there.
 
 use serde_json::json;

@@ -6,7 +6,7 @@
 //! and a hostile page's traps never see them at work. Every comparison is with a browser
 //! without the extension, running the same script.
 //!
-//! Known differences, pinned here so that they are seen (README, "Limits today"):
+//! Known differences, pinned here so that they are seen (docs/limits.md, "Limits today"):
 //! - a call the browser fails at once (no gesture, wrong receiver, bad arguments) settles
 //!   one microtask later than without Unmodal;
 //! - a page with its own `Error.prepareStackTrace` is handed no frame at all in such an error
@@ -281,7 +281,7 @@ fn assert_same(ours: &Value, native: &Value, fix: impl Fn(&Value) -> Value) {
         }
     }
     assert!(differs.is_empty(), "differs from a browser without Unmodal:\n{}", differs.join("\n"));
-    // The one known difference (README, "Limits today"): the browser's promise is already
+    // The one known difference (docs/limits.md, "Limits today"): the browser's promise is already
     // rejected when it returns, the wrapper's settles when its reaction to the browser's runs,
     // a microtask later. The wrapper cannot return the browser's promise itself: the error
     // in it was made with the wrapper's frames on the stack, and only a reaction of ours,

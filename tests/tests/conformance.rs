@@ -178,7 +178,7 @@ fn serve(web: &WebServer, away: &WebServer) -> Vec<Case> {
     // The page leaves for another site: its document is unloaded in its own process, and
     // the browser shows no dialog there (measured: leaving for a page of the same site, the
     // browser opens the dialog of a `pagehide` or `unload` handler, which nobody can answer
-    // and which stops the handler: README, limits). `no-store`: never kept in the
+    // and which stops the handler: docs/limits.md). `no-store`: never kept in the
     // back/forward cache.
     for event in ["beforeunload", "pagehide", "unload"] {
         let name: &'static str = Box::leak(format!("on-{event}").into_boxed_str());
@@ -353,7 +353,7 @@ const CONFIGS: [&str; 5] = ["rule", "auto", "auto_accept", "auto_dismiss", "must
 
 /// What the page got in each case under `config`, and whether the other site's control
 /// frame was answered before its rules came, and recorded so (the default's answer,
-/// `rules_loaded: false`): the window the product keeps by design (README, limits).
+/// `rules_loaded: false`): the window the product keeps by design (docs/limits.md).
 async fn ours(config: &str, cases: &[Case], away: &WebServer) -> anyhow::Result<(Vec<Option<Value>>, bool)> {
     let s = Session::start().await?;
     serve(&s.web, away);
@@ -378,7 +378,7 @@ async fn ours(config: &str, cases: &[Case], away: &WebServer) -> anyhow::Result<
     let policy = !matches!(config, "rule" | "auto");
     for c in cases {
         // The control shows dialogs: only the accepting rule answers them as the driver did.
-        // Under a policy, what the worker finds comes after the policy (README, limits).
+        // Under a policy, what the worker finds comes after the policy (docs/limits.md).
         if c.shows && config != "rule" {
             out.push(None);
             continue;

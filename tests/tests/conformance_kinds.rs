@@ -3,7 +3,7 @@
 //! a frame sandboxed without `allow-modals` and on a removed frame's window, in a browser
 //! without Unmodal and in one with it (pilot on, no rule: the default), from a real click.
 //! What the page sees must be equal, value for value (a promise's outcome with the error's
-//! name and message, or what was thrown), but for the difference pinned below (README,
+//! name and message, or what was thrown), but for the difference pinned below (docs/limits.md,
 //! limits).
 
 use serde_json::Value;

@@ -12,7 +12,7 @@
 //! - Every call that fails at once comes back already rejected (its handlers run within two
 //!   microtasks); one that opens a chooser does not; the call leaves the user activation in
 //!   place. So a page hook can let the browser's own code convert and check the arguments
-//!   and tell a chooser that opened from one that failed (what is left to build, README).
+//!   and tell a chooser that opened from one that failed (what is left to build, docs/kinds/device-chooser.md).
 //! - `navigator.bluetooth` is absent by default; with the experimental web platform features
 //!   on, a chooser fails at once: no adapter.
 

@@ -290,7 +290,7 @@ async fn the_wrapper_looks_and_fails_like_the_browsers_own_and_a_hostile_page_se
     assert_eq!(s.records_caught_up().await?, Vec::<Value>::new(), "nothing opened, nothing asked");
     // A frame removed from its page: the browser without Unmodal has no `EyeDropper` there
     // (the page never used it); ours, made as the frame started, fails as the browser does
-    // any call of a window that is gone (README, limits).
+    // any call of a window that is gone (docs/limits.md).
     let removed = "(() => { const f = document.createElement('iframe'); document.body.append(f);
         const w = f.contentWindow; f.remove();
         try { return typeof w.EyeDropper === 'function' ? new w.EyeDropper().open().then(() => 'ok', (e) => [e.name, e.message]) : 'none'; }

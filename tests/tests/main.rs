@@ -16,6 +16,8 @@ mod conformance;
 mod conformance_kinds;
 mod csp_frames;
 mod device_chooser;
+mod docs_examples;
+mod docs_links;
 mod downloads;
 mod extension_zip;
 mod eye_dropper;

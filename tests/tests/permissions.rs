@@ -326,7 +326,7 @@ const TRAPS: &str = r#"<!doctype html><title>traps</title>
       value: function (...a) { note(name); return Reflect.apply(orig, this, a); } });
   };
   // Not `then` on Object.prototype: resolving a promise with an object reads it, the
-  // browser's own promise too (README: the MediaStream's `then` is read twice).
+  // browser's own promise too (docs/kinds/permission.md: the MediaStream's `then` is read twice).
   for (const key of ['permission', 'names', 'api', 'detail']) {
     define(Object.prototype, key, { configurable: true,
       get() { note('get ' + key); return undefined; }, set(v) { note('set ' + key); } });

@@ -26,7 +26,7 @@ use unmodal_e2e::{Agent, Reply, WebServer, eventually};
 const LIMIT: Duration = Duration::from_secs(20);
 const PAGE: &str = "<!doctype html><title>work</title><p>A page a person works in.</p>";
 /// The sentence the popup and the agent's logs give when the browser is open to DevTools
-/// clients (`host/pilot_switch.rs`, quoted in the README's *Who can switch the pilot on*).
+/// clients (`host/pilot_switch.rs`, quoted in docs/pilot.md, *Who can switch the pilot on*).
 const REFUSED: &str = "A program can control this browser, so this switch cannot turn AI Web Pilot on. \
 Run `unmodal pilot on` in a terminal.";
 

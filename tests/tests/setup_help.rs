@@ -86,7 +86,7 @@ fn about_browser(text: &str, port: u16, profile: &std::path::Path) -> anyhow::Re
 #[tokio::test(flavor = "multi_thread")]
 async fn doctor_recognises_a_browser_started_for_a_cdp_driver() -> anyhow::Result<()> {
     let home = tempfile::tempdir()?;
-    // Started as the README says: --remote-debugging-port, --user-data-dir, --load-extension,
+    // Started as docs/browsers.md says: --remote-debugging-port, --user-data-dir, --load-extension,
     // --silent-debugger-extension-api, and `unmodal install --user-data-dir`.
     let s = Session::start().await?;
     let (_, text) = doctor(home.path(), &s.browser.runtime)?;

@@ -1,7 +1,7 @@
 //! `cargo xtask dist`: the release, in target/dist/. For each target whose toolchain is here
 //! (this machine's own; Windows x64 with mingw; another only with a linker named for it), an
 //! archive with the binary (which carries the extension, as `cargo xtask build` makes it),
-//! README.md and the licence files, and `SHA256SUMS` over the archives. Then, in
+//! the user docs (README.md, SECURITY.md, BENCHMARKS.md, docs/) and the licence files, and `SHA256SUMS` over the archives. Then, in
 //! target/dist/npm/, npm packages in the style of esbuild and Biome: `unmodal`, whose
 //! `bin/unmodal.js` runs the binary of the one per-platform package (`@unmodal/linux-x64`,
 //! `@unmodal/win32-x64`, ...) npm installed of its optional dependencies; each packed
@@ -113,7 +113,7 @@ pub fn all() -> Result<()> {
     }
     fs::write(dist.join("SHA256SUMS"), sha256sums(&archives)?)?;
 
-    let packed = npm_packages(&dist.join("npm"), VERSION, &built, &root.join("README.md"))?;
+    let packed = npm_packages(&dist.join("npm"), VERSION, &built, &user_docs(&root)?)?;
 
     eprintln!("xtask: target/dist/:");
     for path in archives.iter().chain([&packed.main]).chain(packed.platforms.iter().map(|(_, p)| p)) {
@@ -186,14 +186,38 @@ fn binary_for(target: &Target, host: &str, root: &Path) -> Result<Option<PathBuf
     Ok(Some(root.join("target").join(target.triple).join("release").join(target.exe())))
 }
 
-/// What an archive holds, by name: the binary (mode 0755), README.md and each licence file
-/// there is (0644).
+/// The docs a user reads, by their path in the repository: README.md, the SECURITY.md and
+/// BENCHMARKS.md it links, and every markdown file under docs/ (the reference), in path order
+/// (the same bytes each build). ARCHITECTURE.md maps code an archive does not carry.
+pub fn user_docs(root: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+    fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
+        let mut entries: Vec<_> =
+            fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let name = format!("{rel}/{}", e.file_name().to_string_lossy());
+            if e.file_type()?.is_dir() {
+                walk(&e.path(), &name, out)?;
+            } else if name.ends_with(".md") {
+                out.push((name, fs::read(e.path())?));
+            }
+        }
+        Ok(())
+    }
+    let mut docs = Vec::new();
+    for name in ["README.md", "SECURITY.md", "BENCHMARKS.md"] {
+        docs.push((name.to_owned(), fs::read(root.join(name)).with_context(|| format!("reading {name}"))?));
+    }
+    walk(&root.join("docs"), "docs", &mut docs)?;
+    Ok(docs)
+}
+
+/// What an archive holds, by name: the binary (mode 0755), the user docs and each licence
+/// file there is (0644).
 fn archive_files(root: &Path, built: &Built) -> Result<Vec<(String, Vec<u8>, u32)>> {
     let read = |p: &Path| fs::read(p).with_context(|| format!("reading {}", p.display()));
-    let mut files = vec![
-        (built.target.exe().to_owned(), read(&built.binary)?, 0o755),
-        ("README.md".to_owned(), read(&root.join("README.md"))?, 0o644),
-    ];
+    let mut files = vec![(built.target.exe().to_owned(), read(&built.binary)?, 0o755)];
+    files.extend(user_docs(root)?.into_iter().map(|(name, bytes)| (name, bytes, 0o644)));
     for name in LICENSES {
         let path = root.join(name);
         if path.is_file() {
@@ -262,8 +286,9 @@ pub struct Packed {
     pub platforms: Vec<(&'static Target, PathBuf)>,
 }
 
-/// Writes the packages into `out/<name>/` and packs each into `out/*.tgz`.
-pub fn npm_packages(out: &Path, version: &str, built: &[Built], readme: &Path) -> Result<Packed> {
+/// Writes the packages into `out/<name>/` and packs each into `out/*.tgz`; the main package
+/// carries `docs` (the user docs, by path: README.md at its root, docs/ beside it).
+pub fn npm_packages(out: &Path, version: &str, built: &[Built], docs: &[(String, Vec<u8>)]) -> Result<Packed> {
     if !sh::have("npm") {
         bail!("npm is needed to pack the npm packages: install Node.js (Debian: `apt-get install nodejs npm`)");
     }
@@ -291,7 +316,11 @@ pub fn npm_packages(out: &Path, version: &str, built: &[Built], readme: &Path) -
     let dir = out.join("unmodal");
     fs::create_dir_all(dir.join("bin"))?;
     fs::write(dir.join("package.json"), main_package_json(&targets, version))?;
-    fs::copy(readme, dir.join("README.md")).with_context(|| format!("copying {}", readme.display()))?;
+    for (name, bytes) in docs {
+        let path = dir.join(name);
+        fs::create_dir_all(path.parent().unwrap_or(&dir))?;
+        fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    }
     let launcher = dir.join("bin/unmodal.js");
     fs::write(&launcher, launcher_js(&targets)?)?;
     make_executable(&launcher)?;
@@ -330,7 +359,7 @@ fn main_package_json(targets: &[&Target], version: &str) -> String {
   "license": "MIT OR Apache-2.0",
   "keywords": ["mcp", "chrome", "extension", "dialogs", "ai", "agent"],
   "bin": {{ "unmodal": "bin/unmodal.js" }},
-  "files": ["bin/"],
+  "files": ["bin/", "docs/", "SECURITY.md", "BENCHMARKS.md"],
   "engines": {{ "node": ">=18" }},
   "optionalDependencies": {{
 {deps}
@@ -429,7 +458,8 @@ impl Drop for Reaped {
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"xtask-dist","version":"0"}}}"#;
 
 /// Installs the two tarballs offline, with npm, into an empty directory (a cache, home and
-/// Unmodal directories of its own too), then runs the installed command as a user would:
+/// Unmodal directories of its own too; and once more with `-g` into a prefix of its own, as
+/// the README shows before publishing), then runs the installed command as a user would:
 /// `npx unmodal --version`, `npx unmodal install --user-data-dir` (the host registered in a
 /// profile, pointing at the platform package's binary; the carried extension unpacked),
 /// `npx unmodal mcp` answering an `initialize`, a usage error's exit code passed on, and
@@ -466,6 +496,12 @@ pub fn smoke(main_tgz: &Path, platform_tgz: &Path) -> Result<Figures> {
     sh::output(npm("npm").args(["install", "--offline", "--no-audit", "--no-fund"]).arg(main_tgz).arg(platform_tgz))
         .context("npm install of the packed tarballs, offline")?;
     let install = start.elapsed();
+    // The installed package carries the user docs as the repository has them.
+    let installed = project.join("node_modules/unmodal");
+    for (name, bytes) in user_docs(&sh::root())? {
+        let got = fs::read(installed.join(&name)).with_context(|| format!("the installed `unmodal` has no {name}"))?;
+        ensure!(got == bytes, "the installed `unmodal`'s {name} is not the repository's");
+    }
     let mcp_start = Instant::now();
     let mut child = Reaped(
         npm("npx")
@@ -501,6 +537,23 @@ pub fn smoke(main_tgz: &Path, platform_tgz: &Path) -> Result<Figures> {
 
     let version = sh::output(npm("npx").args(["--no-install", "unmodal", "--version"]))?;
     ensure!(version.trim() == format!("unmodal {VERSION}"), "`npx unmodal --version` printed {version:?}");
+
+    // As the README installs them before they are published: globally, from the two files.
+    let global = dir("global")?;
+    sh::output(
+        npm("npm")
+            .args(["install", "-g", "--offline", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&global)
+            .arg(main_tgz)
+            .arg(platform_tgz),
+    )
+    .context("npm install -g of the packed tarballs, offline")?;
+    let bin = if cfg!(windows) { global.join("unmodal.cmd") } else { global.join("bin/unmodal") };
+    let version = sh::output(npm(&bin.to_string_lossy()).arg("--version"))?;
+    ensure!(
+        version.trim() == format!("unmodal {VERSION}"),
+        "the globally installed `unmodal --version` printed {version:?}"
+    );
 
     sh::output(npm("npx").args(["--no-install", "unmodal", "install", "--user-data-dir"]).arg(&profile))
         .context("`npx unmodal install`")?;
@@ -626,6 +679,46 @@ mod tests {
         assert_eq!(seen, want);
     }
 
+    /// The archives carry the reference in docs/ beside the README, at the same paths, so the
+    /// README's links work in an unpacked archive.
+    #[test]
+    fn an_archive_carries_the_user_docs() {
+        let root = sh::root();
+        let tmp = TempDir::new("docs-test").unwrap();
+        let binary = tmp.path().join("unmodal");
+        fs::write(&binary, b"binary").unwrap();
+        let built = Built { target: target("x86_64-unknown-linux-gnu"), binary };
+        let files = archive_files(&root, &built).unwrap();
+        let names: Vec<&str> = files.iter().map(|(n, _, _)| n.as_str()).collect();
+        for want in [
+            "unmodal",
+            "README.md",
+            "SECURITY.md",
+            "BENCHMARKS.md",
+            "docs/README.md",
+            "docs/tools.md",
+            "docs/kinds/README.md",
+        ] {
+            assert!(names.contains(&want), "{want} missing from {names:?}");
+        }
+        let on_disk = fs::read_dir(root.join("docs"))
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
+            .count();
+        assert_eq!(names.iter().filter(|n| n.starts_with("docs/") && n.matches('/').count() == 1).count(), on_disk);
+        let path = tmp.path().join("a.tar.gz");
+        tar_gz(&path, "unmodal-1-x", &files).unwrap();
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(fs::File::open(&path).unwrap()));
+        let inside: Vec<String> =
+            archive.entries().unwrap().map(|e| e.unwrap().path().unwrap().display().to_string()).collect();
+        assert!(inside.contains(&"unmodal-1-x/docs/kinds/passkey.md".to_owned()), "{inside:?}");
+        assert!(
+            main_package_json(&[built.target], "1")
+                .contains(r#""files": ["bin/", "docs/", "SECURITY.md", "BENCHMARKS.md"]"#)
+        );
+    }
+
     #[test]
     fn sha256sums_reads_as_sha256sum_writes() {
         let tmp = TempDir::new("sums-test").unwrap();
@@ -659,7 +752,7 @@ mod tests {
         }
         let tmp = TempDir::new("npm-pack").unwrap();
         let built = [Built { target, binary }];
-        let packed = npm_packages(tmp.path(), VERSION, &built, &root.join("README.md")).unwrap();
+        let packed = npm_packages(tmp.path(), VERSION, &built, &user_docs(&root).unwrap()).unwrap();
         assert_eq!(packed.main.file_name().unwrap(), format!("unmodal-{VERSION}.tgz").as_str());
         let figures = smoke(&packed.main, &packed.platforms[0].1).unwrap();
         eprintln!("{figures}");
