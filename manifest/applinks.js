@@ -16,16 +16,23 @@ const MAX_URL = 2048;
 const WEB = new Set(['http:', 'https:', 'about:', 'blob:', 'data:', 'javascript:', 'file:', 'filesystem:', 'chrome:',
   'chrome-extension:', 'chrome-untrusted:', 'devtools:', 'view-source:', 'ws:', 'wss:', 'ftp:', 'mailto:']);
 
-// A held-in-page kind (held_in_page.js): refused (left cancelled) or let go (opened), the
-// pilot off: the browser's way, only reported. `toHost` carries the browser's own dialogs.
-export function createAppLinks(prompts, toHost) {
-  chrome.webNavigation.onErrorOccurred.addListener((d) => {
-    const colon = d.url.indexOf(':');
-    if (d.error !== 'net::ERR_ABORTED' || colon < 1 || WEB.has(d.url.slice(0, colon + 1).toLowerCase())) return;
-    toHost({ type: 'app_link_dialog', tab_id: d.tabId, frame_id: d.frameId, target: d.url.slice(0, MAX_URL) });
-  });
-  return createHeldInPage('app_link', prompts, (what) => {
-    const target = what.slice(0, MAX_URL);
-    return target === '' ? null : { target };
-  });
-}
+// The kind (kind_registry.js): a held-in-page kind (held_in_page.js), refused (left
+// cancelled) or let go (opened); the pilot off: the browser's way, only reported. Its side
+// message carries the browser's own dialogs, once the host is there (the event may wake this
+// worker).
+export const appLink = {
+  name: 'app_link',
+  sends: ['app_link_dialog'],
+  create({ prompts, toHost, ready }) {
+    chrome.webNavigation.onErrorOccurred.addListener((d) => {
+      const colon = d.url.indexOf(':');
+      if (d.error !== 'net::ERR_ABORTED' || colon < 1 || WEB.has(d.url.slice(0, colon + 1).toLowerCase())) return;
+      const msg = { type: 'app_link_dialog', tab_id: d.tabId, frame_id: d.frameId, target: d.url.slice(0, MAX_URL) };
+      ready.then(() => toHost(msg));
+    });
+    return createHeldInPage('app_link', prompts, (what) => {
+      const target = what.slice(0, MAX_URL);
+      return target === '' ? null : { target };
+    });
+  },
+};

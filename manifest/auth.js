@@ -21,8 +21,15 @@ const give = (callback, decision, answer) => {
   return given;
 };
 
+// The kind (kind_registry.js): its side message says what became of a challenged request.
+export const auth = {
+  name: 'auth',
+  sends: ['auth_done'],
+  create: ({ prompts, toHost, pilotOn }) => createAuth(prompts, toHost, pilotOn),
+};
+
 // `pilotOn()`: the human's switch (off: the browser keeps its own behaviour, only reported).
-export function createAuth(prompts, toHost, pilotOn) {
+function createAuth(prompts, toHost, pilotOn) {
   const requests = new Map(); // requestId -> { tabId, attempts }: challenged, not yet ended
 
   // What became of the request: listened to only while some challenged request is alive,

@@ -4,18 +4,13 @@
 // for. Message shapes: native-host/src/host/protocol.rs. This file wires the parts and
 // reads the host's messages; the port to the host (host_port.js), the pages' messages
 // (page_router.js), the tab list and openers (tabs.js), the pilot's switch
-// (pilot_switch.js) and each kind's adapter are files of their own.
+// (pilot_switch.js) and the kinds of browser prompts are files of their own. The kinds are
+// listed in kinds.js and routed to by what each declares (kind_registry.js): this file
+// names none of them (tools/worker_kinds.test.mjs checks it).
 import { createHolds } from './debugger.js';
 import { createPrompts } from './prompts.js';
-import { createAuth } from './auth.js';
-import { createPermissions } from './permissions.js';
-import { createChoosers } from './choosers.js';
-import { createAppLinks } from './applinks.js';
-import { createPasskeys } from './passkeys.js';
-import { createPrints } from './print.js';
-import { createHeldInPage } from './held_in_page.js';
-import { createFileChoosers } from './file_chooser.js';
-import { createDownloads } from './downloads.js';
+import { KINDS } from './kinds.js';
+import { createKinds } from './kind_registry.js';
 import { createPilot } from './pilot_tools.js';
 import { createStalled } from './stalled.js';
 import { createSandbox } from './sandbox.js';
@@ -34,9 +29,10 @@ let hostPort = null;
 const toHost = (msg) => hostPort?.toHost(msg);
 // AI Web Pilot's switch as the host last said it (pilot_switch.js): off until it speaks.
 const pilot = createPilotSwitch({ toHost, connected: () => hostPort?.isOpen() === true, applyTab: (tabId) => applyTab(tabId), started });
-// tabId -> { config, debugger, choosers }: the config the host encoded for the tab
+// tabId -> { config, debugger, kinds }: the config the host encoded for the tab
 // (engine/src/config.rs; passed to the pages whole, never read here), whether it needs a
-// debugger session, and whether that session intercepts file choosers.
+// debugger session, and what each kind keeps of the host's message (kind name -> state,
+// read by the kind alone).
 const hostConfigs = new Map();
 // Configs of tabs the host said nothing about: no rules, the default policy. Sent
 // explicitly, so a page that kept an older set (this worker restarted, the host died)
@@ -47,53 +43,20 @@ const PILOT_ON = 'U1E1';
 // policy, no debugger); on, the host's config for the tab.
 const configFor = (tabId) => (pilot.on() ? hostConfigs.get(tabId)?.config ?? PILOT_ON : PILOT_OFF);
 const wantsSession = (tabId) => pilot.on() && hostConfigs.get(tabId)?.debugger === true;
-// How the tab's session intercepts file choosers: false, 'hold' (each waits for the host) or
-// 'cancel' (the browser cancels each, the host only hears of it).
-const intercepts = (tabId) => {
-  const c = hostConfigs.get(tabId);
-  if (!wantsSession(tabId) || c?.choosers !== true) return false;
-  return c.choosersCancel ? 'cancel' : 'hold';
-};
-const holds = createHolds(toHost, wantsSession, configFor, intercepts, {
-  opened: (target, params) => fileChoosers.opened(target, params),
-  settled: (tabId) => fileChoosers.settled(tabId),
-});
-// Browser prompts held for the host's answer while the pilot is on (prompts.js): HTTP auth
-// challenges, permission requests the page hook holds (applied as content settings), device
-// choosers the page hook saw open (cancelled or held).
+const holds = createHolds(toHost, wantsSession, configFor);
+// Browser prompts held for the host's answer while the pilot is on (prompts.js), the
+// machinery the kinds share.
 const prompts = createPrompts(toHost, () => hostPort?.isOpen() === true, () => pilot.on());
-createAuth(prompts, toHost, () => pilot.on());
-// File choosers a session intercepted: given the host's files, or cancelled (file_chooser.js).
-const fileChoosers = createFileChoosers(prompts, holds);
-// Downloads: held while the browser asks for their name, saved or cancelled (downloads.js).
-const downloads = createDownloads(prompts, () => pilot.on(), toHost);
-const permissions = createPermissions(prompts);
-const choosers = createChoosers(prompts);
-// Navigations to schemes the OS handles, cancelled in the page: opened or not (applinks.js).
-// The browser's own app-link dialogs go to the host once it is there (the event may wake this worker).
-const appLinks = createAppLinks(prompts, (msg) => ready.then(() => toHost(msg)));
-// WebAuthn requests the page hook holds: refused, or left to the browser (passkeys.js).
-const passkeys = createPasskeys(prompts, holds, toHost);
-// print() calls the page hook answered as a person's cancel: recorded, or printed to PDF (print.js).
-const prints = createPrints(prompts, holds, toHost);
-// What the page hook asks about (content.js's `ask`), by kind. Each adapter answers
-// `accept`, `refuse` or `native`.
-// Calls the page hook holds: refused at once, or left to the browser (held_in_page.js).
-const heldInPage = (kind, fieldsOf) => createHeldInPage(kind, prompts, fieldsOf);
-const asks = {
-  __proto__: null,
-  permission: permissions,
-  device_chooser: choosers,
-  app_link: appLinks,
-  passkey: passkeys,
-  print: prints,
-  sign_in: heldInPage('sign_in', (what) => ({ provider: what.slice(0, 2048) })),
-  payment: heldInPage('payment', (what) => ({ able: what === 'able' })),
-  storage_access: heldInPage('storage_access', (what) => ({ granted: what === 'granted' })),
-  eye_dropper: heldInPage('eye_dropper', () => ({})),
-  // A File System Access picker (inject/48-file-pickers.js): `what` is its mode.
-  file_chooser: heldInPage('file_chooser', (what) => ({ mode: ['open_picker', 'save_picker', 'directory_picker'][what] ?? 'open_picker' })),
-};
+// The kinds' adapters, made here, in the first turn: each registers its own listeners. A
+// kind's state for a tab is what the host's config gave it, while the pilot is on.
+const kinds = createKinds(KINDS, {
+  prompts,
+  holds,
+  toHost,
+  pilotOn: () => pilot.on(),
+  ready,
+  tabKinds: (tabId) => (pilot.on() ? hostConfigs.get(tabId)?.kinds : undefined),
+});
 const pilotTools = createPilot(holds);
 // Sandboxes a document cannot see of itself (CSP headers, other origins' owner elements).
 const sandbox = createSandbox();
@@ -107,11 +70,11 @@ const pages = createPageRouter({
   ready,
   configFor,
   report: (msg) => hostPort.report(msg),
-  asks,
-  // The browser answered a call of the page's first: each kind that made it keeps it.
-  settled: (msg, sender) => {
-    for (const kind in asks) asks[kind].settled?.(msg, sender);
-  },
+  // What the page hook asks about (content.js's `ask`), by the kind it names; each adapter
+  // answers `accept`, `refuse` or `native`.
+  asks: kinds.asks,
+  // The browser answered a call of the page's first: the kind that asked about it keeps it.
+  settled: kinds.settled,
   pilot,
   tabs,
   stalledTabs,
@@ -154,13 +117,7 @@ function onHostMessage(msg) {
     return;
   }
   if (msg.type === 'config' && Number.isInteger(msg.tab_id) && typeof msg.config === 'string') {
-    hostConfigs.set(msg.tab_id, {
-      config: msg.config,
-      debugger: msg.debugger === true,
-      choosers: msg.choosers === true,
-      choosersCancel: msg.choosers_cancel === true,
-      downloads: typeof msg.downloads === 'boolean' ? msg.downloads : undefined,
-    });
+    hostConfigs.set(msg.tab_id, { config: msg.config, debugger: msg.debugger === true, kinds: kinds.fromConfig(msg) });
     // The host answers the agent's setup only once the tab's frames hold the config.
     applyTab(msg.tab_id).then((ack) => toHost({ type: 'config_ack', tab_id: msg.tab_id, rev: msg.rev, ...ack }));
   } else if (msg.type === 'answer' && Number.isInteger(msg.tab_id) && Number.isInteger(msg.hold)) {
@@ -185,6 +142,9 @@ function onHostMessage(msg) {
     hostPort.resume(msg.upto);
     // `resume` ends the host's answer to `hello`: every config it has is here.
     holds.settle();
+  } else {
+    // A kind's own message (kind_registry.js), else one this worker does not know.
+    kinds.fromHost(msg);
   }
 }
 
@@ -200,8 +160,8 @@ async function runPilotCall(msg) {
 // Brings a tab in line with its rules and policy. A page may leave a dialog to the browser
 // only while a debugger session catches it: attach before the config says so, detach after.
 async function applyTab(tabId) {
-  // The site's automatic downloads, as a rule sets them, before the agent hears it is in force.
-  await downloads.applyTab(tabId, pilot.on() ? hostConfigs.get(tabId)?.downloads : undefined);
+  // What the kinds set in the browser for the tab, before the agent hears it is in force.
+  await kinds.applyTab(tabId);
   if (wantsSession(tabId)) {
     const dbg = await holds.sync(tabId);
     // Without the session the page must not hold dialogs; the host falls back to auto.

@@ -6,8 +6,14 @@
 // Message shapes: native-host/src/host/protocol.rs.
 const CHOOSERS = ['usb', 'hid', 'serial', 'bluetooth', 'display'];
 
+// The kind (kind_registry.js): the page hook asks about it.
+export const deviceChooser = {
+  name: 'device_chooser',
+  create: ({ prompts }) => createChoosers(prompts),
+};
+
 // Pilot off: the browser's chooser stands, only reported (prompts.fromPage).
-export function createChoosers(prompts) {
+function createChoosers(prompts) {
   return {
     request(msg, sender, reply) {
       const chooser = CHOOSERS.includes(msg.what) ? msg.what : null;

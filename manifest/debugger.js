@@ -19,17 +19,20 @@ const WAKE_MINUTES = 1 / 60;
 
 const clip = (v) => (typeof v === 'string' ? v.slice(0, MAX_FIELD) : '');
 
-// `wanted(tabId)`: whether the tab should have a session now; `configFor(tabId)`: its config;
-// `intercept(tabId)`: how its session intercepts file choosers (false, 'hold' or 'cancel':
-// the browser cancels each itself), each of which goes to
-// `choosers.opened(target, params)` (file_chooser.js; `choosers.settled(tabId)` resolves once
-// no cancel is under way in the tab). All are read when a queued step runs, so whatever
-// order steps were queued in, the tab ends in the newest wanted state.
-const NO_CHOOSERS = { opened: () => {}, settled: () => Promise.resolve() };
+// `wanted(tabId)`: whether the tab should have a session now; `configFor(tabId)`: its config.
+// File choosers go to whoever took them (`takeChoosers`, as the worker starts:
+// file_chooser.js): `mode(tabId)` says how the tab's session intercepts them (false, 'hold'
+// or 'cancel': the browser cancels each itself), each intercepted one goes to
+// `opened(target, params)`, and `settled(tabId)` resolves once no cancel is under way in the
+// tab. All are read when a queued step runs, so whatever order steps were queued in, the tab
+// ends in the newest wanted state.
+const NO_CHOOSERS = { mode: () => false, opened: () => {}, settled: () => Promise.resolve() };
 const MODES = ['hold', 'cancel'];
 // `Page.setInterceptFileChooserDialog`'s parameters for an interception mode.
 const interceptParams = (mode) => ({ enabled: MODES.includes(mode), cancel: mode === 'cancel' });
-export function createHolds(toHost, wanted, configFor, intercept = () => false, choosers = NO_CHOOSERS) {
+export function createHolds(toHost, wanted, configFor) {
+  let choosers = NO_CHOOSERS;
+  const intercept = (tabId) => choosers.mode(tabId);
   const sessions = new Map(); // tabId -> { script, mainFrame, open: { hold } | null, children, choosers }
   // AI Web Pilot calls borrow the tab's debugger for a call (pilot_tools.js): the policy's
   // session when there is one, else a session of their own (`owned`), detached when the
@@ -379,6 +382,11 @@ export function createHolds(toHost, wanted, configFor, intercept = () => false, 
 
   return {
     sync, answer, releaseAll, adoptStale, settle, open, lease, unlease, children,
+    // File choosers are one kind's (see above); taken once, before any event comes.
+    takeChoosers(taker) {
+      if (choosers !== NO_CHOOSERS) throw new Error('file choosers are taken already');
+      choosers = taker;
+    },
     // Resolves once every held-dialog message queued so far has gone to the host.
     sent: () => written,
     attached: (tabId) => sessions.has(tabId),

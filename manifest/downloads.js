@@ -22,8 +22,22 @@
 
 const MAX_NAME = 256;
 
+// The kind (kind_registry.js). Per tab, from the host's config (`downloads`): its site's
+// automatic downloads (true: allow, false: block, undefined: the browser's own), set before
+// the host hears the config is in force. Its side message says what became of a download.
+export const download = {
+  name: 'download',
+  tab: {
+    fields: ['downloads'],
+    read: ({ downloads }) => (typeof downloads === 'boolean' ? downloads : undefined),
+    reset: undefined,
+  },
+  sends: ['download_done'],
+  create: ({ prompts, pilotOn, toHost }) => createDownloads(prompts, pilotOn, toHost),
+};
+
 // `pilotOn()`: the human's switch; `toHost`: the native port.
-export function createDownloads(prompts, pilotOn, toHost) {
+function createDownloads(prompts, pilotOn, toHost) {
   const asked = new Map(); // download id -> { tabId, request }
   // tabId -> { setting: 'allow' | 'block', patterns }: what the tab's rule sets, and for
   // which sites (the tab's, and each it went to while the rule lasted).
@@ -145,8 +159,7 @@ export function createDownloads(prompts, pilotOn, toHost) {
   });
 
   return {
-    // The tab's config says what its site's automatic downloads are (true: allow, false:
-    // block, undefined: the browser's own); applied before the config is acknowledged.
+    // The tab's state (above) says what its site's automatic downloads are.
     async applyTab(tabId, downloads) {
       if (typeof downloads !== 'boolean') return drop(tabId);
       const wanted = downloads ? 'allow' : 'block';

@@ -12,6 +12,8 @@
 // isolated world, where the page's prototypes cannot reach. Message shapes:
 // native-host/src/host/protocol.rs.
 
+import { createHeldInPage } from './held_in_page.js';
+
 const WORLD = 'unmodal-file-chooser';
 const MAX_TEXT = 300;
 // How long a cancel waits for the browser to report the chooser it opened for it. Long: one
@@ -32,8 +34,29 @@ const DESCRIBE = `function () {
 }`;
 const REOPEN = 'function () { this.showPicker(); }';
 
+// The kind (kind_registry.js). Per tab, from the host's config: how the tab's debugger
+// session intercepts file choosers (`choosers`: false, 'hold': each waits for the host, or
+// 'cancel' with `choosers_cancel`: the browser cancels each, the host only hears of it);
+// debugger.js asks that of this kind and hands it the choosers it intercepted. A File System
+// Access picker (inject/48-file-pickers.js) is of this kind too, held in the page
+// (held_in_page.js): `what` is its mode.
+const PICKERS = ['open_picker', 'save_picker', 'directory_picker'];
+export const fileChooser = {
+  name: 'file_chooser',
+  tab: {
+    fields: ['choosers', 'choosers_cancel'],
+    read: ({ choosers, choosers_cancel: cancel }) => (choosers !== true ? false : cancel === true ? 'cancel' : 'hold'),
+    reset: false,
+  },
+  create({ prompts, holds, tab }) {
+    const intercepted = createFileChoosers(prompts, holds);
+    holds.takeChoosers({ mode: tab, opened: intercepted.opened, settled: intercepted.settled });
+    return createHeldInPage('file_chooser', prompts, (what) => ({ mode: PICKERS[what] ?? 'open_picker' }));
+  },
+};
+
 // `holds`: the tab debugger's sessions and leases (debugger.js).
-export function createFileChoosers(prompts, holds) {
+function createFileChoosers(prompts, holds) {
   const command = (target, method, params = {}) => chrome.debugger.sendCommand(target, method, params);
   // While a cancel is under way in a target (from the answer to `cancel: true` to the answer
   // that ends it: the browser reports choosers in order with its answers), every chooser

@@ -26,8 +26,16 @@ const AUTHENTICATOR = {
 // longer keeps the tab's authenticator: WebAuthn's longest timeout is 10 minutes.
 const MAX_ARMED_MS = 10 * 60 * 1000 + 5000;
 
+// The kind (kind_registry.js): the page hook asks about it; its side message hands the
+// keys back.
+export const passkey = {
+  name: 'passkey',
+  sends: ['passkeys_saved'],
+  create: ({ prompts, holds, toHost }) => createPasskeys(prompts, holds, toHost),
+};
+
 // `holds`: the tab debugger's leases (debugger.js).
-export function createPasskeys(prompts, holds, toHost) {
+function createPasskeys(prompts, holds, toHost) {
   const send = (tabId, method, params = {}) => chrome.debugger.sendCommand({ tabId }, method, params);
   // tabId -> { id: authenticator id, calls: Map(call key -> { rp, request, timer }) }
   const tabs = new Map();

@@ -45,8 +45,14 @@ const storedOf = async (names, urls) => {
 const setAll = (names, patterns, setting) => Promise.all(names.flatMap((n) =>
   patterns.map((primaryPattern) => chrome.contentSettings[TYPES[n]].set({ primaryPattern, setting }))));
 
+// The kind (kind_registry.js): the page hook asks about it.
+export const permission = {
+  name: 'permission',
+  create: ({ prompts }) => createPermissions(prompts),
+};
+
 // Pilot off: the browser's own behaviour, only reported (prompts.fromPage).
-export function createPermissions(prompts) {
+function createPermissions(prompts) {
   // The decision as settings, then the page's call goes on; true when granted.
   const applier = (names, patterns, reply) => async (decision) => {
     let failed = null;

@@ -10,9 +10,16 @@
 // The largest PDF sent to the host (base64), under the host's 64 MB frame limit.
 const MAX_DATA = 44 * 1024 * 1024;
 
+// The kind (kind_registry.js): the page hook asks about it; its side message carries the PDF.
+export const print = {
+  name: 'print',
+  sends: ['print_pdf'],
+  create: ({ prompts, holds, toHost }) => createPrints(prompts, holds, toHost),
+};
+
 // Pilot off: the browser printed, only reported (prompts.fromPage). `holds`: the
 // tab debugger's leases (debugger.js).
-export function createPrints(prompts, holds, toHost) {
+function createPrints(prompts, holds, toHost) {
   const printToPdf = async (tabId, id) => {
     await holds.lease(tabId);
     try {

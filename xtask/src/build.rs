@@ -23,8 +23,29 @@ pub fn extension() -> Result<()> {
     bootstrap::wasm_target()?;
     bootstrap::node_tools()?;
     let root = sh::root();
+    worker_kinds(&root)?;
     let engine_js = engine(&root)?;
     assemble(&root, &engine_js)
+}
+
+/// The worker's kinds hold together and `background.js` names none of them
+/// (tools/worker_kinds.test.mjs, Node's own test runner: the worker's modules as they ship).
+fn worker_kinds(root: &Path) -> Result<()> {
+    let test = root.join("tools/worker_kinds.test.mjs");
+    let out = Command::new("node")
+        .args(["--test", "--test-reporter=dot"])
+        .arg(&test)
+        .output()
+        .context("could not start node (Node.js 20.19+ is needed to build)")?;
+    if !out.status.success() {
+        bail!(
+            "the worker's kinds do not hold together ({}):\n{}{}",
+            test.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
 }
 
 fn engine(root: &Path) -> Result<String> {
@@ -238,5 +259,10 @@ mod tests {
     #[test]
     fn the_page_hook_parts_hold_their_headers() {
         page_hook(&sh::root().join("manifest/inject")).unwrap();
+    }
+
+    #[test]
+    fn the_worker_kinds_hold_together() {
+        worker_kinds(&sh::root()).unwrap();
     }
 }
