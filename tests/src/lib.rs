@@ -8,6 +8,7 @@ pub mod cdp;
 pub mod chooser;
 pub mod chromium_group;
 pub mod framed;
+pub mod frameworks;
 pub mod page;
 pub mod peer;
 pub mod remote;

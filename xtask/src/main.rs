@@ -4,6 +4,7 @@ mod bootstrap;
 mod build;
 mod cross;
 mod dist;
+mod frameworks;
 mod hook_parts;
 mod repeat;
 mod sh;
@@ -21,7 +22,10 @@ usage: cargo xtask <command>
           unmodal-e2e` with UNMODAL_TEST_HOST=target/debug/unmodal
   test    build the extension, typecheck the host for Windows and macOS, run the Windows
           build's unit and CLI tests under Wine (x86_64 Linux), then run every test (unit and
-          real-Chromium end-to-end, against the test build's target/debug/unmodal)
+          real-Chromium end-to-end, against the test build's target/debug/unmodal); the
+          frameworks phase last (Stagehand and browser-use beside Unmodal, in a venv it makes)
+  frameworks
+          the frameworks phase alone (after `cargo xtask extension`)
   wine    the Windows build's tests under Wine, as `test` runs them: the host's unit tests,
           install (read back with `reg query`), doctor, pilot status, uninstall, and a
           named-pipe round trip between `unmodal mcp` and a host
@@ -50,6 +54,7 @@ fn main() -> Result<()> {
             sh::run(sh::cargo().args(["build", "-p", "unmodal"]))
         }
         Some("test") => test(rest),
+        Some("frameworks") => frameworks_phase(),
         Some("dist") => dist::all(),
         Some("wine") => sh::timed("Windows build under Wine", wine::test),
         Some("demo") => harness_bin("demo", rest),
@@ -79,11 +84,37 @@ fn test(rest: &[String]) -> Result<()> {
     })?;
     let mut cmd = sh::cargo();
     cmd.args(["test", "--workspace", "--all-features", "--no-fail-fast"]).args(rest);
+    // The frameworks' tests are a phase of their own, timed apart (below).
+    if !rest.iter().any(|a| a == "--") {
+        cmd.arg("--");
+    }
+    for m in frameworks::MODULES {
+        cmd.args(["--skip", m]);
+    }
     if std::env::var_os("RUST_TEST_THREADS").is_none() {
         cmd.env("RUST_TEST_THREADS", test_threads().to_string());
     }
     cmd.env("UNMODAL_TEST_HOST", target_dir().join("debug/unmodal"));
-    sh::timed("tests (their build, then unit and end-to-end)", || sh::run(&mut cmd))
+    let tests = sh::timed("tests (their build, then unit and end-to-end)", || sh::run(&mut cmd));
+    // Run even when the tests above failed, so one run says all that fails.
+    let phase = frameworks_phase();
+    tests.and(phase)
+}
+
+/// Stagehand and browser-use beside Unmodal: their tools, then their end-to-end modules.
+fn frameworks_phase() -> Result<()> {
+    sh::timed("framework tools (Stagehand, browser-use venv)", || {
+        bootstrap::chromium()?;
+        bootstrap::test_peers()?;
+        frameworks::venv()
+    })?;
+    let mut cmd = sh::cargo();
+    cmd.args(["test", "-p", "unmodal-e2e", "--test", "e2e", "--no-fail-fast", "--"]).args(frameworks::MODULES);
+    if std::env::var_os("RUST_TEST_THREADS").is_none() {
+        cmd.env("RUST_TEST_THREADS", test_threads().to_string());
+    }
+    cmd.env("UNMODAL_TEST_HOST", target_dir().join("debug/unmodal"));
+    sh::timed("frameworks (Stagehand, browser-use)", || sh::run(&mut cmd))
 }
 
 /// More test threads than cores: the end-to-end tests mostly wait on browsers, and how many
