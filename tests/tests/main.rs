@@ -10,6 +10,7 @@ mod agent_api;
 mod app_links;
 mod beforeunload;
 mod browser_use;
+mod call_cli;
 mod choosers;
 mod choosers_stealth;
 mod config_clear;
