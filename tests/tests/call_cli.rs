@@ -154,3 +154,26 @@ async fn a_remote_session_served_for_scripts() -> Result<()> {
     assert_eq!((code, v["error"]["code"].as_str()), (1, Some("extension_not_connected")), "{v}");
     Ok(())
 }
+
+/// Every `unmodal call TOOL '{...}'` in docs/frameworks.md, run with no browser: each gets
+/// past the MCP server's checks (the tool exists, the arguments are valid) and fails only
+/// for want of a browser.
+#[tokio::test]
+async fn every_unmodal_call_in_the_docs_passes_the_servers_checks() -> Result<()> {
+    let doc = std::fs::read_to_string(unmodal_e2e::artifacts::repo_root().join("docs/frameworks.md"))?;
+    let empty = unmodal_e2e::private_dir("unmodal-call-docs-")?;
+    let mut checked = 0;
+    for line in doc.lines() {
+        let Some(rest) = line.split("unmodal call ").nth(1) else { continue };
+        let Some((tool, quoted)) = rest.split_once(" '") else { continue };
+        let Some(args) = quoted.split_once('\'').map(|(a, _)| a) else { continue };
+        if tool.starts_with('<') {
+            continue;
+        }
+        let (code, v) = call(empty.path(), tool, args, &[]).await?;
+        assert_eq!((code, v["error"]["code"].as_str()), (1, Some("extension_not_connected")), "{line}: {v}");
+        checked += 1;
+    }
+    ensure!(checked >= 8, "only {checked} `unmodal call` lines found in docs/frameworks.md");
+    Ok(())
+}
