@@ -393,4 +393,18 @@ mod tests {
         };
         assert_eq!(m.extension_id.as_deref(), Some(install::EXTENSION_ID));
     }
+
+    #[test]
+    fn call_takes_a_tool_and_json_and_browser_refuses_any_origin() {
+        let Ok(Cli { command: Command::Call(c) }) = Cli::try_parse_from(["unmodal", "call", "observe"]) else {
+            panic!("`unmodal call observe` is taken");
+        };
+        assert_eq!((c.tool.as_str(), c.arguments.as_str()), ("observe", "{}"));
+        assert!(Cli::try_parse_from(["unmodal", "call"]).is_err(), "a tool is needed");
+        let star = Cli::try_parse_from(["unmodal", "browser", "--remote-allow-origins", "*"]);
+        assert!(star.is_err_and(|e| e.to_string().contains("drive the browser")));
+        let origin = ["unmodal", "browser", "--remote-allow-origins", "http://localhost:3000"];
+        assert!(Cli::try_parse_from(origin).is_ok());
+        assert!(Cli::try_parse_from(["unmodal", "mcp", "--browser", "--serve"]).is_err());
+    }
 }

@@ -96,6 +96,17 @@ async fn exit_codes_files_and_the_pilot_locally() -> Result<()> {
     std::fs::write(&config, json!({"files": {"allowed_dirs": [work.path()]}}).to_string())?;
     let (code, v) = call(&run, "interact", &rule.to_string(), &[("UNMODAL_CONFIG", &config)]).await?;
     assert_eq!((code, v["status"].as_str()), (0, Some("configured")), "{v}");
+
+    // --serve is for a remote browser's session only.
+    let out = tokio::process::Command::new(Artifacts::find()?.host)
+        .args(["mcp", "--serve"])
+        .env("UNMODAL_RUNTIME_DIR", &run)
+        .env_remove("UNMODAL_CDP_ENDPOINT")
+        .stdin(Stdio::null())
+        .output()
+        .await?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    ensure!(!out.status.success() && said.contains("--cdp-endpoint"), "`unmodal mcp --serve`: {said}");
     Ok(())
 }
 
