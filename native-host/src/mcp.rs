@@ -453,6 +453,18 @@ async fn serve_remote(Remote { endpoint, extension_id, max_copied }: Remote, ser
 mod tests {
     use super::*;
 
+    /// browser-use 0.13.14's MCPClient fails on a list of types (tests/tests/browser_use.rs).
+    #[test]
+    fn no_tool_schema_has_a_list_of_types() {
+        let tools = Server::new().tool_router.list_all();
+        assert_eq!(tools.len(), 6);
+        for t in tools {
+            let s = serde_json::to_string(&t.input_schema).unwrap();
+            assert!(!s.contains("\"type\":["), "{}: {s}", t.name);
+            assert!(s.contains("\"tab_id\":{"), "{}: {s}", t.name);
+        }
+    }
+
     #[test]
     fn execute_javascript_failures_found_here_are_results_with_success_false() {
         let no_tab =

@@ -25,7 +25,7 @@ usage: cargo xtask <command>
           real-Chromium end-to-end, against the test build's target/debug/unmodal); the
           frameworks phase last (Stagehand and browser-use beside Unmodal, in a venv it makes)
   frameworks
-          the frameworks phase alone (after `cargo xtask extension`)
+          the frameworks phase alone: build as `extension` does, then run it
   wine    the Windows build's tests under Wine, as `test` runs them: the host's unit tests,
           install (read back with `reg query`), doctor, pilot status, uninstall, and a
           named-pipe round trip between `unmodal mcp` and a host
@@ -54,7 +54,11 @@ fn main() -> Result<()> {
             sh::run(sh::cargo().args(["build", "-p", "unmodal"]))
         }
         Some("test") => test(rest),
-        Some("frameworks") => frameworks_phase(),
+        Some("frameworks") => {
+            sh::timed("build the extension", build::extension)?;
+            sh::run(sh::cargo().args(["build", "-p", "unmodal"]))?;
+            frameworks_phase()
+        }
         Some("dist") => dist::all(),
         Some("wine") => sh::timed("Windows build under Wine", wine::test),
         Some("demo") => harness_bin("demo", rest),
