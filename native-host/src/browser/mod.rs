@@ -84,6 +84,12 @@ pub async fn start(opts: &Options) -> Result<Running> {
         .find(|b| b.user_data_dir.as_deref().is_some_and(|d| paths::same_dir(d, &profile)))
     {
         let endpoint = b.port.map_or_else(|| "(port unknown)".to_owned(), say::endpoint);
+        if !opts.remote_allow_origins.is_empty() {
+            eprintln!(
+                "unmodal: the browser already running on this profile keeps the origins it was started with; close it \
+to start one with --remote-allow-origins"
+            );
+        }
         let host = profile::host_status(&profile, Duration::ZERO).await;
         return Ok(Running { child: None, pid: b.pid, endpoint, profile, host, pipe: None });
     }
