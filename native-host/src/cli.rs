@@ -1,7 +1,7 @@
 //! Command line: host mode when Chrome starts us, otherwise the user's subcommands.
 
 use crate::paths::Browser;
-use crate::{browser, doctor, extension_zip, host, install, mcp, pilot_cli};
+use crate::{browser, call_cli, doctor, extension_zip, host, install, mcp, pilot_cli};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +28,10 @@ UNMODAL_CDP_HEADERS (headers, one \"Name: value\" a line, sent with those of the
 or --cdp-endpoint-file. A file is refused unless it is yours and no one else may read or change it \
 (chmod 600 FILE); on Windows its permissions are not checked.")]
     Mcp(McpArgs),
+    /// Make one tool call, the same as an agent's MCP call, and print the answer as JSON: for
+    /// shells, CI steps and scripts with no MCP client.
+    #[command(after_help = CALL_HELP)]
+    Call(CallArgs),
     /// Start a browser with Unmodal loaded, in a profile of its own, for your agent's driver.
     #[command(after_help = "Prints the DevTools endpoint and the MCP config lines for Playwright MCP, \
 chrome-devtools-mcp or a script. A second `unmodal browser` on the same profile prints the running one's \
@@ -51,6 +55,33 @@ mcp --cdp-endpoint` as --extension-id), and the native host that `unmodal instal
 a browser on this machine use `unmodal browser` or `unmodal install` instead. With --keep-key the ID is Unmodal's \
 fixed one, which `unmodal mcp --cdp-endpoint` expects by default. The same build writes the same bytes.")]
     Extension(ExtensionArgs),
+}
+
+const CALL_HELP: &str = "Tools: interact, observe, configure, highlight_element, manage_state, execute_javascript, \
+with the arguments an MCP client sends (the schemas `tools/list` gives). For example:
+  unmodal call interact '{\"action\": \"handle_dialog\", \"setup\": true, \"dialog_type\": \"confirm\", \"accept\": false, \"once\": false}'
+  unmodal call observe '{\"what\": \"dialogs\"}'
+
+It asks the hosts `unmodal mcp` asks: the browsers with Unmodal that run for you (UNMODAL_RUNTIME_DIR, newest \
+first), and a remote browser while an `unmodal mcp --cdp-endpoint URL` of yours runs (an agent's, or one started with \
+--serve for scripts).
+
+Files: this call has no MCP client's roots, so a path it names (files, save_dir, save_to) must be inside \
+files.allowed_dirs of Unmodal's config.json (a printed PDF may also go to Unmodal's own data directory).
+
+It never switches AI Web Pilot on or off: only a person's `unmodal pilot` does.
+
+Exit status: 0 with the tool's answer; 1 with the tool's structured error ({\"error\": {\"code\", \"message\", ...}}, or \
+execute_javascript's {\"success\": false, ...}); 2 when the call reached no tool (no such tool, arguments that are \
+not a JSON object).";
+
+#[derive(Args)]
+struct CallArgs {
+    /// The tool's name, as in the MCP tools list.
+    tool: String,
+    /// Its arguments: one JSON object.
+    #[arg(default_value = "{}", value_name = "JSON")]
+    arguments: String,
 }
 
 #[derive(Args)]
@@ -110,6 +141,11 @@ struct McpArgs {
     /// worker is heard. [default: Unmodal's fixed ID, as `unmodal extension --keep-key` loads]
     #[arg(long, value_name = "ID", value_parser = extension_id)]
     extension_id: Option<String>,
+    /// With --cdp-endpoint: serve no agent on stdio, only keep the remote browser's session
+    /// (its rules, held dialogs, record) for `unmodal call`, until Ctrl-C or SIGTERM. Prints
+    /// "serving …" on stdout once the browser's Unmodal answers.
+    #[arg(long, conflicts_with = "browser")]
+    serve: bool,
     #[command(flatten)]
     launch: BrowserArgs,
 }
@@ -128,6 +164,13 @@ struct BrowserArgs {
     /// The browser binary [default: the first Chromium or Chrome for Testing found].
     #[arg(long, value_name = "PATH")]
     browser_path: Option<PathBuf>,
+    /// Let a WebSocket from this origin into the DevTools port (repeatable), as Chromium's
+    /// --remote-allow-origins: a framework's own extension that talks to the browser, such
+    /// as Stagehand's. Give its unpacked directory (e.g.
+    /// node_modules/@browserbasehq/stagehand/dist/extension) and Unmodal lets in that
+    /// extension's origin alone, or an origin such as chrome-extension://<id>.
+    #[arg(long = "remote-allow-origins", value_name = "DIR|ORIGIN", value_parser = browser::allow::origin)]
+    remote_allow_origins: Vec<String>,
 }
 
 impl BrowserArgs {
@@ -137,6 +180,7 @@ impl BrowserArgs {
             port: self.port,
             profile: self.profile,
             browser_path: self.browser_path,
+            remote_allow_origins: self.remote_allow_origins,
         }
     }
 }
@@ -226,6 +270,13 @@ leave out --browser",
                         crate::cdp::sources::ENDPOINT_VAR
                     )));
                 }
+                Ok(None) if m.serve => {
+                    return report(Err(anyhow::anyhow!(
+                        "--serve keeps a remote browser's session for `unmodal call`: give it with --cdp-endpoint (or \
+{}); a local browser's host already serves `unmodal call`",
+                        crate::cdp::sources::ENDPOINT_VAR
+                    )));
+                }
                 Ok(None) if m.extension_id.is_some() => {
                     return report(Err(anyhow::anyhow!(
                         "--extension-id names the remote browser's Unmodal: give it with --cdp-endpoint (or {}), or \
@@ -240,8 +291,9 @@ leave it out",
                 }),
                 Err(e) => return report(Err(e)),
             };
-            report(mcp::run(m.browser.then(|| m.launch.options()), remote))
+            report(mcp::run(m.browser.then(|| m.launch.options()), remote, m.serve))
         }
+        Command::Call(c) => call_cli::run(&c.tool, &c.arguments),
         Command::Browser(b) => report(browser::run(&b.options())),
         Command::Install(t) => {
             report(install::install_all(&t.browser.browsers(), t.user_data_dir.as_deref()).map(|done| {
@@ -340,5 +392,19 @@ mod tests {
             panic!("taken with --cdp-endpoint");
         };
         assert_eq!(m.extension_id.as_deref(), Some(install::EXTENSION_ID));
+    }
+
+    #[test]
+    fn call_takes_a_tool_and_json_and_browser_refuses_any_origin() {
+        let Ok(Cli { command: Command::Call(c) }) = Cli::try_parse_from(["unmodal", "call", "observe"]) else {
+            panic!("`unmodal call observe` is taken");
+        };
+        assert_eq!((c.tool.as_str(), c.arguments.as_str()), ("observe", "{}"));
+        assert!(Cli::try_parse_from(["unmodal", "call"]).is_err(), "a tool is needed");
+        let star = Cli::try_parse_from(["unmodal", "browser", "--remote-allow-origins", "*"]);
+        assert!(star.is_err_and(|e| e.to_string().contains("drive the browser")));
+        let origin = ["unmodal", "browser", "--remote-allow-origins", "http://localhost:3000"];
+        assert!(Cli::try_parse_from(origin).is_ok());
+        assert!(Cli::try_parse_from(["unmodal", "mcp", "--browser", "--serve"]).is_err());
     }
 }

@@ -2,7 +2,7 @@
 //! JSON answer per line. Several browsers mean several hosts, one socket each (on Windows a
 //! named pipe, found by a file of the same name: `platform`).
 //!
-//! Before it writes a byte, a client (`unmodal mcp`, `pilot`, `doctor`, `browser`) checks
+//! Before it writes a byte, a client (`unmodal mcp`, `call`, `pilot`, `doctor`, `browser`) checks
 //! that the runtime directory is the user's own and closed to group and others (`lstat`, no
 //! symlink), and that the host listening on the socket runs as the user
 //! (`platform::connect`). A directory another user made first (`/tmp/unmodal-<uid>` when

@@ -59,10 +59,34 @@ impl<T: JsonSchema> JsonSchema for Checked<T> {
         T::schema_id()
     }
     fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        T::json_schema(g)
+        let mut schema = T::json_schema(g);
+        if let Some(o) = schema.as_object_mut() {
+            plain_optional_types(o);
+        }
+        for def in g.definitions_mut().values_mut() {
+            if let Some(o) = def.as_object_mut() {
+                plain_optional_types(o);
+            }
+        }
+        schema
     }
     fn inline_schema() -> bool {
         T::inline_schema()
+    }
+}
+
+/// An optional property's schema says `"type": "boolean"`, not `["boolean", "null"]` as
+/// schemars writes an `Option`: leaving it out is how a call says "none". Some MCP clients
+/// cannot read a list of types (browser-use 0.13.14's `MCPClient` fails to register every
+/// tool on it); a `null` sent all the same is still taken.
+fn plain_optional_types(schema: &mut serde_json::Map<String, Value>) {
+    let Some(Value::Object(props)) = schema.get_mut("properties") else { return };
+    for prop in props.values_mut() {
+        let Some(Value::Array(types)) = prop.get("type") else { continue };
+        let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if let [one] = kept.as_slice() {
+            prop["type"] = one.clone();
+        }
     }
 }
 
@@ -199,6 +223,11 @@ impl Default for Server {
 impl Server {
     pub fn new() -> Self {
         Self { tool_router: Self::tool_router() }
+    }
+
+    /// The tools' names, as `tools/list` gives them.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tool_router.list_all().into_iter().map(|t| t.name.to_string()).collect()
     }
 
     #[tool(
@@ -341,10 +370,11 @@ impl ServerHandler for Server {
 /// Serves the agent on stdio. With `browser`, first starts Unmodal's browser when no
 /// browser is connected (so the driver finds it on its first call), and closes it at the end.
 /// `remote`: a browser reached over CDP instead (`Remote`).
-pub fn run(browser: Option<crate::browser::Options>, remote: Option<Remote>) -> Result<()> {
+/// `serve`: no agent on stdio, only the remote session for `unmodal call` (`--serve`).
+pub fn run(browser: Option<crate::browser::Options>, remote: Option<Remote>, serve: bool) -> Result<()> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?.block_on(async {
         if let Some(remote) = remote {
-            return serve_remote(remote).await;
+            return serve_remote(remote, serve).await;
         }
         let mut started = None;
         if let Some(opts) = browser
@@ -379,10 +409,30 @@ pub struct Remote {
 
 /// `--cdp-endpoint`: the host lives in this process, its bridge reaches the remote browser's
 /// extension, and the tools ask that host alone.
-async fn serve_remote(Remote { endpoint, extension_id, max_copied }: Remote) -> Result<()> {
+async fn serve_remote(Remote { endpoint, extension_id, max_copied }: Remote, serve: bool) -> Result<()> {
     let shown = endpoint.redacted();
     let host = crate::host::serve_remote(endpoint, &extension_id, max_copied).await?;
     ipc::only(ipc::Scope { socket: host.socket.clone(), link: host.link.clone(), endpoint: shown.clone() });
+    if serve {
+        // Its host's socket is in the runtime directory, where `unmodal call` looks.
+        let link = host.link.clone();
+        let said = shown.clone();
+        tokio::spawn(async move {
+            let heard = link.wait_ready(crate::host::transport::bridge::GONE_AFTER).await;
+            let line = if heard {
+                format!("serving {said} for `unmodal call`; Ctrl-C ends it")
+            } else {
+                format!(
+                    "serving {said} for `unmodal call`, but Unmodal's extension did not answer yet: {:?}",
+                    link.now()
+                )
+            };
+            crate::browser::say_line(&line);
+        });
+        crate::platform::terminated().await;
+        host.save();
+        return Ok(());
+    }
     // What a person starting this by hand should know; the tools say it to the agent too.
     let link = host.link.clone();
     tokio::spawn(async move {
@@ -402,6 +452,18 @@ async fn serve_remote(Remote { endpoint, extension_id, max_copied }: Remote) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// browser-use 0.13.14's MCPClient fails on a list of types (tests/tests/browser_use.rs).
+    #[test]
+    fn no_tool_schema_has_a_list_of_types() {
+        let tools = Server::new().tool_router.list_all();
+        assert_eq!(tools.len(), 6);
+        for t in tools {
+            let s = serde_json::to_string(&t.input_schema).unwrap();
+            assert!(!s.contains("\"type\":["), "{}: {s}", t.name);
+            assert!(s.contains("\"tab_id\":{"), "{}: {s}", t.name);
+        }
+    }
 
     #[test]
     fn execute_javascript_failures_found_here_are_results_with_success_false() {

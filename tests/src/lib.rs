@@ -9,6 +9,7 @@ pub mod cdp;
 pub mod chooser;
 pub mod chromium_group;
 pub mod framed;
+pub mod frameworks;
 pub mod json_schema;
 pub mod markdown;
 pub mod page;

@@ -9,6 +9,8 @@
 mod agent_api;
 mod app_links;
 mod beforeunload;
+mod browser_use;
+mod call_cli;
 mod choosers;
 mod choosers_stealth;
 mod config_clear;
@@ -54,6 +56,7 @@ mod rules;
 mod setup_help;
 mod sign_in;
 mod squatted_runtime;
+mod stagehand;
 mod startup;
 mod stealth;
 mod storage_access;

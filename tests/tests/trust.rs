@@ -55,12 +55,16 @@ async fn code_in_unmodals_worker_gets_no_answer_and_no_secret_while_the_pilot_is
     let recs = r.records(tab, "the forged request recorded", |recs| recs.iter().any(|x| x["type"] == "auth")).await?;
     let rec = recs.iter().find(|x| x["type"] == "auth").context("its record")?;
     ensure!(rec["decided_by"] == "pilot_off" && rec["accepted"].is_null(), "{rec}");
-    // The host has spoken since (the record's `recorded` went out after any answer would):
-    // a barrier the host offers, not a wait.
-    r.agent.ok("observe", json!({"what": "tabs"})).await?;
-    let heard = eval(&cdp, &session, "JSON.stringify(__heard)").await?;
-    let heard = heard.as_str().unwrap_or_default();
-    ensure!(heard.contains("recorded"), "the wrapper hears the host's messages: {heard}");
+    // The barrier: the host's `recorded` for it reaching the wrapper. The host sends it
+    // after any answer it would send, on the one ordered bridge, so once it is heard every
+    // answer would have been too (an `observe` returning said nothing of the bridge's way
+    // to the worker: 1 failed run of many under load).
+    let heard = eventually(LIMIT, "the wrapper hearing the host's `recorded`", || async {
+        let heard = eval(&cdp, &session, "JSON.stringify(__heard)").await?;
+        let heard = heard.as_str().unwrap_or_default().to_owned();
+        Ok(heard.contains("recorded").then_some(heard))
+    })
+    .await?;
     ensure!(!heard.contains(PASSWORD) && !heard.contains("prompt_answer"), "an answer left the host: {heard}");
 
     // The real session works on: a person switches the pilot on, and the page's own fetch

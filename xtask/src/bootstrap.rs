@@ -62,11 +62,14 @@ pub fn test_peers() -> Result<()> {
     let bins = ["playwright-mcp", "chrome-devtools-mcp"];
     if std::fs::read(&stamp).is_ok_and(|s| s == lock)
         && bins.iter().all(|b| dir.join("node_modules/.bin").join(b).exists())
+        && dir.join("node_modules/@browserbasehq/stagehand/package.json").exists()
     {
         return Ok(());
     }
     if !sh::have("npm") {
-        bail!("npm is needed for the test peers (Playwright MCP, chrome-devtools-mcp): install Node.js 20.19+");
+        bail!(
+            "npm is needed for the test peers (Playwright MCP, chrome-devtools-mcp, Stagehand): install Node.js 20.19+"
+        );
     }
     eprintln!("xtask: installing the pinned test peers (npm ci in tests/peers/)");
     sh::run(
@@ -120,6 +123,15 @@ pub fn display_tools() -> Result<()> {
 
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+/// Debian's packages, when this runs as root with apt-get; else says what to install.
+pub fn apt_install_as_root(packages: &[&str]) -> Result<()> {
+    let root = sh::output(Command::new("id").arg("-u")).unwrap_or_default().trim() == "0";
+    if !(root && sh::have("apt-get")) {
+        bail!("install {} (Debian's packages of those names)", packages.join(" "));
+    }
+    apt_install(packages)
 }
 
 fn apt_install(packages: &[&str]) -> Result<()> {

@@ -4,6 +4,7 @@ mod bootstrap;
 mod build;
 mod cross;
 mod dist;
+mod frameworks;
 mod hook_parts;
 mod phases;
 mod repeat;
@@ -22,7 +23,10 @@ usage: cargo xtask <command>
           unmodal-e2e` with UNMODAL_TEST_HOST=target/debug/unmodal
   test    build the extension, typecheck the host for Windows and macOS, run the Windows
           build's unit and CLI tests under Wine (x86_64 Linux), then run every test (unit and
-          real-Chromium end-to-end, against the test build's target/debug/unmodal)
+          real-Chromium end-to-end, against the test build's target/debug/unmodal); the
+          frameworks phase last (Stagehand and browser-use beside Unmodal, in a venv it makes)
+  frameworks
+          the frameworks phase alone: build as `extension` does, then run it
   wine    the Windows build's tests under Wine, as `test` runs them: the host's unit tests,
           install (read back with `reg query`), doctor, pilot status, uninstall, and a
           named-pipe round trip between `unmodal mcp` and a host
@@ -52,6 +56,14 @@ fn main() -> Result<()> {
             sh::run(sh::cargo().args(["build", "-p", "unmodal"]))
         }
         Some("test") => test(rest),
+        Some("frameworks") => {
+            sh::timed("build the extension", build::extension)?;
+            sh::run(sh::cargo().args(["build", "-p", "unmodal"]))?;
+            let mut clock = phases::Clock::default();
+            let out = frameworks_phase(&mut clock);
+            eprint!("{}", clock.report());
+            out
+        }
         Some("dist") => dist::all(),
         Some("wine") => sh::timed("Windows build under Wine", wine::test),
         Some("demo") => harness_bin("demo", rest),
@@ -96,16 +108,46 @@ fn test_phases(clock: &mut phases::Clock, rest: &[String]) -> Result<()> {
         cmd
     };
     clock.run(&phases::BUILD, || sh::run(&mut cargo_test(&["--workspace", "--no-run"])))?;
-    // Unit tests (every package's, the harness's own included, doc tests too) and the
-    // end-to-end tests each run even when the other failed: a run reports all it found.
+    // Unit tests (every package's, the harness's own included, doc tests too), the
+    // end-to-end tests and the frameworks' each run even when another failed: a run
+    // reports all it found.
     let unit = clock.run(&phases::UNIT, || {
         sh::run(cargo_test(&["--workspace", "--no-fail-fast", "--exclude", "unmodal-e2e"]).args(rest))?;
         sh::run(cargo_test(&["--no-fail-fast", "-p", "unmodal-e2e", "--lib", "--bins"]).args(rest))
     });
     let e2e = clock.run(&phases::E2E, || {
-        sh::run(cargo_test(&["--no-fail-fast", "-p", "unmodal-e2e", "--test", "e2e"]).args(rest))
+        let mut cmd = cargo_test(&["--no-fail-fast", "-p", "unmodal-e2e", "--test", "e2e"]);
+        cmd.args(rest);
+        // The frameworks' tests are a phase of their own, timed apart (below).
+        if !rest.iter().any(|a| a == "--") {
+            cmd.arg("--");
+        }
+        for m in frameworks::MODULES {
+            cmd.args(["--skip", m]);
+        }
+        sh::run(&mut cmd)
     });
-    unit.and(e2e)
+    let frameworks = frameworks_phase(clock);
+    unit.and(e2e).and(frameworks)
+}
+
+/// Stagehand and browser-use beside Unmodal: their tools, then their end-to-end modules.
+fn frameworks_phase(clock: &mut phases::Clock) -> Result<()> {
+    clock.run(&phases::FRAMEWORK_TOOLS, || {
+        bootstrap::chromium()?;
+        bootstrap::test_peers()?;
+        frameworks::venv()
+    })?;
+    clock.run(&phases::FRAMEWORKS, || {
+        let mut cmd = sh::cargo();
+        cmd.args(["test", "--all-features", "--no-fail-fast", "-p", "unmodal-e2e", "--test", "e2e", "--"]);
+        cmd.args(frameworks::MODULES);
+        if std::env::var_os("RUST_TEST_THREADS").is_none() {
+            cmd.env("RUST_TEST_THREADS", test_threads().to_string());
+        }
+        cmd.env("UNMODAL_TEST_HOST", target_dir().join("debug/unmodal"));
+        sh::run(&mut cmd)
+    })
 }
 
 /// More test threads than cores: the end-to-end tests mostly wait on browsers, and how many

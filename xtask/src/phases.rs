@@ -26,6 +26,8 @@ pub const TOOLS: Phase = phase("test tools", 180);
 pub const BUILD: Phase = phase("build the tests", 240);
 pub const UNIT: Phase = phase("unit tests", 90);
 pub const E2E: Phase = phase("end-to-end tests", 600);
+pub const FRAMEWORK_TOOLS: Phase = phase("framework tools (Stagehand, browser-use venv)", 300);
+pub const FRAMEWORKS: Phase = phase("frameworks (Stagehand, browser-use)", 120);
 
 /// The phases run so far: name, time, budget, whether it passed.
 #[derive(Default)]

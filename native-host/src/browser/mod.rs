@@ -1,6 +1,7 @@
 //! `unmodal browser`: a browser with Unmodal loaded, in a profile of its own, open to the
 //! agent's driver on a DevTools port. `unmodal mcp --browser` starts the same one.
 
+pub mod allow;
 mod find;
 mod pipe;
 pub(crate) mod profile;
@@ -26,6 +27,8 @@ pub struct Options {
     /// The profile directory (default: `<data dir>/profiles/default`).
     pub profile: Option<PathBuf>,
     pub browser_path: Option<PathBuf>,
+    /// Origins let into the DevTools port (`--remote-allow-origins`), already checked.
+    pub remote_allow_origins: Vec<String>,
 }
 
 /// A browser with Unmodal: one this call started (`child`), or one already running on the
@@ -59,6 +62,11 @@ impl Running {
     }
 }
 
+/// One line on stdout (a closed stdout is no error).
+pub fn say_line(line: &str) {
+    say::print(&[line.to_owned()]);
+}
+
 /// Where `unmodal browser` keeps its profiles (`doctor` lists them).
 pub fn profiles_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("profiles")
@@ -76,6 +84,12 @@ pub async fn start(opts: &Options) -> Result<Running> {
         .find(|b| b.user_data_dir.as_deref().is_some_and(|d| paths::same_dir(d, &profile)))
     {
         let endpoint = b.port.map_or_else(|| "(port unknown)".to_owned(), say::endpoint);
+        if !opts.remote_allow_origins.is_empty() {
+            eprintln!(
+                "unmodal: the browser already running on this profile keeps the origins it was started with; close it \
+to start one with --remote-allow-origins"
+            );
+        }
         let host = profile::host_status(&profile, Duration::ZERO).await;
         return Ok(Running { child: None, pid: b.pid, endpoint, profile, host, pipe: None });
     }
@@ -113,6 +127,9 @@ pick another profile with --profile DIR",
         .args(["--no-first-run", "--no-default-browser-check"]);
     if opts.headless {
         cmd.arg("--headless=new");
+    }
+    if !opts.remote_allow_origins.is_empty() {
+        cmd.arg(format!("--remote-allow-origins={}", opts.remote_allow_origins.join(",")));
     }
     if platform::runs_as_root() {
         // Chromium refuses to run as root with its sandbox (containers, CI).

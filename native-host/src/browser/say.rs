@@ -38,6 +38,11 @@ fn config_lines(endpoint: &str) -> Vec<String> {
         format!(
             "Scripts: Playwright `chromium.connectOverCDP('{endpoint}')`, Puppeteer `puppeteer.connect({{ browserURL: '{endpoint}' }})`."
         ),
+        format!(
+            "Frameworks: browser-use `BrowserSession(cdp_url='{endpoint}')`; Stagehand `localBrowser.connect({{ cdpUrl: '{endpoint}' }})`, \
+with this browser started with --remote-allow-origins node_modules/@browserbasehq/stagehand/dist/extension."
+        ),
+        "Rules and records from a script: `unmodal call interact '{\"action\": \"handle_dialog\", ...}'` (docs/frameworks.md).".into(),
     ]
 }
 
