@@ -15,8 +15,8 @@
 //!   validation must let them through to `extension_not_connected`. Other lines are answers.
 //! - ```` ```json config ````: `config.json`, which the real `unmodal doctor` must accept.
 //! - ```` ```text output ````: what a program prints; nothing to run.
-//! - ```` ```js tested-by=MODULE::TEST ````: code an end-to-end test runs; the test must exist
-//!   in tests/tests/MODULE.rs.
+//! - ```` ```js tested-by=MODULE::TEST ```` (any language): code an end-to-end test runs (its
+//!   driver script makes the same calls); the test must exist in tests/tests/MODULE.rs.
 //!
 //! The `| call |` tables of `interact`'s forms are checked too: every key they name is a
 //! property of the tool's schema, and every quoted value fits that property.
@@ -406,6 +406,29 @@ fn command_lines(text: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// The options a `--help` lists, as clap prints them: an option's line starts with `-`,
+/// indented a little (`  -h, --help`, `      --port <PORT>`), and is followed by its
+/// description on the same line (short help) or on the next lines, indented further (long
+/// help, once any description is long). An option only named in a description is not listed.
+fn options(help: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for line in help.lines() {
+        let indent = line.len() - line.trim_start().len();
+        if !(1..=6).contains(&indent) || !line.trim_start().starts_with('-') {
+            continue;
+        }
+        for word in line.split_whitespace() {
+            let word = word.trim_end_matches(',');
+            if word.starts_with("--") {
+                out.insert(word.to_owned());
+            } else if !word.starts_with('-') && !word.starts_with('<') && !word.starts_with('[') {
+                break; // the description
+            }
+        }
+    }
+    out
+}
+
 struct Cli {
     host: PathBuf,
     home: tempfile::TempDir,
@@ -419,6 +442,9 @@ impl Cli {
 
     fn unmodal(&self) -> Command {
         let mut cmd = Command::new(&self.host);
+        // A relative path is read where a user's project has its packages: tests/peers/ has
+        // the pinned drivers installed (`--remote-allow-origins node_modules/…` must exist).
+        cmd.current_dir(repo_root().join("tests/peers"));
         cmd.env("HOME", self.home.path()).env_remove("XDG_CONFIG_HOME").env_remove("UNMODAL_CDP_ENDPOINT");
         cmd
     }
@@ -448,11 +474,12 @@ impl Cli {
                 Ok(h) => h,
                 Err(e) => return Ok(Some(format!("{e:#}"))),
             };
+            let listed = options(&help);
             let missing: Vec<&str> = args
                 .iter()
                 .map(|a| a.trim_start_matches('[').trim_end_matches("...").trim_end_matches(']'))
                 .filter(|a| a.starts_with("--"))
-                .filter(|a| !help.contains(&format!("{} ", a.split('=').next().unwrap_or(a))))
+                .filter(|a| !listed.contains(a.split('=').next().unwrap_or(a)))
                 .collect();
             return Ok((!missing.is_empty()).then(|| format!("`unmodal {sub} --help` lists no {missing:?}")));
         }
@@ -472,6 +499,8 @@ fn read(path: &str) -> Result<String> {
 fn judge_command(cli: &mut Cli, w: &[String]) -> Result<Option<String>> {
     // `VAR=value cmd …`: the variables are the shell's.
     let w: Vec<String> = w.iter().skip_while(|a| a.contains('=') && !a.starts_with('-')).cloned().collect();
+    // `cmd > log &`: the redirection and the `&` are the shell's, not the command's.
+    let w: Vec<String> = w.into_iter().take_while(|a| !matches!(a.as_str(), ">" | ">>" | "2>&1" | "&")).collect();
     let Some(program) = w.first() else { return Ok(None) };
     let rest = &w[1..];
     let name = program.rsplit('/').next().unwrap_or(program);
@@ -528,6 +557,8 @@ fn judge_command(cli: &mut Cli, w: &[String]) -> Result<Option<String>> {
             (!wrong.is_empty()).then(|| format!("not a tarball `cargo xtask dist` packs at {VERSION}: {wrong:?}"))
         }
         "cp" | "mkdir" | "chmod" | "cd" | "export" | "sha256sum" | "tar" | "unzip" => None,
+        // A script's waiting and ending (docs/frameworks.md's `--serve` recipe).
+        "until" | "kill" => None,
         other => Some(format!("`{other}`: a program this test does not know how to check")),
     })
 }
@@ -673,10 +704,19 @@ fn the_command_check_can_fail() -> Result<()> {
     assert!(judge_command(&mut cli, &w("unmodal browser --no-such-flag"))?.is_some());
     assert!(judge_command(&mut cli, &w("unmodal mcp --extension-id not-an-id"))?.is_some());
     assert!(judge_command(&mut cli, &w("unmodal mcp --cdp-endpoint URL [--no-such-flag X]"))?.is_some());
+    // Options in both layouts of clap's help are read; one only named in a description is not.
+    assert_eq!(judge_command(&mut cli, &w("unmodal mcp --browser [--headless]"))?, None);
+    assert!(judge_command(&mut cli, &w("unmodal call interact [--serve]"))?.is_some());
+    let short = "Options:\n  -p, --port <PORT>  DevTools port, not --nope\n  -h, --help         Print help\n";
+    let long = "Options:\n      --browser\n          Start it (`--port`)\n      --port <PORT>\n          Its port\n";
+    assert_eq!(options(short).into_iter().collect::<Vec<_>>(), ["--help", "--port"]);
+    assert_eq!(options(long).into_iter().collect::<Vec<_>>(), ["--browser", "--port"]);
     assert!(judge_command(&mut cli, &w("cargo xtask no-such-command"))?.is_some());
     assert!(judge_command(&mut cli, &w("npm install ./target/dist/npm/unmodal-0.0.0.tgz"))?.is_some());
     assert!(judge_command(&mut cli, &w("npx @playwright/mcp@0.0.1 --cdp-endpoint x"))?.is_some());
     assert!(judge_command(&mut cli, &w("rm -rf /"))?.is_some());
+    assert_eq!(judge_command(&mut cli, &w("unmodal mcp --cdp-endpoint URL --serve > serve.log &"))?, None);
+    assert!(judge_command(&mut cli, &w("unmodal mcp --no-such-flag > serve.log &"))?.is_some());
     assert_eq!(words("a 'b c' \"d\" # e"), ["a", "b c", "d"]);
     Ok(())
 }
