@@ -5,6 +5,7 @@
 
 use crate::artifacts::{Artifacts, repo_root};
 use crate::browser::{Slot, chromium_binary, slot};
+use crate::started::{self, Started};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -46,33 +47,8 @@ impl UnmodalBrowser {
         let chromium = chromium_binary()?.display().to_string();
         let mut args = vec!["browser", "--headless", "--port", "0", "--browser-path", &chromium];
         args.extend_from_slice(extra);
-        let mut child = command_in(&exe, dir.path(), &args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
-        let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
-        let mut printed = String::new();
-        let read = async {
-            while let Some(line) = lines.next_line().await? {
-                printed.push_str(&line);
-                printed.push('\n');
-                if line.starts_with("Ctrl-C closes the browser") {
-                    return anyhow::Ok(());
-                }
-            }
-            bail!("`unmodal browser` ended early")
-        };
-        let read = tokio::time::timeout(START_LIMIT, read).await.map_err(anyhow::Error::from).and_then(|r| r);
-        if let Err(e) = read {
-            let mut err = String::new();
-            if let Some(mut s) = child.stderr.take() {
-                use tokio::io::AsyncReadExt;
-                let _ = tokio::time::timeout(Duration::from_secs(2), s.read_to_string(&mut err)).await;
-            }
-            bail!("{e:#}; it printed:\n{printed}{err}");
-        }
-        let port = printed
-            .lines()
-            .find_map(|l| l.strip_prefix("DevTools endpoint: http://127.0.0.1:"))
-            .and_then(|p| p.trim().parse().ok())
-            .with_context(|| format!("no endpoint in:\n{printed}"))?;
+        let cmd = command_in(&exe, dir.path(), &args);
+        let Started { child, port, printed } = started::unmodal_browser(cmd, START_LIMIT).await?;
         Ok(Self { child, port, printed, dir, exe, _slot: slot })
     }
 

@@ -21,6 +21,7 @@ pub mod slow_scripts;
 /// the host's unit tests use the same file.
 #[path = "../../native-host/src/platform/squatter.rs"]
 pub mod squatter;
+pub mod started;
 pub mod wait;
 pub mod web;
 

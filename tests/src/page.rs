@@ -30,14 +30,10 @@ impl Page {
     /// Evaluates `expr` in the page's main world and returns its value (promises awaited).
     /// No user activation: tests that need one click for real (`click`).
     pub async fn eval(&self, expr: &str) -> Result<Value> {
-        let r = self
-            .call("Runtime.evaluate", json!({"expression": expr, "returnByValue": true, "awaitPromise": true}))
-            .await?;
-        if let Some(ex) = r.get("exceptionDetails") {
-            let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("exception");
-            bail!("page threw: {text}");
-        }
-        Ok(r["result"]["value"].clone())
+        value_of(
+            self.call("Runtime.evaluate", json!({"expression": expr, "returnByValue": true, "awaitPromise": true}))
+                .await?,
+        )
     }
 
     pub fn events(&self) -> tokio::sync::broadcast::Receiver<cdp::Event> {
@@ -154,15 +150,20 @@ impl Page {
 
     /// Evaluates `expr` in the execution context `context` and returns its value.
     async fn eval_in(&self, context: u64, expr: &str) -> Result<Value> {
-        let r = self
-            .call("Runtime.evaluate", json!({"expression": expr, "contextId": context, "returnByValue": true}))
-            .await?;
-        if let Some(ex) = r.get("exceptionDetails") {
-            let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("exception");
-            bail!("page threw: {text}");
-        }
-        Ok(r["result"]["value"].clone())
+        value_of(
+            self.call("Runtime.evaluate", json!({"expression": expr, "contextId": context, "returnByValue": true}))
+                .await?,
+        )
     }
+}
+
+/// An evaluation's value, or what the page threw.
+fn value_of(r: Value) -> Result<Value> {
+    if let Some(ex) = r.get("exceptionDetails") {
+        let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("exception");
+        bail!("page threw: {text}");
+    }
+    Ok(r["result"]["value"].clone())
 }
 
 /// Whether a command failed because its document is gone (navigated away, replaced).

@@ -9,9 +9,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use unmodal_e2e::artifacts::Artifacts;
 use unmodal_e2e::browser::chromium_binary;
+use unmodal_e2e::started::{self, Started};
 use unmodal_e2e::{Agent, Driver, Peer, WebServer, eventually};
 
 const PAGE: &str = "<!doctype html><title>drafts</title>\
@@ -85,47 +85,12 @@ impl Fresh {
     }
 }
 
-/// `unmodal browser …` started, once it printed its endpoint and that Unmodal is connected.
-struct Started {
-    child: tokio::process::Child,
-    port: u16,
-    printed: String,
-}
-
 async fn start_browser(fresh: &Fresh, args: &[&str]) -> Result<Started> {
     start_browser_with(fresh.command(args)?).await
 }
 
-async fn start_browser_with(mut cmd: tokio::process::Command) -> Result<Started> {
-    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
-    let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
-    let mut printed = String::new();
-    let read = async {
-        while let Some(line) = lines.next_line().await? {
-            printed.push_str(&line);
-            printed.push('\n');
-            if line.starts_with("Ctrl-C closes the browser") {
-                return anyhow::Ok(());
-            }
-        }
-        bail!("`unmodal browser` ended early")
-    };
-    if let Err(e) =
-        tokio::time::timeout(Duration::from_secs(60), read).await.map_err(anyhow::Error::from).and_then(|r| r)
-    {
-        let mut err = String::new();
-        if let Some(mut s) = child.stderr.take() {
-            use tokio::io::AsyncReadExt;
-            let _ = tokio::time::timeout(Duration::from_secs(2), s.read_to_string(&mut err)).await;
-        }
-        bail!("{e:#}; it printed:\n{printed}{err}");
-    }
-    let port = printed
-        .lines()
-        .find_map(|l| l.strip_prefix("DevTools endpoint: http://127.0.0.1:"))
-        .and_then(|p| p.trim().parse().ok())
-        .with_context(|| format!("no endpoint in:\n{printed}"))?;
-    Ok(Started { child, port, printed })
+async fn start_browser_with(cmd: tokio::process::Command) -> Result<Started> {
+    started::unmodal_browser(cmd, Duration::from_secs(60)).await
 }
 
 /// The recorded dialogs of the tab showing `url`, as the agent sees them.
