@@ -33,18 +33,25 @@ async fn out(s: &StagehandScript) -> Result<Value> {
         .clone())
 }
 
-/// The recipe: `unmodal browser --remote-allow-origins <Stagehand's extension>`, `unmodal
-/// pilot on`, a rule through `unmodal call`, then Stagehand's own goto and click. The page
-/// gets the rule's answer, the record is there, and Stagehand's extension works beside
-/// Unmodal's (its connect and snapshot go through its worker's WebSocket).
-#[tokio::test(flavor = "multi_thread")]
-async fn a_rule_answers_stagehands_click_and_both_extensions_work() -> Result<()> {
+/// The recipe's start: `unmodal browser` letting Stagehand's extension in, Stagehand on it,
+/// the pilot on, and Stagehand at the drafts page (served by the returned server).
+async fn at_drafts() -> Result<(UnmodalBrowser, StagehandScript, WebServer)> {
     let b = UnmodalBrowser::start(&["--remote-allow-origins", &allow_stagehand()]).await?;
     let sh = stagehand_on(&b).await?;
     b.pilot_on().await?;
     let web = WebServer::start()?;
     let url = web.page("/drafts", PAGE, &[]);
     sh.ok("goto", json!({"url": url}), STEP).await?;
+    Ok((b, sh, web))
+}
+
+/// The recipe: `unmodal browser --remote-allow-origins <Stagehand's extension>`, `unmodal
+/// pilot on`, a rule through `unmodal call`, then Stagehand's own goto and click. The page
+/// gets the rule's answer, the record is there, and Stagehand's extension works beside
+/// Unmodal's (its connect and snapshot go through its worker's WebSocket).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_answers_stagehands_click_and_both_extensions_work() -> Result<()> {
+    let (b, sh, _web) = at_drafts().await?;
     let rule = b
         .call_ok(
             "interact",
@@ -116,12 +123,7 @@ async fn without_unmodal_the_click_hangs() -> Result<()> {
 /// returns with the page holding the agent's answer.
 #[tokio::test(flavor = "multi_thread")]
 async fn under_must_respond_the_agents_answer_releases_stagehands_click() -> Result<()> {
-    let b = UnmodalBrowser::start(&["--remote-allow-origins", &allow_stagehand()]).await?;
-    let sh = stagehand_on(&b).await?;
-    b.pilot_on().await?;
-    let web = WebServer::start()?;
-    let url = web.page("/drafts", PAGE, &[]);
-    sh.ok("goto", json!({"url": url}), STEP).await?;
+    let (b, sh, _web) = at_drafts().await?;
     let set =
         b.call_ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60})).await?;
     ensure!(set["policy"] == "must_respond" || set.to_string().contains("must_respond"), "{set}");
