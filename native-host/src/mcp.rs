@@ -422,4 +422,22 @@ mod tests {
         assert_eq!(r.is_error, Some(true));
         assert_eq!(r.structured_content.unwrap()["error"]["code"], "extension_not_connected");
     }
+
+    /// The tools' input schemas as agents get them, byte for byte (`mcp_tool_schemas.snap`;
+    /// `INSTA_UPDATE=always` rewrites it: any change there is a change agents see). No
+    /// top-level `oneOf`: the Anthropic, OpenAI and Bedrock tool schemas refuse one.
+    #[test]
+    fn tool_schemas_match_their_snapshot() {
+        let mut tools = Server::new().tool_router.list_all();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut out = String::new();
+        for t in &tools {
+            assert!(!t.input_schema.contains_key("oneOf"), "{}: a top-level oneOf", t.name);
+            let schema = serde_json::to_string_pretty(&*t.input_schema).unwrap();
+            out += &format!("## {}\n{schema}\n", t.name);
+        }
+        insta::with_settings!({snapshot_path => ".", prepend_module_to_snapshot => false, omit_expression => true}, {
+            insta::assert_snapshot!("mcp_tool_schemas", out);
+        });
+    }
 }
