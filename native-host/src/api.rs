@@ -671,22 +671,33 @@ fn between_backticks(s: &str) -> Option<&str> {
     Some(&s[start..start + len])
 }
 
-/// `save_to` as given: an absolute path of at most 4096 bytes (`unmodal mcp` then checks it
-/// against the allowed directories, `files.rs`).
-fn absolute(to: &str) -> Result<PathBuf, ParamError> {
-    if to.len() > 4096 || !to.starts_with('/') || to.contains('\0') {
-        return Err(bad("save_to", "an absolute path to a file, such as /home/me/work/page.pdf"));
+/// A path parameter as given: absolute, at most 4096 bytes, no NUL (`unmodal mcp` then
+/// checks it against the allowed directories, `files.rs`); `wrong` says what was expected.
+/// The one check of every path parameter (`save_to`, `save_dir`, `files`).
+pub fn absolute_path(param: &str, given: &str, wrong: impl FnOnce() -> String) -> Result<PathBuf, ParamError> {
+    if given.len() > 4096 || !is_absolute(given) || given.contains('\0') {
+        return Err(bad(param, wrong()));
     }
-    Ok(PathBuf::from(to))
+    Ok(PathBuf::from(given))
 }
 
-/// `save_dir` as given: an absolute path of at most 4096 bytes (`unmodal mcp` then checks
-/// it is a directory inside the allowed ones, `files.rs`).
+/// Absolute as POSIX writes it (`/home/me`) or as Windows does (`C:\Users\me`, `C:/Users/me`,
+/// `\\server\share`), whatever this build's system: the answer must not depend on where the
+/// host runs (the allowed directories then decide, `files.rs`).
+pub fn is_absolute(path: &str) -> bool {
+    let b = path.as_bytes();
+    let drive = b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/');
+    path.starts_with('/') || drive || path.starts_with("\\\\")
+}
+
+/// `save_to` as given.
+fn absolute(to: &str) -> Result<PathBuf, ParamError> {
+    absolute_path("save_to", to, || "an absolute path to a file, such as /home/me/work/page.pdf".into())
+}
+
+/// `save_dir` as given.
 fn absolute_dir(dir: &str) -> Result<PathBuf, ParamError> {
-    if dir.len() > 4096 || !dir.starts_with('/') || dir.contains('\0') {
-        return Err(bad("save_dir", "an absolute path to a directory, such as /home/me/work/downloads"));
-    }
-    Ok(PathBuf::from(dir))
+    absolute_path("save_dir", dir, || "an absolute path to a directory, such as /home/me/work/downloads".into())
 }
 
 /// The most files one answer gives a page.
@@ -700,12 +711,7 @@ fn paths(files: &[String]) -> Result<Vec<PathBuf>, ParamError> {
     }
     files
         .iter()
-        .map(|f| {
-            if f.len() > 4096 || !f.starts_with('/') || f.contains('\0') {
-                return Err(bad("files", format!("{f:?} is not an absolute path, such as /home/me/work/cv.pdf")));
-            }
-            Ok(PathBuf::from(f))
-        })
+        .map(|f| absolute_path("files", f, || format!("{f:?} is not an absolute path, such as /home/me/work/cv.pdf")))
         .collect()
 }
 
@@ -796,10 +802,6 @@ all",
     fn owned(&self, &(name, given, kind, held, in_clear): &OwnedField, setup: bool) -> Result<(), ParamError> {
         let clear = self.clear == Some(true);
         if !given(self) || (clear && !in_clear) {
-            return Ok(());
-        }
-        // Kept as it was: a file_chooser setup ignores save_dir.
-        if name == "save_dir" && setup && self.dialog_type == Some(DialogTypeArg::FileChooser) {
             return Ok(());
         }
         let ours = self.dialog_type == Some(kind);

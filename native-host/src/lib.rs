@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod browser;
+pub mod call;
 pub mod cdp;
 pub mod cli;
 pub mod debuggable;

@@ -1,7 +1,8 @@
 //! `unmodal mcp`: the agent's MCP server on stdio. It validates every call, then forwards
 //! it to the host of the browser that owns the tab (see `ipc`).
 
-use crate::api::{self, ConfigureArgs, InteractArgs, ObserveArgs, ObserveWhat, ParamError};
+use crate::api::{self, ObserveArgs, ObserveWhat, ParamError};
+use crate::call::{self, Shape};
 use crate::files;
 use crate::ipc::{self, Tool};
 use crate::pilot_api::{self, ExecuteArgs, HighlightArgs, ManageStateArgs, PilotCall};
@@ -63,6 +64,31 @@ impl<T: JsonSchema> JsonSchema for Checked<T> {
     }
     fn inline_schema() -> bool {
         T::inline_schema()
+    }
+}
+
+/// A call checked by its shape's constructor (`call.rs`) as it arrives, with the schema of
+/// its arguments.
+pub struct Valid<T>(pub Result<T, ParamError>);
+
+impl<'de, T: Shape> Deserialize<'de> for Valid<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Valid(T::from_args(Value::deserialize(d)?)))
+    }
+}
+
+impl<T: Shape> JsonSchema for Valid<T> {
+    fn schema_name() -> Cow<'static, str> {
+        T::Args::schema_name()
+    }
+    fn schema_id() -> Cow<'static, str> {
+        T::Args::schema_id()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::Args::json_schema(g)
+    }
+    fn inline_schema() -> bool {
+        T::Args::inline_schema()
     }
 }
 
@@ -211,11 +237,11 @@ are held). Every answer names the tab it acted on."
     )]
     async fn interact(
         &self,
-        Parameters(Checked(args)): Parameters<Checked<InteractArgs>>,
+        Parameters(Valid(args)): Parameters<Valid<call::Interact>>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        match args.and_then(|a| a.validate().map(|_| a)) {
-            Ok(mut a) => {
+        match args {
+            Ok(call::Interact { args: mut a, .. }) => {
                 // A file to write: only inside the client's roots or the configured directories.
                 // Files to hand a page: only inside the client's roots or the configured directories.
                 if let Some(asked) = &a.files {
@@ -255,10 +281,10 @@ Policies other than auto put the tab under the extension's debugger."
     )]
     async fn configure(
         &self,
-        Parameters(Checked(args)): Parameters<Checked<ConfigureArgs>>,
+        Parameters(Valid(args)): Parameters<Valid<call::Configure>>,
     ) -> Result<CallToolResult, ErrorData> {
-        match args.and_then(|a| a.validate().map(|_| a)) {
-            Ok(a) => Ok(forward(Tool::Configure, &a).await),
+        match args {
+            Ok(call::Configure { args, .. }) => Ok(forward(Tool::Configure, &args).await),
             Err(e) => Ok(invalid(e).await),
         }
     }

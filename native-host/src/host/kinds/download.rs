@@ -537,11 +537,11 @@ mod tests {
 
     /// The grant as the agent sets it up: a permission rule for automatic downloads.
     fn grant() -> RuleSpec {
-        let args = json!({"action": "handle_dialog", "setup": true, "dialog_type": "permission",
-                          "permission": "automatic-downloads", "accept": true});
-        match crate::api::parse::<crate::api::InteractArgs>(args).unwrap().validate().unwrap() {
-            DialogCall::Setup { rule, .. } => rule,
-            other => panic!("not a setup: {other:?}"),
+        use crate::api::{MatchArg, PermissionName};
+        RuleSpec::Permission {
+            accept: true,
+            permission: Some(PermissionName::AutomaticDownloads),
+            matcher: MatchArg::default(),
         }
     }
 

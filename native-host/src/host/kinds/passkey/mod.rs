@@ -521,10 +521,10 @@ mod tests {
         assert_eq!(out[1]["decision"], "accept");
         assert!(!s.kinds.get::<Accepted>().0[0].keep);
         let args = json!({"action":"handle_dialog","setup":true,"dialog_type":"passkey","accept":false,"keep":true});
-        let err = crate::api::parse::<crate::api::InteractArgs>(args).unwrap().validate().unwrap_err();
+        let err = crate::call::interact(args).unwrap_err();
         assert_eq!(err.param, "keep");
         let args = json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","keep":true});
-        let err = crate::api::parse::<crate::api::InteractArgs>(args).unwrap().validate().unwrap_err();
+        let err = crate::call::interact(args).unwrap_err();
         assert_eq!(err.param, "keep");
     }
 
