@@ -143,10 +143,10 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
     };
     let answer = match (rec.kind, rec.accepted) {
         (_, None) => "without an answer".to_string(),
-        (Kind::BeforeUnload, Some(a)) => (if a { "leave" } else { "stay" }).to_string(),
-        (Kind::Prompt, Some(true)) => format!("returned {:?}", rec.response_text.as_deref().unwrap_or("")),
-        (Kind::Prompt, Some(false)) => "returned null".to_string(),
-        (Kind::Alert, Some(_)) => "closed".to_string(),
+        (k, Some(a)) if k == Kind::BEFORE_UNLOAD => (if a { "leave" } else { "stay" }).to_string(),
+        (k, Some(true)) if k == Kind::PROMPT => format!("returned {:?}", rec.response_text.as_deref().unwrap_or("")),
+        (k, Some(false)) if k == Kind::PROMPT => "returned null".to_string(),
+        (k, Some(_)) if k == Kind::ALERT => "closed".to_string(),
         (k, Some(a)) => match kinds::spec(k) {
             Some(k) => k.closed(a).to_string(),
             None => format!("returned {a}"),

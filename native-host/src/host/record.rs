@@ -244,7 +244,7 @@ pub(super) mod tests {
             url: "http://a/".into(),
             page_url: "http://a/".into(),
             frame_id: Some(0),
-            ..DialogRecord::new(1, Kind::Confirm, 1, DecidedBy::DefaultPolicy)
+            ..DialogRecord::new(1, Kind::CONFIRM, 1, DecidedBy::DefaultPolicy)
         }
     }
 

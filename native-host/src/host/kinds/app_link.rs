@@ -26,6 +26,9 @@ use ringbuf::traits::Consumer;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("app_link");
+
 /// Each policy's answer; `{scheme}` is the link's.
 const POLICIES: Policies = Policies {
     hold: "App link ({scheme}:) held for the agent (policy must_respond): the navigation was cancelled and the page \
@@ -43,7 +46,7 @@ with accept:true to open it",
 pub(super) struct AppLink;
 
 const WORDS: Words = Words {
-    kind: Kind::AppLink,
+    kind: KIND,
     group: "app link",
     closed: (
         "opened (the page navigated to it again; the browser hands it to the OS)",
@@ -55,6 +58,14 @@ const WORDS: Words = Words {
 impl Spec for AppLink {
     fn words(&self) -> &Words {
         &WORDS
+    }
+
+    /// Its browser dialog is shown while the pilot is off, and no answer reaches it.
+    fn unanswerable(&self) -> Option<&'static str> {
+        Some(
+            "An app_link without a watchdog is the browser's own \"Open …?\" dialog: it drops every click and key \
+to the tab and no answer reaches it; navigate the tab to another site to clear it.",
+        )
     }
 
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
@@ -174,7 +185,7 @@ it (navigate to about:blank, then back).",
             page_url: page.clone(),
             frame_id: Some(frame_id),
             details: described.details,
-            ..DialogRecord::new(self.next_id(), Kind::AppLink, tab_id, DecidedBy::Remote)
+            ..DialogRecord::new(self.next_id(), KIND, tab_id, DecidedBy::Remote)
         };
         self.logs.dialog(&record);
         let id = record.id;
@@ -240,7 +251,6 @@ mod tests {
     use crate::api::{DialogCall, MatchArg};
     use crate::host::state::State;
     use crate::host::state::tests::{feed, to_json};
-    use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 
@@ -274,7 +284,7 @@ mod tests {
         let rec = s.history.iter().last().unwrap();
         assert_eq!(
             (rec.kind, rec.decided_by, rec.closed_by, rec.accepted),
-            (Kind::AppLink, DecidedBy::DefaultPolicy, Some(DecidedBy::DefaultPolicy), Some(false))
+            (KIND, DecidedBy::DefaultPolicy, Some(DecidedBy::DefaultPolicy), Some(false))
         );
         assert_eq!(s.pending.back(), Some(&rec.id));
         let j = serde_json::to_value(rec).unwrap();

@@ -25,6 +25,9 @@ use ringbuf::traits::Consumer;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("auth");
+
 /// After this many challenges for one request, nothing is tried again: the one figure (the
 /// extension asks the host every time).
 pub const MAX_ATTEMPTS: u32 = 5;
@@ -59,7 +62,7 @@ const REFUSED: &str = "the credentials given were refused, so ";
 pub(super) struct Auth;
 
 const WORDS: Words = Words {
-    kind: Kind::Auth,
+    kind: KIND,
     group: "auth",
     closed: ("credentials given", "cancelled (the page gets the 401)"),
     expired: EXPIRED_CANCELLED,
@@ -219,7 +222,7 @@ impl PromptKind for AuthAsk {
 
 /// An HTTP auth record's own fields.
 fn auth(rec: &DialogRecord) -> Option<AuthDetails> {
-    if rec.kind == Kind::Auth { rec.details.read() } else { None }
+    if rec.kind == KIND { rec.details.read() } else { None }
 }
 
 impl State {
@@ -232,7 +235,7 @@ impl State {
             .find(|h| h.record.tab_id == m.tab_id && auth(&h.record).is_some_and(|a| a.request_id == m.request_id))
         {
             let gone = PromptResult {
-                kind: Kind::Auth,
+                kind: KIND,
                 tab_id: m.tab_id,
                 id: h.hold,
                 ok: false,
@@ -449,7 +452,7 @@ mod tests {
         let out = challenge(&mut s, 7, "r1", 1);
         assert_eq!(out[1], json!({"type":"prompt_hold","kind":"auth","tab_id":3,"id":7,"wait_ms":10000}));
         let note = s.blocking_note().unwrap();
-        assert_eq!((note.dialogs[0].kind, note.dialogs[0].message.as_str()), (Kind::Auth, "Admin area"));
+        assert_eq!((note.dialogs[0].kind, note.dialogs[0].message.as_str()), (KIND, "Admin area"));
         let id = note.dialogs[0].dialog_id;
         // accept without credentials is refused and changes nothing.
         let err = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).unwrap_err();

@@ -22,6 +22,9 @@ use crate::redact::Redactor;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("device_chooser");
+
 /// Each policy's answer: every answer is a cancel; only `must_respond` waits (for the
 /// agent's cancel, or the browser's chooser).
 const POLICIES: Policies = Policies {
@@ -41,7 +44,7 @@ chooser left open never settles in headless Chromium",
 pub(super) struct DeviceChooser;
 
 const WORDS: Words = Words {
-    kind: Kind::DeviceChooser,
+    kind: KIND,
     group: "device chooser",
     closed: (
         "cancelled (the page got the browser's cancel result)",
@@ -168,7 +171,6 @@ mod tests {
     use crate::host::record::DialogRecord;
     use crate::host::state::State;
     use crate::host::state::tests::{feed, to_json};
-    use crate::kind::Kind;
     use crate::reply::ErrorCode;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
@@ -199,7 +201,7 @@ mod tests {
         let rec = s.history.iter().last().unwrap();
         assert_eq!(
             (rec.decided_by, rec.closed_by, rec.accepted, rec.kind),
-            (DecidedBy::DefaultPolicy, Some(DecidedBy::DefaultPolicy), Some(false), Kind::DeviceChooser)
+            (DecidedBy::DefaultPolicy, Some(DecidedBy::DefaultPolicy), Some(false), KIND)
         );
         assert_eq!(s.pending.back(), Some(&rec.id));
         let j = serde_json::to_value(rec).unwrap();
@@ -237,7 +239,7 @@ mod tests {
         let out = ask(&mut s, 3, 7, "hid");
         assert_eq!(out[1], json!({"type":"prompt_hold","kind":"device_chooser","tab_id":3,"id":7,"wait_ms":10000}));
         let note = s.blocking_note().unwrap();
-        assert_eq!(note.dialogs[0].kind, Kind::DeviceChooser);
+        assert_eq!(note.dialogs[0].kind, KIND);
         let id = note.dialogs[0].dialog_id;
         let err = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParams);

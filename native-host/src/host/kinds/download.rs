@@ -28,6 +28,9 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use unmodal_engine::Policy;
 
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("download");
+
 /// What the agent is told when the browser blocks a site's automatic downloads.
 const BLOCKED: &str = "The browser now blocks this site's automatic downloads (its \"Download multiple files\" \
 prompt, denied; headless Chromium denies it and stores the block for the site): any more downloads the page started \
@@ -58,7 +61,7 @@ false cancels downloads, save_dir moves them into a directory of yours",
 pub(super) struct Download;
 
 const WORDS: Words = Words {
-    kind: Kind::Download,
+    kind: KIND,
     group: "download",
     closed: ("saved", "cancelled (nothing written)"),
     expired: EXPIRED_CANCELLED,
@@ -184,7 +187,7 @@ impl PromptKind for DownloadAsk {
 impl State {
     /// A decided download's end is awaited: its record, and where a saved file goes.
     pub(in crate::host) fn track_download(&mut self, tab_id: i64, id: u64, record: u64, to: Option<PathBuf>) {
-        let jobs = self.file_jobs.entry(Kind::Download).or_default();
+        let jobs = self.file_jobs.entry(KIND).or_default();
         if jobs.len() >= MAX_JOBS
             && let Some(oldest) = jobs.iter().min_by_key(|(_, j)| j.record).map(|(k, _)| *k)
         {
@@ -214,7 +217,7 @@ impl State {
         if blocked {
             self.logs.note(tab_id, "download", BLOCKED.into());
         }
-        let Some(job) = self.file_jobs.get_mut(&Kind::Download).and_then(|j| j.remove(&(tab_id, id))) else {
+        let Some(job) = self.file_jobs.get_mut(&KIND).and_then(|j| j.remove(&(tab_id, id))) else {
             return out;
         };
         let Some(rec) =
@@ -435,7 +438,6 @@ mod tests {
     use crate::api::{Carry, DialogCall, MatchArg};
     use crate::host::record::DecidedBy;
     use crate::host::state::tests::{feed, state_with, to_json};
-    use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::json;
 
@@ -461,7 +463,7 @@ mod tests {
         std::fs::write(&saved, b"a,b,c").unwrap();
         feed(&mut s, done(1, "complete", saved.to_str().unwrap(), None)).unwrap();
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by), (Kind::Download, DecidedBy::DefaultPolicy));
+        assert_eq!((rec.kind, rec.decided_by), (KIND, DecidedBy::DefaultPolicy));
         let d = rec.details.read::<DownloadDetails>().expect("its kind's details");
         assert_eq!((d.download_state.as_str(), d.path.as_deref(), d.size), ("complete", saved.to_str(), Some(5)));
         // A rule with save_dir: the file is moved there (a name taken gets a number).
@@ -532,7 +534,7 @@ mod tests {
             .interact(DialogCall::Carrying { tab: None, dialog_id: Some(id), with: Carry::SaveDir(tmp.path().into()) })
             .unwrap();
         assert_eq!(to_json(&done_call.msgs)[0]["decision"], "accept");
-        assert_eq!(s.file_jobs[&Kind::Download][&(3, 1)].to.as_deref(), Some(tmp.path()));
+        assert_eq!(s.file_jobs[&KIND][&(3, 1)].to.as_deref(), Some(tmp.path()));
     }
 
     /// The grant as the agent sets it up: a permission rule for automatic downloads.

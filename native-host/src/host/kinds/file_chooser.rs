@@ -28,6 +28,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use unmodal_engine::Policy;
 
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("file_chooser");
+
 const MAX_LABEL_CHARS: usize = 200;
 
 /// Each policy's answer to an `<input type=file>`'s chooser.
@@ -61,7 +64,7 @@ the same way; headful, it would open the OS file dialog and wait for a person",
 pub(super) struct FileChooser;
 
 const WORDS: Words = Words {
-    kind: Kind::FileChooser,
+    kind: KIND,
     group: "file chooser",
     closed: (
         "the page got the files (input and change events)",
@@ -290,14 +293,14 @@ impl crate::host::state::State {
     /// accept becomes a person's cancel, and its record says so. What goes to the worker.
     pub fn upload_failed(&mut self, tab_id: i64, id: u64, record: u64, why: &str) -> Vec<ToBrowser> {
         let why = format!("the files could not be copied to the remote browser's machine ({why})");
-        if let Some(pos) = self.prompt_pos(Kind::FileChooser, tab_id, id) {
+        if let Some(pos) = self.prompt_pos(KIND, tab_id, id) {
             let h = &mut self.held[pos];
             h.answer_error = Some(why);
             h.closing = None;
             // The worker waited for the copy; it holds the chooser for the watchdog again.
             let left = h.deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(Instant::now()));
             let wait_ms = u64::try_from((left + super::HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX);
-            return vec![ToBrowser::PromptHold { kind: Kind::FileChooser, tab_id, id, wait_ms }];
+            return vec![ToBrowser::PromptHold { kind: KIND, tab_id, id, wait_ms }];
         }
         if let Some(rec) = self.history.iter_mut().find(|r| r.id == record) {
             rec.accepted = Some(false);
@@ -305,7 +308,7 @@ impl crate::host::state::State {
             tracing::warn!(record, error = %why, "a remote file chooser was cancelled");
         }
         vec![ToBrowser::PromptAnswer {
-            kind: Kind::FileChooser,
+            kind: KIND,
             tab_id,
             id,
             decision: PromptDecision::Refuse,
@@ -373,7 +376,6 @@ mod tests {
     use crate::api::{Carry, DialogCall, MatchArg};
     use crate::host::record::DecidedBy;
     use crate::host::state::tests::{feed, state_with, to_json};
-    use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::json;
 
@@ -398,7 +400,7 @@ mod tests {
         let out = to_json(&feed(&mut s, ask(1, "single", "image/png")).unwrap());
         assert_eq!((out[1]["decision"].as_str(), out[1]["files"][0].as_str()), (Some("accept"), pic.to_str()));
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (Kind::FileChooser, DecidedBy::Rule, Some(true)));
+        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (KIND, DecidedBy::Rule, Some(true)));
         let d = rec.details.read::<FileChooserDetails>().expect("its kind's details");
         assert_eq!((d.mode.as_str(), d.files.len(), d.files[0].size), ("single", 1, 3));
         assert!(!rec.explanation.contains("png\"") && rec.message.contains("Your CV"), "{rec:?}");

@@ -35,6 +35,12 @@ use crate::redact::Redactor;
 use serde::Deserialize;
 use unmodal_engine::Policy;
 
+/// These kinds' handles: the one place their names are written.
+pub(crate) const SIGN_IN_KIND: Kind = Kind::new("sign_in");
+pub(crate) const PAYMENT_KIND: Kind = Kind::new("payment");
+pub(crate) const STORAGE_ACCESS_KIND: Kind = Kind::new("storage_access");
+pub(crate) const EYE_DROPPER_KIND: Kind = Kind::new("eye_dropper");
+
 /// One kind of held call, as data.
 pub(super) struct HeldInPage {
     /// Its kind, rule group and closed record's answers.
@@ -74,7 +80,7 @@ enum Message {
 
 pub(super) static SIGN_IN: HeldInPage = HeldInPage {
     words: Words {
-        kind: Kind::SignIn,
+        kind: SIGN_IN_KIND,
         group: "sign-in",
         closed: ("left to the browser's account chooser", "refused (the page got NetworkError)"),
         expired: EXPIRED_REFUSED,
@@ -108,7 +114,7 @@ account chooser that waits for a person)",
 
 pub(super) static PAYMENT: HeldInPage = HeldInPage {
     words: Words {
-        kind: Kind::Payment,
+        kind: PAYMENT_KIND,
         group: "payment",
         closed: (
             "left to the browser (its payment sheet, or its own refusal)",
@@ -152,7 +158,7 @@ app: a payment sheet that waits for a person)",
 
 pub(super) static STORAGE_ACCESS: HeldInPage = HeldInPage {
     words: Words {
-        kind: Kind::StorageAccess,
+        kind: STORAGE_ACCESS_KIND,
         group: "storage access",
         closed: ("left to the browser (its grant, prompt or refusal)", "refused (the page got NotAllowedError)"),
         expired: EXPIRED_REFUSED,
@@ -190,7 +196,7 @@ third-party cookies blocked: a prompt that waits for a person)",
 
 pub(super) static EYE_DROPPER: HeldInPage = HeldInPage {
     words: Words {
-        kind: Kind::EyeDropper,
+        kind: EYE_DROPPER_KIND,
         group: "eye dropper",
         closed: (
             "left to the browser's eye dropper",
@@ -235,13 +241,14 @@ impl Spec for HeldInPage {
     }
 
     fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::Held { kind, .. } if Kind::from(*kind) == self.words.kind)
+        matches!(rule, RuleSpec::Held { kind, .. } if kind.as_str() == self.words.kind.as_str())
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
         let RuleSpec::Held { kind, accept, .. } = rule else { return None };
         let (what, accepted, refused) = self.rule_set;
-        (Kind::from(*kind) == self.words.kind).then(|| configured(what, if *accept { accepted } else { refused }, once))
+        (kind.as_str() == self.words.kind.as_str())
+            .then(|| configured(what, if *accept { accepted } else { refused }, once))
     }
 }
 
@@ -274,7 +281,7 @@ impl PromptKind for Asked<'_> {
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
         let RuleSpec::Held { kind, matcher, .. } = rule else { return None };
-        (Kind::from(*kind) == self.of.words.kind && url_fits(matcher.url_contains.as_ref(), url))
+        (kind.as_str() == self.of.words.kind.as_str() && url_fits(matcher.url_contains.as_ref(), url))
             .then(|| usize::from(matcher.url_contains.is_some()))
     }
 
@@ -348,7 +355,7 @@ mod tests {
         };
         assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["decision"], "refuse");
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by), (Kind::SignIn, DecidedBy::DefaultPolicy));
+        assert_eq!((rec.kind, rec.decided_by), (SIGN_IN_KIND, DecidedBy::DefaultPolicy));
         assert!(rec.message.starts_with("sign in with https://idp.example/") && !rec.message.contains("s3cret"));
         let rule = RuleSpec::Held { kind: HeldCall::SignIn, accept: true, matcher: MatchArg::default() };
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
@@ -362,7 +369,7 @@ mod tests {
         assert_eq!(to_json(&feed(&mut s, ask(2, false)).unwrap())[1]["decision"], "accept");
         let recs: Vec<_> = s.history.iter().map(|r| (r.kind, r.decided_by, r.message.clone())).collect();
         assert_eq!(recs.len(), 2, "both recorded");
-        assert!(recs.iter().all(|r| r.0 == Kind::Payment && r.1 == DecidedBy::DefaultPolicy), "{recs:?}");
+        assert!(recs.iter().all(|r| r.0 == PAYMENT_KIND && r.1 == DecidedBy::DefaultPolicy), "{recs:?}");
         assert!(recs[0].2.contains("a payment app can take it"), "{recs:?}");
         let rule = RuleSpec::Held { kind: HeldCall::Payment, accept: true, matcher: MatchArg::default() };
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
@@ -386,7 +393,7 @@ mod tests {
         let mut s = state_with(Policy::Auto);
         assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["decision"], "refuse");
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by), (Kind::EyeDropper, DecidedBy::DefaultPolicy));
+        assert_eq!((rec.kind, rec.decided_by), (EYE_DROPPER_KIND, DecidedBy::DefaultPolicy));
         assert!(rec.message.starts_with("eye dropper (EyeDropper.open)"), "{}", rec.message);
         let rule = RuleSpec::Held { kind: HeldCall::EyeDropper, accept: true, matcher: MatchArg::default() };
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
@@ -414,7 +421,7 @@ mod tests {
         let mut s = state_with(Policy::Auto);
         assert_eq!(to_json(&feed(&mut s, storage_ask(2, false)).unwrap())[1]["decision"], "refuse");
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by), (Kind::StorageAccess, DecidedBy::DefaultPolicy));
+        assert_eq!((rec.kind, rec.decided_by), (STORAGE_ACCESS_KIND, DecidedBy::DefaultPolicy));
         let rule = RuleSpec::Held { kind: HeldCall::StorageAccess, accept: false, matcher: MatchArg::default() };
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         assert_eq!(to_json(&feed(&mut s, storage_ask(3, true)).unwrap())[1]["decision"], "refuse");

@@ -6,16 +6,16 @@
 //! prompts (`held.rs`) and the sentences (`explain.rs`) ask this registry and never name
 //! a kind.
 
-mod app_link;
-mod auth;
-mod device_chooser;
-mod download;
+pub(crate) mod app_link;
+pub(crate) mod auth;
+pub(crate) mod device_chooser;
+pub(crate) mod download;
 pub(in crate::host) use download::names_for;
-mod file_chooser;
-mod held_in_page;
-mod passkey;
-mod permission;
-mod print;
+pub(crate) mod file_chooser;
+pub(crate) mod held_in_page;
+pub(crate) mod passkey;
+pub(crate) mod permission;
+pub(crate) mod print;
 
 use crate::api::{Carry, ChooserApi, Credentials, MatchArg, PermissionName, RuleSpec};
 use crate::host::protocol::{Carried, KindFields, KindMessage, PromptDecision, ToBrowser};
@@ -44,6 +44,16 @@ static ALL: [&dyn Spec; 12] = [
     &file_chooser::FileChooser,
     &download::Download,
 ];
+
+/// Every browser prompt's kind, in the registry's order.
+pub(crate) fn all() -> impl Iterator<Item = Kind> {
+    ALL.iter().map(|k| k.kind())
+}
+
+/// What an agent must know of `kind` held open with no watchdog (`Spec::unanswerable`).
+pub(crate) fn unanswerable(kind: Kind) -> Option<&'static str> {
+    spec(kind).and_then(|k| k.unanswerable())
+}
 
 /// The kind a rule is of (none: a page dialog's rule).
 fn owner(rule: &RuleSpec) -> Option<&'static dyn Spec> {
@@ -204,6 +214,10 @@ pub(in crate::host) trait Spec: Sync {
     fn words(&self) -> &Words;
     fn kind(&self) -> Kind {
         self.words().kind
+    }
+    /// Open with no watchdog, what an agent must know: no answer reaches it.
+    fn unanswerable(&self) -> Option<&'static str> {
+        None
     }
     /// Its request, read from the fields the worker sent (`manifest/prompts.js`).
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error>;

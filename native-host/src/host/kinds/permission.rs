@@ -21,6 +21,9 @@ use crate::redact::Redactor;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("permission");
+
 /// Each policy's answer. Under `auto` the safe default is deny: nothing is granted that
 /// nobody chose, and nothing waits.
 const POLICIES: Policies = Policies {
@@ -38,7 +41,7 @@ accept:true to grant)",
 pub(super) struct Permission;
 
 const WORDS: Words = Words {
-    kind: Kind::Permission,
+    kind: KIND,
     group: "permission",
     closed: ("granted", "denied"),
     expired: "The extension denied it: no answer came from the host in time.",
@@ -162,7 +165,6 @@ mod tests {
     use crate::host::record::DecidedBy;
     use crate::host::state::State;
     use crate::host::state::tests::{feed, to_json};
-    use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 
@@ -233,7 +235,7 @@ mod tests {
         let out = ask(&mut s, 7, &["notifications"], "ask");
         assert_eq!(out[1], json!({"type":"prompt_hold","kind":"permission","tab_id":3,"id":7,"wait_ms":10000}));
         let note = s.blocking_note().unwrap();
-        assert_eq!((note.dialogs[0].kind, note.dialogs[0].message.as_str()), (Kind::Permission, "notifications"));
+        assert_eq!((note.dialogs[0].kind, note.dialogs[0].message.as_str()), (KIND, "notifications"));
         let id = note.dialogs[0].dialog_id;
         let done = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).unwrap();
         assert_eq!(done.answering, Some(id));

@@ -28,6 +28,9 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use unmodal_engine::Policy;
 
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("print");
+
 /// The largest PDF written (base64 from the worker: about 4/3 of it).
 const MAX_PDF: usize = 32 * 1024 * 1024;
 /// New files a host writes into the prints directory, at most: a page printing in a loop
@@ -54,7 +57,7 @@ accept: true prints the page to a PDF file",
 pub(super) struct Print;
 
 const WORDS: Words = Words {
-    kind: Kind::Print,
+    kind: KIND,
     group: "print",
     closed: (
         "printed to a PDF file (the page got beforeprint and afterprint)",
@@ -166,14 +169,14 @@ page navigates; headful: the preview, which blocks the page's script until a per
 /// An accepted print waits for its PDF: the record, and the file the agent named (none:
 /// the prints directory).
 pub(super) fn leave_job(s: &mut State, (tab, id, record): (i64, u64, u64), to: Option<PathBuf>) {
-    s.file_jobs.entry(Kind::Print).or_default().insert((tab, id), FileJob { record, to });
+    s.file_jobs.entry(KIND).or_default().insert((tab, id), FileJob { record, to });
 }
 
 impl State {
     /// An accepted print's PDF came (or why it could not be made): written, and its record
     /// says where.
     pub(in crate::host) fn on_print_pdf(&mut self, tab_id: i64, id: u64, data: Option<&str>, error: Option<&str>) {
-        let Some(job) = self.file_jobs.get_mut(&Kind::Print).and_then(|j| j.remove(&(tab_id, id))) else { return };
+        let Some(job) = self.file_jobs.get_mut(&KIND).and_then(|j| j.remove(&(tab_id, id))) else { return };
         let fresh = job.to.is_none();
         let outcome = match (data, error) {
             (Some(_), _) if job.to.is_none() && self.kinds.get::<PrintsMade>().0 >= MAX_NEW_PRINTS => Err(format!(
@@ -265,7 +268,6 @@ mod tests {
     use crate::host::record::DecidedBy;
     use crate::host::state::State;
     use crate::host::state::tests::{feed, to_json};
-    use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::json;
 
@@ -280,7 +282,7 @@ mod tests {
         );
         assert_eq!(out[1], json!({"type":"prompt_answer","kind":"print","tab_id":3,"id":1,"decision":"refuse"}));
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (Kind::Print, DecidedBy::DefaultPolicy, Some(false)));
+        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (KIND, DecidedBy::DefaultPolicy, Some(false)));
         let back: crate::host::record::DialogRecord =
             serde_json::from_value(serde_json::to_value(rec).unwrap()).unwrap();
         assert!(back.details.is_empty());
@@ -323,7 +325,7 @@ mod tests {
         let rec = s.history.iter().last().unwrap();
         assert_eq!((rec.decided_by, rec.closed_by, rec.accepted), (DecidedBy::Browser, Some(DecidedBy::Browser), None));
         assert!(rec.explanation.contains("sandboxed without allow-modals"), "{}", rec.explanation);
-        assert!(s.file_jobs.get(&Kind::Print).is_none_or(|j| j.is_empty()));
+        assert!(s.file_jobs.get(&KIND).is_none_or(|j| j.is_empty()));
         let bad = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":2,"url":"http://a/f","native":true,
                          "no_dialog":"because"});
         assert!(feed(&mut s, bad).is_err());

@@ -39,6 +39,9 @@ use crate::redact::Redactor;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("passkey");
+
 /// Each policy's answer.
 const POLICIES: Policies = Policies {
     hold: "Passkey request held for the agent (policy must_respond): the page's call waits; answer with interact \
@@ -59,7 +62,7 @@ accept: true answers it with Unmodal's virtual authenticator",
 pub(super) struct Passkey;
 
 const WORDS: Words = Words {
-    kind: Kind::Passkey,
+    kind: KIND,
     group: "passkey",
     closed: (
         "answered by Unmodal's virtual authenticator (the page's call went to the browser)",
@@ -355,7 +358,6 @@ mod tests {
     use crate::host::sites::Change;
     use crate::host::state::State;
     use crate::host::state::tests::{feed, to_json};
-    use crate::kind::Kind;
     use crate::parent_browser::ParentBrowser;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
@@ -428,7 +430,7 @@ mod tests {
         let out = ask(&mut s, 1, "create", "a.example");
         assert_eq!(out[1], json!({"type":"prompt_answer","kind":"passkey","tab_id":3,"id":1,"decision":"refuse"}));
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (Kind::Passkey, DecidedBy::DefaultPolicy, Some(false)));
+        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (KIND, DecidedBy::DefaultPolicy, Some(false)));
         assert_eq!(rec.message, "create a passkey for a.example");
         let j = serde_json::to_value(rec).unwrap();
         assert_eq!((j["operation"].as_str(), j["rp_id"].as_str()), (Some("create"), Some("a.example")));
