@@ -26,3 +26,4 @@ pub mod pilot_cli;
 pub mod platform;
 pub mod redact;
 pub mod reply;
+pub mod rule;

@@ -4,6 +4,7 @@
 use crate::api::{self, ObserveArgs, ObserveWhat, ParamError};
 use crate::call::{self, Shape};
 use crate::files;
+use crate::host::kinds::args::{self, PathUse};
 use crate::ipc::{self, Tool};
 use crate::pilot_api::{self, ExecuteArgs, HighlightArgs, ManageStateArgs, PilotCall};
 use crate::reply::{BlockingNote, ErrorCode, ToolError};
@@ -242,27 +243,26 @@ are held). Every answer names the tab it acted on."
     ) -> Result<CallToolResult, ErrorData> {
         match args {
             Ok(call::Interact { args: mut a, .. }) => {
-                // A file to write: only inside the client's roots or the configured directories.
-                // Files to hand a page: only inside the client's roots or the configured directories.
-                if let Some(asked) = &a.files {
+                // Paths on this machine: only inside the client's roots or the configured
+                // directories (each kind names its path fields and what they must be).
+                for (field, kind) in args::path_fields() {
+                    let Some(asked) = a.get(field).filter(|v| !v.is_null()).cloned() else { continue };
                     let allowed = files::Allowed::gather(client_roots(&context.peer).await);
-                    match asked.iter().map(|f| allowed.input(f)).collect::<Result<Vec<_>, _>>() {
-                        Ok(ok) => a.files = Some(ok.into_iter().map(|u| u.path.display().to_string()).collect()),
-                        Err(message) => return Ok(invalid(ParamError { param: "files".into(), message }).await),
-                    }
-                }
-                if let Some(asked) = &a.save_dir {
-                    let allowed = files::Allowed::gather(client_roots(&context.peer).await);
-                    match allowed.directory(asked) {
-                        Ok(dir) => a.save_dir = Some(dir.display().to_string()),
-                        Err(message) => return Ok(invalid(ParamError { param: "save_dir".into(), message }).await),
-                    }
-                }
-                if let Some(asked) = &a.save_to {
-                    let allowed = files::Allowed::gather(client_roots(&context.peer).await);
-                    match allowed.output(asked) {
-                        Ok(file) => a.save_to = Some(file.display().to_string()),
-                        Err(message) => return Ok(invalid(ParamError { param: "save_to".into(), message }).await),
+                    let checked = match kind {
+                        PathUse::Inputs => serde_json::from_value::<Vec<String>>(asked)
+                            .map_err(|e| e.to_string())
+                            .and_then(|fs| fs.iter().map(|f| allowed.input(f)).collect::<Result<Vec<_>, _>>())
+                            .map(|ok| json!(ok.into_iter().map(|u| u.path.display().to_string()).collect::<Vec<_>>())),
+                        PathUse::Directory => allowed
+                            .directory(asked.as_str().unwrap_or_default())
+                            .map(|d| json!(d.display().to_string())),
+                        PathUse::Output => {
+                            allowed.output(asked.as_str().unwrap_or_default()).map(|f| json!(f.display().to_string()))
+                        }
+                    };
+                    match checked {
+                        Ok(v) => a[field] = v,
+                        Err(message) => return Ok(invalid(ParamError { param: field.into(), message }).await),
                     }
                 }
                 Ok(forward(Tool::Interact, &a).await)

@@ -4,7 +4,7 @@
 use super::kinds;
 use super::record::{DecidedBy, DialogRecord};
 use super::state::{Rule, State, TabPolicy};
-use crate::api::RuleSpec;
+use crate::host::kinds::RuleSpec;
 use crate::kind::Kind;
 use std::time::Duration;
 use unmodal_engine::{DialogKind, Policy};
@@ -23,8 +23,9 @@ pub fn rule(r: &Rule) -> String {
     if let Some(u) = &m.url_contains {
         d += &format!(" (URL contains {u:?})");
     }
-    if let Some(realm) = &m.realm {
-        d += &format!(" (realm {realm:?})");
+    // A kind's own texts by their names (an auth rule's realm).
+    for (name, text) in &m.more {
+        d += &format!(" ({name} {text:?})");
     }
     d
 }

@@ -9,7 +9,7 @@ use super::kinds::{self, With};
 use super::protocol::{AnswerResult, HeldClosed, HeldOpened, HeldRef, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
 use super::state::State;
-use crate::api::RuleSpec;
+use crate::host::kinds::RuleSpec;
 use crate::reply::{BlockingDialog, BlockingNote, ErrorCode, ToolError};
 use ringbuf::traits::Consumer;
 use std::time::{Duration, Instant};
@@ -345,7 +345,8 @@ mod tests {
     use super::super::agent_calls::Done;
     use super::super::state::tests::{feed, to_json};
     use super::*;
-    use crate::api::{DialogCall, MatchArg, PolicyCall};
+    use crate::api::{MatchArg, PolicyCall};
+    use crate::host::kinds::DialogCall;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
     use unmodal_engine::RuleTarget;

@@ -8,9 +8,10 @@ pub use super::protocol::Tab;
 use super::protocol::ToBrowser;
 use super::record::{DialogRecord, HeldDialog};
 use super::rules::{RuleStore, Stored, TabConfig};
-use crate::api::{DEFAULT_TIMEOUT_S, DialogTypeArg, RuleSpec};
+use crate::api::DEFAULT_TIMEOUT_S;
 use crate::redact::Redactor;
 use crate::reply::{ErrorCode, ToolError};
+use crate::rule::{DialogType, RuleSpec};
 use ringbuf::HeapRb;
 use ringbuf::traits::{Consumer, Observer, RingBuffer};
 use serde::{Deserialize, Serialize};
@@ -208,7 +209,7 @@ impl State {
 
     /// Removes the tab's rules for `what` (every kind for `all`); returns how many, and the
     /// tab's new config if one that left was in it.
-    pub fn clear_rules(&mut self, tab: i64, what: DialogTypeArg) -> (usize, Option<ToBrowser>) {
+    pub fn clear_rules(&mut self, tab: i64, what: DialogType) -> (usize, Option<ToBrowser>) {
         let gone = self.rules.clear(tab, |r| r.cleared_by(what));
         let msg = if gone.iter().any(in_config) { self.config_push(tab) } else { None };
         (gone.len(), msg)
@@ -432,9 +433,9 @@ pub(super) mod tests {
         )
         .unwrap();
         assert_eq!(s.rules_of(1).len(), 2);
-        assert_eq!(s.clear_rules(1, DialogTypeArg::Confirm).0, 1);
-        assert_eq!(s.clear_rules(1, DialogTypeArg::All).0, 1);
-        assert_eq!(s.clear_rules(1, DialogTypeArg::All), (0, None));
+        assert_eq!(s.clear_rules(1, DialogType::of(crate::kind::Kind::CONFIRM)).0, 1);
+        assert_eq!(s.clear_rules(1, DialogType::ALL).0, 1);
+        assert_eq!(s.clear_rules(1, DialogType::ALL), (0, None));
     }
 
     #[test]

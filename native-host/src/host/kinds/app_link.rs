@@ -13,16 +13,20 @@
 //! (`app_link_dialog`). It is recorded open and listed in `dialogs_blocking` until the tab
 //! goes to another site, the only thing that clears it.
 
+use super::RuleSpec;
+use super::args::{self, Api, Given, NoFields, Owned};
+use super::rule::{OwnRule, Shown};
 use super::{
     Described, EXPIRED_CANCELLED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
 };
-use crate::api::RuleSpec;
+use crate::api::{MatchArg, ParamError, bad};
 use crate::host::protocol::{PromptDecision, ToBrowser};
 use crate::host::record::{self, AppDialog, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
 
@@ -55,6 +59,71 @@ const WORDS: Words = Words {
     expired: EXPIRED_CANCELLED,
 };
 
+/// An app link rule: open it (accept) or cancel it; `match.url_contains` is on the link's
+/// URL, `match.scheme` its scheme.
+#[derive(Clone, PartialEq)]
+pub(crate) struct AppLinkRule {
+    pub accept: bool,
+    pub matcher: MatchArg,
+}
+
+impl OwnRule for AppLinkRule {
+    fn kind(&self) -> Kind {
+        KIND
+    }
+    fn accept(&self) -> bool {
+        self.accept
+    }
+    fn matcher(&self) -> &MatchArg {
+        &self.matcher
+    }
+    crate::own_plumbing!();
+}
+
+impl std::fmt::Debug for AppLinkRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppLink").field("accept", &self.accept).field("matcher", &Shown(&self.matcher)).finish()
+    }
+}
+
+/// Its own match field.
+#[derive(Deserialize, JsonSchema)]
+struct AppLinkMatch {
+    /// dialog_type "app_link" only: only links of this scheme (e.g. "mailto"; any case,
+    /// with or without the colon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    #[allow(dead_code)]
+    scheme: Option<String>,
+}
+
+static API: Api = Api {
+    description: "A link to a scheme the OS handles (mailto:, tel:, myapp://, web+x:): accept = open it\n(the \
+browser hands it to the OS), dismiss = cancel it (the page stays where it is).",
+    fields: &[Owned::setup("match.scheme")],
+    schema: args::schema_of::<NoFields, AppLinkMatch>,
+    read: args::read_of::<NoFields, AppLinkMatch>,
+    rule: app_link_rule,
+    answer: None,
+    paths: &[],
+};
+
+fn app_link_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
+    let mut matcher = g.url_only_match("an app link", "name the scheme")?;
+    if let Some(scheme) = matcher.get("scheme") {
+        let s = scheme.strip_suffix(':').unwrap_or(scheme).to_ascii_lowercase();
+        let ok = s.len() <= 64
+            && s.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
+        if !ok {
+            return Err(bad("match.scheme", "a URL scheme such as \"mailto\" or \"web+app\" (letters, digits, + . -)"));
+        }
+        matcher.more.insert("scheme".into(), s);
+    }
+    g.no_text("an app link rule opens (accept: true) or cancels (accept: false); it takes no text")?;
+    Ok(RuleSpec::own(AppLinkRule { accept: g.accept(), matcher }))
+}
+
 impl Spec for AppLink {
     fn words(&self) -> &Words {
         &WORDS
@@ -82,13 +151,13 @@ to the tab and no answer reaches it; navigate the tab to another site to clear i
         Ok(Vec::new())
     }
 
-    fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::AppLink { .. })
+    fn api(&self) -> Option<&Api> {
+        Some(&API)
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
-        let RuleSpec::AppLink { accept, matcher } = rule else { return None };
-        let what = matcher.scheme.as_ref().map_or("app link".to_string(), |s| format!("{s}: link"));
+        let AppLinkRule { accept, matcher } = rule.of()?;
+        let what = matcher.get("scheme").map_or("app link".to_string(), |s| format!("{s}: link"));
         let will =
             if *accept { "open it (the browser hands it to the OS)" } else { "cancel it (the page stays where it is)" };
         Some(configured(&what, will, once))
@@ -126,10 +195,10 @@ impl PromptKind for AppLinkAsk {
 
     /// `url_contains` is on the link's URL, not the page's.
     fn fits(&self, rule: &RuleSpec, _: &str) -> Option<usize> {
-        let RuleSpec::AppLink { matcher, .. } = rule else { return None };
-        let fits = url_fits(matcher.url_contains.as_ref(), &self.target)
-            && matcher.scheme.as_ref().is_none_or(|s| *s == self.scheme());
-        fits.then(|| usize::from(matcher.url_contains.is_some()) + usize::from(matcher.scheme.is_some()))
+        let AppLinkRule { matcher, .. } = rule.of()?;
+        let scheme = matcher.get("scheme");
+        let fits = url_fits(matcher.url_contains.as_ref(), &self.target) && scheme.is_none_or(|s| *s == self.scheme());
+        fits.then(|| usize::from(matcher.url_contains.is_some()) + usize::from(scheme.is_some()))
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
@@ -247,8 +316,44 @@ struct AppLinkDialog {
 
 #[cfg(test)]
 mod tests {
+
+    fn call(v: serde_json::Value) -> Result<crate::host::kinds::DialogCall, crate::api::ParamError> {
+        crate::call::interact(v).map(|c| c.call)
+    }
+
+    #[test]
+    fn app_link_calls_validate_their_scheme() {
+        let c =
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","match":{"scheme":"MailTo:"}}))
+                .unwrap();
+        let DialogCall::Setup { rule, .. } = &c else { panic!("{c:?}") };
+        let Some(AppLinkRule { accept: true, matcher }) = rule.of() else { panic!("{c:?}") };
+        assert_eq!(matcher.get("scheme").map(String::as_str), Some("mailto"), "stored lower case, without the colon");
+        let param = |v| call(v).unwrap_err().param;
+        for bad in ["", "1x", "a b", "a/b"] {
+            let v = json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","match":{"scheme":bad}});
+            assert_eq!(param(v), "match.scheme", "{bad:?}");
+        }
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","match":{"scheme":"tel"}})),
+            "match.scheme"
+        );
+        assert_eq!(param(json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","text":"x"})), "text");
+        assert_eq!(
+            param(
+                json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","match":{"message_contains":"x"}})
+            ),
+            "match.message_contains"
+        );
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","clear":true})),
+            Ok(DialogCall::Clear { tab: None, what: crate::host::kinds::DialogType::of(KIND) })
+        );
+    }
+
     use super::*;
-    use crate::api::{DialogCall, MatchArg};
+    use crate::api::MatchArg;
+    use crate::host::kinds::DialogCall;
     use crate::host::state::State;
     use crate::host::state::tests::{feed, to_json};
     use ringbuf::traits::Consumer;
@@ -270,8 +375,8 @@ mod tests {
     }
 
     fn setup(s: &mut State, accept: bool, scheme: Option<&str>) -> Value {
-        let matcher = MatchArg { scheme: scheme.map(str::to_owned), ..MatchArg::default() };
-        s.interact(DialogCall::Setup { tab: None, once: true, rule: RuleSpec::AppLink { accept, matcher } })
+        let matcher = scheme.map_or_else(MatchArg::default, |s| MatchArg::default().with("scheme", s));
+        s.interact(DialogCall::Setup { tab: None, once: true, rule: RuleSpec::own(AppLinkRule { accept, matcher }) })
             .unwrap()
             .value
     }

@@ -7,9 +7,11 @@
 //! a kind.
 
 pub(crate) mod app_link;
+pub mod args;
 pub(crate) mod auth;
 pub(crate) mod device_chooser;
 pub(crate) mod download;
+pub mod rule;
 pub(in crate::host) use download::names_for;
 pub(crate) mod file_chooser;
 pub(crate) mod held_in_page;
@@ -17,7 +19,7 @@ pub(crate) mod passkey;
 pub(crate) mod permission;
 pub(crate) mod print;
 
-use crate::api::{Carry, ChooserApi, Credentials, MatchArg, PermissionName, RuleSpec};
+use crate::api::MatchArg;
 use crate::host::protocol::{Carried, KindFields, KindMessage, PromptDecision, ToBrowser};
 use crate::host::record::{DecidedBy, Details, DialogRecord};
 use crate::host::rules::{self, RuleStore};
@@ -25,6 +27,8 @@ use crate::host::state::Rule;
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
+pub(crate) use args::Api;
+pub use rule::{Carry, DialogCall, DialogType, RuleSpec};
 use serde::Serialize;
 use std::time::Duration;
 use unmodal_engine::Policy;
@@ -57,7 +61,7 @@ pub(crate) fn unanswerable(kind: Kind) -> Option<&'static str> {
 
 /// The kind a rule is of (none: a page dialog's rule).
 fn owner(rule: &RuleSpec) -> Option<&'static dyn Spec> {
-    ALL.iter().copied().find(|k| k.owns(rule))
+    rule.kind().and_then(spec)
 }
 
 /// A rule that gives the page files: refused while the extension cannot reach them.
@@ -78,7 +82,7 @@ impl rules::Rule for RuleSpec {
         self.matcher() == other.matcher()
             && match (self, other) {
                 (Self::Dialog { target: a, .. }, Self::Dialog { target: b, .. }) => a == b,
-                (a, b) => owner(a).is_some_and(|k| k.owns(b) && k.same_slot(a, b)),
+                (a, b) => owner(a).is_some_and(|k| b.kind() == Some(k.kind()) && k.same_slot(a, b)),
             }
     }
 }
@@ -92,20 +96,9 @@ pub struct RuleView<'a> {
     once: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    username: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    permission: Option<PermissionName>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    chooser: Option<ChooserApi>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    keep: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    save_to: Option<&'a std::path::Path>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    files: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    save_dir: Option<&'a std::path::Path>,
+    /// The kind's own fields (`Spec::view`).
+    #[serde(flatten)]
+    own: serde_json::Map<String, serde_json::Value>,
     #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
     matcher: &'a MatchArg,
 }
@@ -118,20 +111,14 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             accept: r.rule.accept(),
             once: r.once,
             text: None,
-            username: None,
-            permission: None,
-            chooser: None,
-            keep: None,
-            save_to: None,
-            files: Vec::new(),
-            save_dir: None,
+            own: serde_json::Map::new(),
             matcher: r.rule.matcher(),
         };
         match &r.rule {
             RuleSpec::Dialog { text, .. } => v.text = text.as_deref(),
             rule => {
                 if let Some(k) = owner(rule) {
-                    k.view(rule, &mut v);
+                    k.view(rule, &mut v.own);
                 }
             }
         }
@@ -219,6 +206,10 @@ pub(in crate::host) trait Spec: Sync {
     fn unanswerable(&self) -> Option<&'static str> {
         None
     }
+    /// Its part of `interact`: its own fields, its rule, its answer (`args.rs`).
+    fn api(&self) -> Option<&Api> {
+        None
+    }
     /// Its request, read from the fields the worker sent (`manifest/prompts.js`).
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error>;
     /// The `type` of the one message of its own the worker sends, if it has one.
@@ -244,8 +235,6 @@ pub(in crate::host) trait Spec: Sync {
     fn tab_config(&self, _rules: &RuleStore<RuleSpec>, _tab: i64, _policy: Policy, _fields: &mut KindFields) -> bool {
         false
     }
-    /// Whether `rule` is one of this kind's.
-    fn owns(&self, rule: &RuleSpec) -> bool;
     /// Its rules' name in the rule store's per-tab limit.
     fn group(&self) -> &'static str {
         self.words().group
@@ -255,7 +244,7 @@ pub(in crate::host) trait Spec: Sync {
         true
     }
     /// A rule's own fields as answers show it (never a password).
-    fn view<'a>(&self, _rule: &'a RuleSpec, _v: &mut RuleView<'a>) {}
+    fn view(&self, _rule: &RuleSpec, _v: &mut serde_json::Map<String, serde_json::Value>) {}
     /// A rule that gives the page files (refused while the extension cannot reach them).
     fn needs_file_access(&self, _rule: &RuleSpec) -> bool {
         false
@@ -289,9 +278,9 @@ pub(in crate::host) trait Spec: Sync {
     fn accept_with(&self, _held: &DialogRecord) -> With {
         With::Nothing
     }
-    /// The answer field this kind alone takes, if `with` is it: what the agent is told when
-    /// it sends it to another kind, or when none of this kind is held.
-    fn carries(&self, _with: &With) -> Option<Carries> {
+    /// What the agent is told when it sends the answer field this kind alone takes to
+    /// another kind, or when none of this kind is held.
+    fn carries(&self) -> Option<Carries> {
         None
     }
     /// What a new rule will do, as the setup answers it, if `rule` is of this kind.
@@ -320,7 +309,8 @@ pub(in crate::host) struct Carries {
 
 /// The kind that alone takes `with`, and what it says of it.
 pub(in crate::host) fn carrier(with: &With) -> Option<(Kind, Carries)> {
-    ALL.iter().find_map(|k| k.carries(with).map(|c| (k.kind(), c)))
+    let With::Own(c) = with else { return None };
+    spec(c.kind()).and_then(|k| Some((k.kind(), k.carries()?)))
 }
 
 /// What a new rule of a browser prompt's kind will do, as the setup answers it.
@@ -387,61 +377,33 @@ impl Policies {
 /// on its own (so the watchdog's answer, recorded, comes first).
 pub(in crate::host) const HOLD_MARGIN: Duration = Duration::from_secs(5);
 
-/// What an accept carries to the worker besides the decision.
+/// What an accept carries to the worker besides the decision: nothing, or the kind's own
+/// value (a login, the passkeys to arm, a PDF's file, a download's directory, files).
 pub(in crate::host) enum With {
     Nothing,
-    /// HTTP auth's login.
-    Login(Credentials),
-    /// A passkey request's: the relying party's keys arm the virtual authenticator; `keep`:
-    /// what it makes is kept for the profile.
-    Passkeys {
-        rp_id: String,
-        keep: bool,
-    },
-    /// A print's: the PDF file to write (none: Unmodal's prints directory).
-    Pdf {
-        to: Option<std::path::PathBuf>,
-    },
-    /// A download's: the directory a saved download is moved to (none: where the browser
-    /// saved it).
-    SaveDir(Option<std::path::PathBuf>),
-    /// A file chooser's: the files the page gets (checked against the allowed directories
-    /// by `unmodal mcp`, canonical).
-    Files(Vec<std::path::PathBuf>),
-}
-
-impl From<Carry> for With {
-    fn from(c: Carry) -> Self {
-        match c {
-            Carry::Login(c) => Self::Login(c),
-            Carry::SaveTo(to) => Self::Pdf { to: Some(to) },
-            Carry::SaveDir(dir) => Self::SaveDir(Some(dir)),
-            Carry::Files(files) => Self::Files(files),
-        }
-    }
+    Own(Carry),
 }
 
 impl With {
+    /// A kind's own value.
+    pub fn own(c: impl rule::CarryOf) -> Self {
+        Self::Own(Carry::new(c))
+    }
+
     /// Applies what an answer to prompt `id` of `tab` (its record: `record`) carries: what
     /// goes to the worker, and what the kind keeps for the worker's result (where a print's
     /// PDF goes, a download's end).
-    pub fn apply(self, s: &mut State, (tab, id, record): (i64, u64, u64), accept: bool) -> Carried {
-        let mut carried = Carried::default();
+    pub fn apply(self, s: &mut State, ids: (i64, u64, u64), accept: bool) -> Carried {
         match self {
-            Self::Login(c) if accept => carried.credentials = Some(c),
-            Self::Passkeys { rp_id, keep } if accept => passkey::arm(s, (tab, id), &rp_id, keep, &mut carried),
-            Self::Pdf { to } if accept => print::leave_job(s, (tab, id, record), to),
-            Self::Files(f) if accept => carried.files = Some(f.iter().map(|p| p.display().to_string()).collect()),
-            Self::SaveDir(to) => s.track_download(tab, id, record, to.filter(|_| accept)),
-            _ => {}
+            Self::Nothing => Carried::default(),
+            Self::Own(c) => c.apply(s, ids, accept),
         }
-        carried
     }
 
     /// What an accept gives the prompt, on its record (a file chooser's files).
     pub fn name_on(&self, details: &mut Details) {
-        if let Self::Files(files) = self {
-            file_chooser::name_files(details, files);
+        if let Self::Own(c) = self {
+            c.name_on(details);
         }
     }
 }
@@ -561,7 +523,8 @@ impl Described {
 
 #[cfg(test)]
 pub(in crate::host) mod tests {
-    use crate::api::{DialogTypeArg, MatchArg, RuleSpec};
+    use crate::api::MatchArg;
+    use crate::host::kinds::{DialogType, RuleSpec};
     use crate::host::protocol::ToBrowser;
     use crate::host::state::in_config;
     use crate::host::state::tests::{dialog_rule, feed, state_with};
@@ -593,41 +556,65 @@ pub(in crate::host) mod tests {
     /// One rule of every kind (and both sides of each kind's split), so a new kind cannot
     /// be forgotten: the match below has no wildcard.
     pub(in crate::host) fn one_of_each() -> Vec<RuleSpec> {
-        use crate::api::{ChooserApi, HeldCall, PermissionName};
+        use crate::host::kinds::device_chooser::ChooserApi;
+        use crate::host::kinds::permission::PermissionName;
         let m = MatchArg::default;
         let rules = vec![
             dialog_rule(RuleTarget::All, true),
-            RuleSpec::Auth { credentials: None, matcher: m() },
-            RuleSpec::Permission { accept: true, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
-            RuleSpec::Permission { accept: false, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
-            RuleSpec::Permission { accept: true, permission: Some(PermissionName::Camera), matcher: m() },
-            RuleSpec::Permission { accept: true, permission: None, matcher: m() },
-            RuleSpec::DeviceChooser { chooser: Some(ChooserApi::Usb), matcher: m() },
-            RuleSpec::AppLink { accept: true, matcher: m() },
-            RuleSpec::Passkey { accept: true, keep: false, matcher: m() },
-            RuleSpec::Print { accept: false, save_to: None, matcher: m() },
-            RuleSpec::Held { kind: HeldCall::SignIn, accept: false, matcher: m() },
-            RuleSpec::Held { kind: HeldCall::Payment, accept: false, matcher: m() },
-            RuleSpec::Held { kind: HeldCall::StorageAccess, accept: false, matcher: m() },
-            RuleSpec::Held { kind: HeldCall::EyeDropper, accept: false, matcher: m() },
-            RuleSpec::FileChooser { files: Vec::new(), matcher: m() },
-            RuleSpec::Download { accept: false, save_dir: None, matcher: m() },
+            RuleSpec::own(crate::host::kinds::auth::AuthRule { credentials: None, matcher: m() }),
+            RuleSpec::own(crate::host::kinds::permission::PermissionRule {
+                accept: true,
+                permission: Some(PermissionName::AutomaticDownloads),
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::permission::PermissionRule {
+                accept: false,
+                permission: Some(PermissionName::AutomaticDownloads),
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::permission::PermissionRule {
+                accept: true,
+                permission: Some(PermissionName::Camera),
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::permission::PermissionRule {
+                accept: true,
+                permission: None,
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::device_chooser::DeviceChooserRule {
+                chooser: Some(ChooserApi::Usb),
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::app_link::AppLinkRule { accept: true, matcher: m() }),
+            RuleSpec::own(crate::host::kinds::passkey::PasskeyRule { accept: true, keep: false, matcher: m() }),
+            RuleSpec::own(crate::host::kinds::print::PrintRule { accept: false, save_to: None, matcher: m() }),
+            RuleSpec::own(crate::host::kinds::held_in_page::HeldRule {
+                kind: crate::host::kinds::held_in_page::SIGN_IN_KIND,
+                accept: false,
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::held_in_page::HeldRule {
+                kind: crate::host::kinds::held_in_page::PAYMENT_KIND,
+                accept: false,
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::held_in_page::HeldRule {
+                kind: crate::host::kinds::held_in_page::STORAGE_ACCESS_KIND,
+                accept: false,
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::held_in_page::HeldRule {
+                kind: crate::host::kinds::held_in_page::EYE_DROPPER_KIND,
+                accept: false,
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::file_chooser::FileChooserRule { files: Vec::new(), matcher: m() }),
+            RuleSpec::own(crate::host::kinds::download::DownloadRule { accept: false, save_dir: None, matcher: m() }),
         ];
-        for r in &rules {
-            match r {
-                RuleSpec::Dialog { .. }
-                | RuleSpec::Auth { .. }
-                | RuleSpec::Permission { .. }
-                | RuleSpec::DeviceChooser { .. }
-                | RuleSpec::AppLink { .. }
-                | RuleSpec::Passkey { .. }
-                | RuleSpec::Print { .. }
-                | RuleSpec::FileChooser { .. }
-                | RuleSpec::Download { .. } => {}
-                RuleSpec::Held { kind, .. } => match kind {
-                    HeldCall::SignIn | HeldCall::Payment | HeldCall::StorageAccess | HeldCall::EyeDropper => {}
-                },
-            }
+        // Every kind of the registry has one.
+        for k in super::all() {
+            assert!(rules.iter().any(|r| r.kind() == Some(k)), "{k:?} has no rule here");
         }
         rules
     }
@@ -652,7 +639,7 @@ pub(in crate::host) mod tests {
     #[test]
     fn clear_and_spend_resend_the_config_exactly_when_it_changes() {
         for rule in one_of_each() {
-            let what: DialogTypeArg = serde_json::from_value(json!(rule.dialog_type())).unwrap();
+            let what = rule.kind().map_or(DialogType::ALL, DialogType::of);
             let mut s = state_with(Policy::Auto);
             s.add_rule(3, false, rule.clone()).unwrap();
             let (removed, msg) = s.clear_rules(3, what);
@@ -672,7 +659,7 @@ pub(in crate::host) mod tests {
         s.add_rule(3, false, grant.clone()).unwrap();
         let downloads = |m: &ToBrowser| serde_json::to_value(m).unwrap()["downloads"].clone();
         assert_eq!(downloads(&s.config_message(3)), true);
-        let (_, msg) = s.clear_rules(3, DialogTypeArg::Permission);
+        let (_, msg) = s.clear_rules(3, DialogType::of(crate::host::kinds::permission::KIND));
         let msg = msg.expect("the config again");
         assert!(matches!(msg, ToBrowser::Config { tab_id: 3, .. }), "{msg:?}");
         assert_eq!(downloads(&msg), serde_json::Value::Null, "{msg:?}");

@@ -13,17 +13,21 @@
 //!
 //! Pilot off: the browser's print(), recorded.
 
+use super::args::{self, Api, Given, NoFields, Owned};
+use super::rule::{Carry, CarryOf, OwnRule, Shown};
 use super::{
-    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
     configured, pilot_off, url_fits,
 };
-use crate::api::RuleSpec;
+use crate::api::{MatchArg, ParamError, absolute_path, bad};
+use crate::host::protocol::Carried;
 use crate::host::protocol::{PromptDecision, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord, FileJob};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use unmodal_engine::Policy;
@@ -56,6 +60,117 @@ accept: true prints the page to a PDF file",
 /// A print once recorded.
 pub(super) struct Print;
 
+/// A print rule: print the page to a PDF file (accept; `save_to`, else Unmodal's prints
+/// directory) or cancel it (the preview closed); `match.url_contains` is on the frame's URL.
+#[derive(Clone, PartialEq)]
+pub(crate) struct PrintRule {
+    pub accept: bool,
+    pub save_to: Option<PathBuf>,
+    pub matcher: MatchArg,
+}
+
+impl OwnRule for PrintRule {
+    fn kind(&self) -> Kind {
+        KIND
+    }
+    fn accept(&self) -> bool {
+        self.accept
+    }
+    fn matcher(&self) -> &MatchArg {
+        &self.matcher
+    }
+    crate::own_plumbing!();
+}
+
+impl std::fmt::Debug for PrintRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Print")
+            .field("accept", &self.accept)
+            .field("save_to", &self.save_to)
+            .field("matcher", &Shown(&self.matcher))
+            .finish()
+    }
+}
+
+/// Its own field of `interact`.
+#[derive(Deserialize, JsonSchema)]
+struct PrintFields {
+    /// dialog_type "print" (with setup and accept: true, or answering a held print): the PDF
+    /// file to write, an absolute path inside the MCP client's roots or the directories
+    /// configured for Unmodal. Default: Unmodal's prints directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    save_to: Option<String>,
+}
+
+static API: Api = Api {
+    description: "window.print(): accept = print the page to a PDF file (save_to), dismiss = the preview\ncancelled \
+(the call returns, nothing printed).",
+    fields: &[Owned { name: "save_to", held: Some("print"), in_clear: false, late: false }],
+    schema: args::schema_of::<PrintFields, NoFields>,
+    read: args::read_of::<PrintFields, NoFields>,
+    rule: print_rule,
+    answer: Some(print_answer),
+    paths: &[("save_to", args::PathUse::Output)],
+};
+
+/// `save_to` as given.
+fn absolute(to: &str) -> Result<PathBuf, ParamError> {
+    absolute_path("save_to", to, || "an absolute path to a file, such as /home/me/work/page.pdf".into())
+}
+
+fn print_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
+    let matcher = g.url_only_match("a print", "leave match out")?;
+    let accept = g.accept();
+    let f: PrintFields = g.fields()?;
+    if f.save_to.is_some() && !accept {
+        return Err(bad("save_to", "where an accepting print rule writes its PDF; leave it out with accept: false"));
+    }
+    g.no_text("a print rule takes no text")?;
+    let save_to = f.save_to.as_deref().map(absolute).transpose()?;
+    Ok(RuleSpec::own(PrintRule { accept, save_to, matcher }))
+}
+
+fn print_answer(g: &Given) -> Result<Carry, ParamError> {
+    if g.args.accept == Some(false) || g.args.text.is_some() {
+        return Err(bad("save_to", "prints a held print to this file: only with accept: true, without text"));
+    }
+    let f: PrintFields = g.fields()?;
+    Ok(Carry::new(SaveTo(absolute(f.save_to.as_deref().unwrap_or_default())?)))
+}
+
+/// The agent's answer to a held print: the PDF file to write.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SaveTo(pub PathBuf);
+
+impl CarryOf for SaveTo {
+    fn kind(&self) -> Kind {
+        KIND
+    }
+    fn apply(self: Box<Self>, s: &mut State, ids: (i64, u64, u64), accept: bool) -> Carried {
+        Box::new(Pdf { to: Some(self.0) }).apply(s, ids, accept)
+    }
+    crate::own_plumbing!(carry);
+}
+
+/// An accept's PDF file (none: Unmodal's prints directory).
+#[derive(Clone, Debug, PartialEq)]
+struct Pdf {
+    to: Option<PathBuf>,
+}
+
+impl CarryOf for Pdf {
+    fn kind(&self) -> Kind {
+        KIND
+    }
+    fn apply(self: Box<Self>, s: &mut State, ids: (i64, u64, u64), accept: bool) -> Carried {
+        if accept {
+            leave_job(s, ids, self.to);
+        }
+        Carried::default()
+    }
+    crate::own_plumbing!(carry);
+}
+
 const WORDS: Words = Words {
     kind: KIND,
     group: "print",
@@ -85,22 +200,22 @@ impl Spec for Print {
         Ok(Vec::new())
     }
 
-    fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::Print { .. })
+    fn api(&self) -> Option<&Api> {
+        Some(&API)
     }
 
-    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
-        if let RuleSpec::Print { save_to, .. } = rule {
-            v.save_to = save_to.as_deref();
+    fn view(&self, rule: &RuleSpec, v: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(PrintRule { save_to: Some(to), .. }) = rule.of() {
+            v.insert("save_to".into(), to.display().to_string().into());
         }
     }
 
     fn accept_with(&self, _held: &DialogRecord) -> With {
-        With::Pdf { to: None }
+        With::own(Pdf { to: None })
     }
 
-    fn carries(&self, with: &With) -> Option<Carries> {
-        matches!(with, With::Pdf { .. }).then_some(Carries {
+    fn carries(&self) -> Option<Carries> {
+        Some(Carries {
             only: "save_to answers only a print",
             none_held: "No print is held open for the agent (only the must_respond policy holds them). To print the \
 next one to a file, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"print\", \
@@ -109,7 +224,7 @@ save_to}.",
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
-        let RuleSpec::Print { accept, .. } = rule else { return None };
+        let PrintRule { accept, .. } = rule.of()?;
         let will = if *accept { "print the page to a PDF file" } else { "cancel it (as a person closes the preview)" };
         Some(configured("print()", will, once))
     }
@@ -127,12 +242,12 @@ impl PromptKind for PrintAsk {
     }
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
-        let RuleSpec::Print { matcher, .. } = rule else { return None };
+        let PrintRule { matcher, .. } = rule.of()?;
         url_fits(matcher.url_contains.as_ref(), url).then(|| usize::from(matcher.url_contains.is_some()))
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
-        let RuleSpec::Print { accept: true, save_to, .. } = rule else {
+        let Some(PrintRule { accept: true, save_to, .. }) = rule.of() else {
             return Verdict::rule(
                 PromptDecision::Refuse,
                 id,
@@ -140,12 +255,12 @@ impl PromptKind for PrintAsk {
             );
         };
         let why = format!("print() printed to a PDF file: print rule {id} matched");
-        Verdict::rule(PromptDecision::Accept, id, why).carrying(With::Pdf { to: save_to.clone() })
+        Verdict::rule(PromptDecision::Accept, id, why).carrying(With::own(Pdf { to: save_to.clone() }))
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
         // Only an accept leaves a print job: a refusal carries nothing.
-        POLICIES.verdict(policy).carrying(With::Pdf { to: None })
+        POLICIES.verdict(policy).carrying(With::own(Pdf { to: None }))
     }
 
     fn not_shown(&self) -> Option<String> {
@@ -168,7 +283,7 @@ page navigates; headful: the preview, which blocks the page's script until a per
 
 /// An accepted print waits for its PDF: the record, and the file the agent named (none:
 /// the prints directory).
-pub(super) fn leave_job(s: &mut State, (tab, id, record): (i64, u64, u64), to: Option<PathBuf>) {
+fn leave_job(s: &mut State, (tab, id, record): (i64, u64, u64), to: Option<PathBuf>) {
     s.file_jobs.entry(KIND).or_default().insert((tab, id), FileJob { record, to });
 }
 
@@ -295,7 +410,7 @@ mod tests {
         s.pilot = true;
         feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
         let to = dir.path().join("p.pdf");
-        let rule = RuleSpec::Print { accept: true, save_to: Some(to.clone()), matcher: Default::default() };
+        let rule = RuleSpec::own(PrintRule { accept: true, save_to: Some(to.clone()), matcher: Default::default() });
         s.add_rule(3, true, rule).unwrap();
         let ask = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":7,"url":"http://a/r"});
         assert_eq!(to_json(&feed(&mut s, ask).unwrap())[1]["decision"], "accept");
