@@ -98,6 +98,9 @@ struct AppLinkMatch {
 }
 
 static API: Api = Api {
+    instructions: "Links to schemes the OS handles (mailto:, tel:, myapp://, web+x:) are dialog_type \"app_link\": \
+cancelled by default (in headless any but mailto: would block the tab's input); accept:true opens \
+them (match.scheme or match.url_contains narrows a rule). ",
     description: "A link to a scheme the OS handles (mailto:, tel:, myapp://, web+x:): accept = open it\n(the \
 browser hands it to the OS), dismiss = cancel it (the page stays where it is).",
     fields: &[Owned::setup("match.scheme")],
@@ -106,6 +109,7 @@ browser hands it to the OS), dismiss = cancel it (the page stays where it is).",
     rule: app_link_rule,
     answer: None,
     paths: &[],
+    own_dir: None,
 };
 
 fn app_link_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {

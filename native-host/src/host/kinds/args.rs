@@ -18,6 +18,9 @@ use unmodal_engine::{DialogKind, MAX_TEXT_UNITS};
 pub(crate) struct Api {
     /// What `dialog_type`'s schema says of it to agents.
     pub description: &'static str,
+    /// What the MCP server's instructions say of it (a sentence or two, ending in a space;
+    /// empty: nothing).
+    pub instructions: &'static str,
     /// Its own fields, in the order their "only with" errors come.
     pub fields: &'static [Owned],
     /// Its own fields' schemas: (those at the top, those in `match`).
@@ -31,6 +34,9 @@ pub(crate) struct Api {
     /// Its fields that name paths on this machine, and what each must be: `unmodal mcp`
     /// checks them against the allowed directories before it forwards the call (`files.rs`).
     pub paths: &'static [(&'static str, PathUse)],
+    /// A directory of its own in Unmodal's data directory where it writes files the agent
+    /// did not name (a print's PDFs), allowed like the client's roots.
+    pub own_dir: Option<&'static str>,
 }
 
 /// What a path field names.
@@ -42,6 +48,16 @@ pub enum PathUse {
     Inputs,
     /// An existing directory to move files into.
     Directory,
+}
+
+/// The kinds' words in the MCP server's instructions, in the registry's order.
+pub fn instructions() -> String {
+    apis().map(|(_, a)| a.instructions).collect()
+}
+
+/// The kinds' own directories in the data directory (`Api::own_dir`).
+pub fn own_dirs() -> impl Iterator<Item = &'static str> {
+    apis().filter_map(|(_, a)| a.own_dir)
 }
 
 /// Every kind's path fields.

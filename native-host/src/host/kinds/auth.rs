@@ -127,6 +127,9 @@ struct AuthMatch {
 }
 
 static API: Api = Api {
+    instructions: "HTTP auth (a 401 login) is dialog_type \"auth\": set it up with username and password, or under \
+must_respond answer the held challenge with dialog_id, username and password (accept:false cancels; \
+the page gets the 401); passwords are never shown or stored. ",
     description: "HTTP authentication (a 401/407 challenge the browser would ask a human about).",
     fields: &[
         Owned { name: "username", held: Some("auth challenge"), in_clear: true, late: false },
@@ -139,6 +142,7 @@ static API: Api = Api {
     rule: auth_rule,
     answer: Some(auth_answer),
     paths: &[],
+    own_dir: None,
 };
 
 /// Both halves of the credentials, within their limits.

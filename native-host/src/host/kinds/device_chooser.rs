@@ -138,6 +138,9 @@ struct DeviceChooserFields {
 }
 
 static API: Api = Api {
+    instructions: "Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth, and getDisplayMedia's screen-share \
+picker) are dialog_type \"device_chooser\": no extension can pick a device, so the only answer is \
+accept:false (cancel; the page gets the browser's own cancel result), which is also the default. ",
     description: "A device chooser (WebUSB, WebHID, Web Serial, Web Bluetooth): it can only be\ncancelled (no \
 extension can pick a device).",
     fields: &[args::Owned { name: "chooser", held: None, in_clear: true, late: false }],
@@ -146,6 +149,7 @@ extension can pick a device).",
     rule: device_chooser_rule,
     answer: None,
     paths: &[],
+    own_dir: None,
 };
 
 fn device_chooser_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {

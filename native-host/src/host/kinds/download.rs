@@ -46,6 +46,10 @@ them all through.";
 const LEFT_PILOT_OFF: &str = "left on the browser's machine: AI Web Pilot is off, and only with the pilot on are \
 downloads copied to this machine";
 
+/// Where files a remote browser downloaded are copied to on this machine (no `save_dir`),
+/// inside the data directory.
+const COPIED: &str = "downloads";
+
 /// Downloads waiting for their end, at most (the oldest is forgotten past it).
 const MAX_JOBS: usize = 256;
 
@@ -107,6 +111,8 @@ struct DownloadFields {
 }
 
 static API: Api = Api {
+    instructions: "Downloads are dialog_type \"download\": saved by the browser and recorded by default; accept:false \
+cancels, save_dir (inside your roots) moves the saved file there. ",
     description: "A download a page starts (a download link, an attachment, window.open of a file):\naccept = saved \
 (into `save_dir` if given), dismiss = cancelled, nothing written.",
     fields: &[Owned { name: "save_dir", held: Some("download"), in_clear: false, late: false }],
@@ -115,6 +121,7 @@ static API: Api = Api {
     rule: download_rule,
     answer: Some(download_answer),
     paths: &[("save_dir", args::PathUse::Directory)],
+    own_dir: None,
 };
 
 /// `save_dir` as given.
@@ -348,7 +355,7 @@ impl State {
         if let (true, Some(from), "complete") = (remote, path.clone(), state) {
             // On the browser's machine: copied here over CDP (the bridge), then named; with
             // the pilot off (the host's own switch) it stays there.
-            let to = job.to.or_else(|| crate::paths::data_dir().ok().map(|d| d.join(crate::files::DOWNLOADS)));
+            let to = job.to.or_else(|| crate::paths::data_dir().ok().map(|d| d.join(COPIED)));
             d.remote_path = Some(from.clone());
             match to {
                 _ if !self.pilot => note = Some(LEFT_PILOT_OFF.into()),

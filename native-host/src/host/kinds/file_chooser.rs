@@ -133,6 +133,10 @@ struct FileChooserMatch {
 }
 
 static API: Api = Api {
+    instructions: "File choosers (<input type=file>) are dialog_type \"file_chooser\": left to the browser by default \
+(headless cancels them); a rule with files (absolute paths inside your roots) gives the page those \
+files as a person's pick, accept:false cancels; under must_respond answer a held chooser with \
+dialog_id and files. ",
     description: "A file chooser (<input type=file>): accept = the page gets the rule's or the agent's\n`files` as a \
 person's pick gives them, dismiss = cancelled as a person's cancel.",
     fields: &[
@@ -144,6 +148,7 @@ person's pick gives them, dismiss = cancelled as a person's cancel.",
     rule: file_chooser_rule,
     answer: Some(file_chooser_answer),
     paths: &[("files", args::PathUse::Inputs)],
+    own_dir: None,
 };
 
 /// The most files one answer gives a page.

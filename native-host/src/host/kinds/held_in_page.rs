@@ -258,12 +258,14 @@ screen until a person clicks a colour or presses Escape)",
 const fn held_api(description: &'static str) -> Api {
     Api {
         description,
+        instructions: "",
         fields: &[],
         schema: args::schema_of::<NoFields, NoFields>,
         read: args::read_of::<NoFields, NoFields>,
         rule: held_rule,
         answer: None,
         paths: &[],
+        own_dir: None,
     }
 }
 

@@ -150,6 +150,9 @@ struct PermissionFields {
 }
 
 static API: Api = Api {
+    instructions: "Prompts for a permission (camera, microphone, notifications, geolocation, clipboard-read) are \
+dialog_type \"permission\" (optional permission names one): accept grants, accept:false denies; \
+without a rule they are denied. ",
     description: "A permission prompt (camera, microphone, notifications, geolocation, clipboard-read):\naccept = \
 grant, dismiss = deny.",
     fields: &[args::Owned { name: "permission", held: None, in_clear: true, late: false }],
@@ -158,6 +161,7 @@ grant, dismiss = deny.",
     rule: permission_rule,
     answer: None,
     paths: &[],
+    own_dir: None,
 };
 
 fn permission_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {

@@ -35,6 +35,9 @@ use unmodal_engine::Policy;
 /// This kind's handle: the one place its name is written.
 pub(crate) const KIND: Kind = Kind::new("print");
 
+/// Where printed pages go when the agent names no file (inside the data directory).
+const PRINTS: &str = "prints";
+
 /// The largest PDF written (base64 from the worker: about 4/3 of it).
 const MAX_PDF: usize = 32 * 1024 * 1024;
 /// New files a host writes into the prints directory, at most: a page printing in a loop
@@ -103,6 +106,8 @@ struct PrintFields {
 }
 
 static API: Api = Api {
+    instructions: "window.print() is dialog_type \"print\": cancelled by default; accept:true prints the page to a PDF \
+file (save_to: an absolute path inside your roots). ",
     description: "window.print(): accept = print the page to a PDF file (save_to), dismiss = the preview\ncancelled \
 (the call returns, nothing printed).",
     fields: &[Owned { name: "save_to", held: Some("print"), in_clear: false, late: false }],
@@ -111,6 +116,7 @@ static API: Api = Api {
     rule: print_rule,
     answer: Some(print_answer),
     paths: &[("save_to", args::PathUse::Output)],
+    own_dir: Some(PRINTS),
 };
 
 /// `save_to` as given.
@@ -335,7 +341,7 @@ fn save(to: Option<PathBuf>, record: u64, data: &str) -> Result<(PathBuf, u64), 
     let file = match to {
         Some(f) => f,
         None => {
-            let dir = crate::paths::data_dir().map_err(|e| e.to_string())?.join(crate::files::PRINTS);
+            let dir = crate::paths::data_dir().map_err(|e| e.to_string())?.join(PRINTS);
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
             dir.join(format!("print-{stamp}-{record}.pdf"))

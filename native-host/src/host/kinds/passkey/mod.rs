@@ -128,6 +128,9 @@ struct PasskeyMatch {
 }
 
 static API: Api = Api {
+    instructions: "WebAuthn requests (passkeys: create/get) are dialog_type \"passkey\": refused by default (the page \
+gets NotAllowedError); accept:true answers them with Unmodal's virtual authenticator (keep:true \
+keeps the passkeys for the profile). ",
     description: "A WebAuthn request (navigator.credentials.create or get with publicKey): accept =\nUnmodal's \
 virtual authenticator answers it, dismiss = refuse it as a person's cancel\n(NotAllowedError).",
     fields: &[Owned::setup("match.rp_id"), Owned::setup("keep")],
@@ -136,6 +139,7 @@ virtual authenticator answers it, dismiss = refuse it as a person's cancel\n(Not
     rule: passkey_rule,
     answer: None,
     paths: &[],
+    own_dir: None,
 };
 
 fn passkey_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
