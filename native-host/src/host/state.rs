@@ -129,11 +129,6 @@ pub struct State {
     /// Barriers sent to the worker, and the newest it answered (`barrier.rs`).
     pub(super) sync_sent: u64,
     pub(super) sync_seen: u64,
-    /// The browser's own app-link dialogs showing in tabs (`kinds/app_link.rs`).
-    pub app_dialogs: Vec<super::record::AppDialog>,
-    /// Files a kind will write or move once the worker's result comes, by kind, then by tab
-    /// and request (`kinds/`: prints being printed to PDF, downloads decided and not done).
-    pub file_jobs: HashMap<crate::kind::Kind, HashMap<(i64, u64), super::record::FileJob>>,
     /// Each kind's own (`kind_state.rs`).
     pub kinds: super::kind_state::KindState,
 }
@@ -175,8 +170,6 @@ impl State {
             reports_seen: ReportsSeen::default(),
             sync_sent: 0,
             sync_seen: 0,
-            app_dialogs: Vec::new(),
-            file_jobs: HashMap::new(),
             kinds: Default::default(),
         }
     }
@@ -193,7 +186,6 @@ impl State {
         self.tracked = tracked;
         self.tabs = tabs;
         self.drop_held_of_closed_tabs();
-        self.close_app_dialogs_left_behind();
     }
 
     pub fn tab(&self, id: i64) -> Option<&Tab> {

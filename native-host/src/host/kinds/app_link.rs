@@ -21,7 +21,7 @@ use super::{
 };
 use crate::api::{MatchArg, ParamError, bad};
 use crate::host::protocol::{PromptDecision, ToBrowser};
-use crate::host::record::{self, AppDialog, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS};
+use crate::host::record::{self, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
@@ -128,9 +128,42 @@ fn app_link_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
     Ok(RuleSpec::own(AppLinkRule { accept: g.accept(), matcher }))
 }
 
+/// A browser's own "Open …?" dialog for an app link, shown in a tab: nothing answers it; a
+/// navigation of the tab to another site clears it.
+#[derive(Clone, Debug)]
+struct AppDialog {
+    id: u64,
+    tab_id: i64,
+    /// The host the tab showed when it opened (another one means it went to another site).
+    host: String,
+    opened: std::time::Instant,
+}
+
+/// The browser's own app-link dialogs showing in tabs.
+#[derive(Debug, Default)]
+struct AppDialogs(Vec<AppDialog>);
+
 impl Spec for AppLink {
     fn words(&self) -> &Words {
         &WORDS
+    }
+
+    fn tabs_changed(&self, s: &mut State) {
+        s.close_app_dialogs_left_behind();
+    }
+
+    /// The browser's own "Open …?" dialogs: open, and nothing answers them.
+    fn shown(&self, s: &State) -> Vec<(u64, i64, std::time::Instant)> {
+        s.kinds.peek::<AppDialogs>().map_or_else(Vec::new, |d| d.0.iter().map(|d| (d.id, d.tab_id, d.opened)).collect())
+    }
+
+    fn not_held(&self, s: &State, id: u64) -> Option<String> {
+        s.kinds.peek::<AppDialogs>()?.0.iter().any(|d| d.id == id).then(|| {
+            format!(
+                "Dialog {id} is the browser's own \"Open …?\" dialog for an app link: no answer reaches it. \
+Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
+            )
+        })
     }
 
     /// Its browser dialog is shown while the pilot is off, and no answer reaches it.
@@ -265,13 +298,14 @@ it (navigate to about:blank, then back).",
         self.remember(record);
         self.queue_pending(id);
         let host = host_of(&page).to_owned();
-        self.app_dialogs.push(AppDialog { id, tab_id, host, opened: std::time::Instant::now() });
+        self.kinds.get::<AppDialogs>().0.push(AppDialog { id, tab_id, host, opened: std::time::Instant::now() });
     }
 
     /// Dialogs of tabs that closed or went to another site are gone.
-    pub(in crate::host) fn close_app_dialogs_left_behind(&mut self) {
+    fn close_app_dialogs_left_behind(&mut self) {
         let (tabs, mut gone) = (&self.tabs, Vec::new());
-        self.app_dialogs.retain(|d| {
+        let shown = self.kinds.get::<AppDialogs>();
+        shown.0.retain(|d| {
             let tab = tabs.iter().find(|t| t.id == d.tab_id);
             let stays = tab.is_some_and(|t| host_of(&t.url) == d.host);
             if !stays {

@@ -299,10 +299,19 @@ impl PromptKind for DownloadAsk {
     }
 }
 
+/// Decided downloads waiting for their end, by (tab, prompt id).
+#[derive(Debug, Default)]
+struct DownloadJobs(std::collections::HashMap<(i64, u64), FileJob>);
+
 impl State {
+    /// Decided downloads whose end is awaited (at most `MAX_JOBS`).
+    pub fn downloads_awaited(&self) -> usize {
+        self.kinds.peek::<DownloadJobs>().map_or(0, |j| j.0.len())
+    }
+
     /// A decided download's end is awaited: its record, and where a saved file goes.
     pub(in crate::host) fn track_download(&mut self, tab_id: i64, id: u64, record: u64, to: Option<PathBuf>) {
-        let jobs = self.file_jobs.entry(KIND).or_default();
+        let jobs = &mut self.kinds.get::<DownloadJobs>().0;
         if jobs.len() >= MAX_JOBS
             && let Some(oldest) = jobs.iter().min_by_key(|(_, j)| j.record).map(|(k, _)| *k)
         {
@@ -333,7 +342,7 @@ impl State {
         if blocked {
             self.logs.note(tab_id, "download", BLOCKED.into());
         }
-        let Some(job) = self.file_jobs.get_mut(&KIND).and_then(|j| j.remove(&(tab_id, id))) else {
+        let Some(job) = self.kinds.get::<DownloadJobs>().0.remove(&(tab_id, id)) else {
             return out;
         };
         let Some(rec) =
@@ -659,7 +668,7 @@ mod tests {
             })
             .unwrap();
         assert_eq!(to_json(&done_call.msgs)[0]["decision"], "accept");
-        assert_eq!(s.file_jobs[&KIND][&(3, 1)].to.as_deref(), Some(tmp.path()));
+        assert_eq!(s.kinds.peek::<DownloadJobs>().unwrap().0[&(3, 1)].to.as_deref(), Some(tmp.path()));
     }
 
     /// The grant as the agent sets it up: a permission rule for automatic downloads.

@@ -145,6 +145,23 @@ pub(in crate::host) fn asked<R>(
     go(&*ask)
 }
 
+/// The host's view of the tabs changed: each kind hears of it.
+pub(in crate::host) fn tabs_changed(s: &mut State) {
+    for k in ALL {
+        k.tabs_changed(s);
+    }
+}
+
+/// The kinds' own dialogs open in the browser that nothing answers: (record, tab, opened).
+pub(in crate::host) fn shown(s: &State) -> Vec<(u64, i64, std::time::Instant)> {
+    ALL.iter().flat_map(|k| k.shown(s)).collect()
+}
+
+/// Why record `id`, not held, cannot be answered, if a kind knows it.
+pub(in crate::host) fn not_held(s: &State, id: u64) -> Option<String> {
+    ALL.iter().find_map(|k| k.not_held(s, id))
+}
+
 /// As the host starts: each kind opens what it keeps in the data directory.
 pub(in crate::host) fn open(s: &mut State, data_dir: &std::path::Path) {
     for k in ALL {
@@ -204,6 +221,16 @@ pub(in crate::host) trait Spec: Sync {
     }
     /// Open with no watchdog, what an agent must know: no answer reaches it.
     fn unanswerable(&self) -> Option<&'static str> {
+        None
+    }
+    /// The host's view of the tabs changed (closed, gone to another site).
+    fn tabs_changed(&self, _s: &mut State) {}
+    /// Dialogs of its own open in the browser that nothing answers: (record, tab, opened).
+    fn shown(&self, _s: &State) -> Vec<(u64, i64, std::time::Instant)> {
+        Vec::new()
+    }
+    /// Why record `id`, not held, cannot be answered, if it is one of its own still open.
+    fn not_held(&self, _s: &State, _id: u64) -> Option<String> {
         None
     }
     /// Its part of `interact`: its own fields, its rule, its answer (`args.rs`).

@@ -289,15 +289,24 @@ page navigates; headful: the preview, which blocks the page's script until a per
 
 /// An accepted print waits for its PDF: the record, and the file the agent named (none:
 /// the prints directory).
+/// Accepted prints waiting for their PDF, by (tab, prompt id).
+#[derive(Debug, Default)]
+struct PrintJobs(std::collections::HashMap<(i64, u64), FileJob>);
+
 fn leave_job(s: &mut State, (tab, id, record): (i64, u64, u64), to: Option<PathBuf>) {
-    s.file_jobs.entry(KIND).or_default().insert((tab, id), FileJob { record, to });
+    s.kinds.get::<PrintJobs>().0.insert((tab, id), FileJob { record, to });
 }
 
 impl State {
+    /// Accepted prints whose PDF is awaited.
+    pub fn prints_awaited(&self) -> usize {
+        self.kinds.peek::<PrintJobs>().map_or(0, |j| j.0.len())
+    }
+
     /// An accepted print's PDF came (or why it could not be made): written, and its record
     /// says where.
     pub(in crate::host) fn on_print_pdf(&mut self, tab_id: i64, id: u64, data: Option<&str>, error: Option<&str>) {
-        let Some(job) = self.file_jobs.get_mut(&KIND).and_then(|j| j.remove(&(tab_id, id))) else { return };
+        let Some(job) = self.kinds.get::<PrintJobs>().0.remove(&(tab_id, id)) else { return };
         let fresh = job.to.is_none();
         let outcome = match (data, error) {
             (Some(_), _) if job.to.is_none() && self.kinds.get::<PrintsMade>().0 >= MAX_NEW_PRINTS => Err(format!(
@@ -446,7 +455,7 @@ mod tests {
         let rec = s.history.iter().last().unwrap();
         assert_eq!((rec.decided_by, rec.closed_by, rec.accepted), (DecidedBy::Browser, Some(DecidedBy::Browser), None));
         assert!(rec.explanation.contains("sandboxed without allow-modals"), "{}", rec.explanation);
-        assert!(s.file_jobs.get(&KIND).is_none_or(|j| j.is_empty()));
+        assert!(s.kinds.peek::<PrintJobs>().is_none_or(|j| j.0.is_empty()));
         let bad = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":2,"url":"http://a/f","native":true,
                          "no_dialog":"because"});
         assert!(feed(&mut s, bad).is_err());
