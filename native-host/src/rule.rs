@@ -115,6 +115,41 @@ macro_rules! own_plumbing {
     };
 }
 
+/// A kind's rule struct's `OwnRule` and `Debug` (as `$name { fields…, matcher }`): its
+/// kind, whether it accepts (`|r| …`), whether the tab's config carries it, and the fields
+/// `Debug` shows before its `matcher`.
+#[macro_export]
+macro_rules! own_rule {
+    ($ty:ident, $name:literal, $kind:expr, accept: $accept:expr, in_config: $in_config:expr, show: [$($f:ident),*]) => {
+        impl $crate::rule::OwnRule for $ty {
+            fn kind(&self) -> $crate::kind::Kind {
+                $kind
+            }
+            fn accept(&self) -> bool {
+                let accept: fn(&Self) -> bool = $accept;
+                accept(self)
+            }
+            fn matcher(&self) -> &$crate::api::MatchArg {
+                &self.matcher
+            }
+            fn in_config(&self) -> bool {
+                let in_config: fn(&Self) -> bool = $in_config;
+                in_config(self)
+            }
+            $crate::own_plumbing!();
+        }
+
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct($name)
+                    $(.field(stringify!($f), &self.$f))*
+                    .field("matcher", &$crate::rule::Shown(&self.matcher))
+                    .finish()
+            }
+        }
+    };
+}
+
 impl RuleSpec {
     /// A kind's rule.
     pub fn own(rule: impl OwnRule) -> Self {

@@ -15,7 +15,6 @@
 
 use super::RuleSpec;
 use super::args::{self, Api, Given, NoFields, Owned};
-use super::rule::{OwnRule, Shown};
 use super::{
     Described, EXPIRED_CANCELLED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
 };
@@ -67,24 +66,7 @@ pub(crate) struct AppLinkRule {
     pub matcher: MatchArg,
 }
 
-impl OwnRule for AppLinkRule {
-    fn kind(&self) -> Kind {
-        KIND
-    }
-    fn accept(&self) -> bool {
-        self.accept
-    }
-    fn matcher(&self) -> &MatchArg {
-        &self.matcher
-    }
-    crate::own_plumbing!();
-}
-
-impl std::fmt::Debug for AppLinkRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppLink").field("accept", &self.accept).field("matcher", &Shown(&self.matcher)).finish()
-    }
-}
+crate::own_rule!(AppLinkRule, "AppLink", KIND, accept: |r| r.accept, in_config: |_| false, show: [accept]);
 
 /// Its own match field.
 #[derive(Deserialize, JsonSchema)]

@@ -12,7 +12,7 @@
 //! tried again, the attempt limit, and what became of the request.
 
 use super::args::{self, Api, Given, Owned};
-use super::rule::{Carry, CarryOf, OwnRule, Shown};
+use super::rule::{Carry, CarryOf};
 use super::{
     Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
     configured, pilot_off, url_fits,
@@ -83,24 +83,7 @@ pub(crate) struct AuthRule {
     pub matcher: MatchArg,
 }
 
-impl OwnRule for AuthRule {
-    fn kind(&self) -> Kind {
-        KIND
-    }
-    fn accept(&self) -> bool {
-        self.credentials.is_some()
-    }
-    fn matcher(&self) -> &MatchArg {
-        &self.matcher
-    }
-    crate::own_plumbing!();
-}
-
-impl std::fmt::Debug for AuthRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Auth").field("credentials", &self.credentials).field("matcher", &Shown(&self.matcher)).finish()
-    }
-}
+crate::own_rule!(AuthRule, "Auth", KIND, accept: |r| r.credentials.is_some(), in_config: |_| false, show: [credentials]);
 
 /// Its own fields of `interact`.
 #[derive(Deserialize, JsonSchema)]

@@ -11,7 +11,6 @@
 //! pipeline (`prompt.rs`) does the rest; here is what is the chooser's own.
 
 use super::args::{self, Api, Given, NoFields};
-use super::rule::{OwnRule, Shown};
 use super::{
     Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, Words, configured, pilot_off,
     url_fits,
@@ -109,24 +108,7 @@ pub(crate) struct DeviceChooserRule {
     pub matcher: MatchArg,
 }
 
-impl OwnRule for DeviceChooserRule {
-    fn kind(&self) -> Kind {
-        KIND
-    }
-    fn accept(&self) -> bool {
-        false
-    }
-    fn matcher(&self) -> &MatchArg {
-        &self.matcher
-    }
-    crate::own_plumbing!();
-}
-
-impl std::fmt::Debug for DeviceChooserRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceChooser").field("chooser", &self.chooser).field("matcher", &Shown(&self.matcher)).finish()
-    }
-}
+crate::own_rule!(DeviceChooserRule, "DeviceChooser", KIND, accept: |_| false, in_config: |_| false, show: [chooser]);
 
 /// Its own field of `interact`.
 #[derive(Deserialize, JsonSchema)]

@@ -12,7 +12,7 @@
 //! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
 
 use super::args::{self, Api, Given, NoFields, Owned};
-use super::rule::{Carry, CarryOf, OwnRule, Shown};
+use super::rule::{Carry, CarryOf};
 use super::{
     Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
     configured, pilot_off, url_fits,
@@ -77,28 +77,7 @@ pub(crate) struct DownloadRule {
     pub matcher: MatchArg,
 }
 
-impl OwnRule for DownloadRule {
-    fn kind(&self) -> Kind {
-        KIND
-    }
-    fn accept(&self) -> bool {
-        self.accept
-    }
-    fn matcher(&self) -> &MatchArg {
-        &self.matcher
-    }
-    crate::own_plumbing!();
-}
-
-impl std::fmt::Debug for DownloadRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Download")
-            .field("accept", &self.accept)
-            .field("save_dir", &self.save_dir)
-            .field("matcher", &Shown(&self.matcher))
-            .finish()
-    }
-}
+crate::own_rule!(DownloadRule, "Download", KIND, accept: |r| r.accept, in_config: |_| false, show: [accept, save_dir]);
 
 /// Its own field of `interact`.
 #[derive(Deserialize, JsonSchema)]

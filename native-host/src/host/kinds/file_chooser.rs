@@ -13,7 +13,7 @@
 //! choosers are the browser's, so another driver's upload tool keeps working.
 
 use super::args::{self, Api, Given, Owned};
-use super::rule::{Carry, CarryOf, OwnRule, Shown};
+use super::rule::{Carry, CarryOf};
 use super::{
     Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
     configured, pilot_off, url_fits,
@@ -87,28 +87,7 @@ pub(crate) struct FileChooserRule {
     pub matcher: MatchArg,
 }
 
-impl OwnRule for FileChooserRule {
-    fn kind(&self) -> Kind {
-        KIND
-    }
-    fn accept(&self) -> bool {
-        !self.files.is_empty()
-    }
-    fn matcher(&self) -> &MatchArg {
-        &self.matcher
-    }
-    /// The tab's debugger session intercepts choosers while it has one.
-    fn in_config(&self) -> bool {
-        true
-    }
-    crate::own_plumbing!();
-}
-
-impl std::fmt::Debug for FileChooserRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FileChooser").field("files", &self.files).field("matcher", &Shown(&self.matcher)).finish()
-    }
-}
+crate::own_rule!(FileChooserRule, "FileChooser", KIND, accept: |r| !r.files.is_empty(), in_config: |_| true, show: [files]);
 
 /// Its own field of `interact`.
 #[derive(Deserialize, JsonSchema)]

@@ -13,7 +13,6 @@
 //! The prompt pipeline (`prompt.rs`) does the rest; here is what is the permission's own.
 
 use super::args::{self, Api, Given, NoFields};
-use super::rule::{OwnRule, Shown};
 use super::{Described, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, Words, configured, pilot_off, url_fits};
 use crate::api::{MatchArg, ParamError, bad};
 use crate::host::protocol::PromptDecision;
@@ -106,38 +105,13 @@ pub(crate) struct PermissionRule {
     pub matcher: MatchArg,
 }
 
-impl OwnRule for PermissionRule {
-    fn kind(&self) -> Kind {
-        KIND
-    }
-    fn accept(&self) -> bool {
-        self.accept
-    }
-    fn matcher(&self) -> &MatchArg {
-        &self.matcher
-    }
-    /// An `automatic-downloads` grant: the worker sets the browser's setting for the tab's site.
-    fn in_config(&self) -> bool {
-        self.permission == Some(PermissionName::AutomaticDownloads)
-    }
-    crate::own_plumbing!();
-}
-
-impl std::fmt::Debug for PermissionRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Permission")
-            .field("accept", &self.accept)
-            .field("permission", &self.permission)
-            .field("matcher", &Shown(&self.matcher))
-            .finish()
-    }
-}
+crate::own_rule!(PermissionRule, "Permission", KIND, accept: |r| r.accept, in_config: |r| r.permission == Some(PermissionName::AutomaticDownloads), show: [accept, permission]);
 
 /// A rule for the browser's "Download multiple files" prompt (the `automatic-downloads`
 /// permission): whether it grants; the worker sets the browser's setting for the tab's site
 /// before any download.
 pub(crate) fn automatic_downloads(rule: &RuleSpec) -> Option<bool> {
-    rule.of::<PermissionRule>().filter(|r| r.in_config()).map(|r| r.accept)
+    rule.of::<PermissionRule>().filter(|r| r.permission == Some(PermissionName::AutomaticDownloads)).map(|r| r.accept)
 }
 
 /// Its own field of `interact`.

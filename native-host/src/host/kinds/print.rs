@@ -14,7 +14,7 @@
 //! Pilot off: the browser's print(), recorded.
 
 use super::args::{self, Api, Given, NoFields, Owned};
-use super::rule::{Carry, CarryOf, OwnRule, Shown};
+use super::rule::{Carry, CarryOf};
 use super::{
     Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
     configured, pilot_off, url_fits,
@@ -72,28 +72,7 @@ pub(crate) struct PrintRule {
     pub matcher: MatchArg,
 }
 
-impl OwnRule for PrintRule {
-    fn kind(&self) -> Kind {
-        KIND
-    }
-    fn accept(&self) -> bool {
-        self.accept
-    }
-    fn matcher(&self) -> &MatchArg {
-        &self.matcher
-    }
-    crate::own_plumbing!();
-}
-
-impl std::fmt::Debug for PrintRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Print")
-            .field("accept", &self.accept)
-            .field("save_to", &self.save_to)
-            .field("matcher", &Shown(&self.matcher))
-            .finish()
-    }
-}
+crate::own_rule!(PrintRule, "Print", KIND, accept: |r| r.accept, in_config: |_| false, show: [accept, save_to]);
 
 /// Its own field of `interact`.
 #[derive(Deserialize, JsonSchema)]

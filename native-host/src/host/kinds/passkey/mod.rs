@@ -21,7 +21,7 @@
 //! Pilot off: the browser's way, recorded.
 
 use super::args::{self, Api, Given, Owned};
-use super::rule::{CarryOf, OwnRule, Shown};
+use super::rule::CarryOf;
 use super::{
     Described, EXPIRED_REFUSED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words, configured,
     pilot_off, url_fits,
@@ -84,28 +84,7 @@ pub(crate) struct PasskeyRule {
     pub matcher: MatchArg,
 }
 
-impl OwnRule for PasskeyRule {
-    fn kind(&self) -> Kind {
-        KIND
-    }
-    fn accept(&self) -> bool {
-        self.accept
-    }
-    fn matcher(&self) -> &MatchArg {
-        &self.matcher
-    }
-    crate::own_plumbing!();
-}
-
-impl std::fmt::Debug for PasskeyRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Passkey")
-            .field("accept", &self.accept)
-            .field("keep", &self.keep)
-            .field("matcher", &Shown(&self.matcher))
-            .finish()
-    }
-}
+crate::own_rule!(PasskeyRule, "Passkey", KIND, accept: |r| r.accept, in_config: |_| false, show: [accept, keep]);
 
 /// Its own field of `interact`.
 #[derive(Deserialize, JsonSchema)]
