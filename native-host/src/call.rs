@@ -90,9 +90,9 @@ pub fn check(tool: Tool, args: Value) -> Result<(), ParamError> {
 mod tests {
     use super::*;
     use crate::api::{DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, MatchArg, bad};
+    use crate::host::kinds::args::Shown;
     use crate::host::kinds::auth::{MAX_PASSWORD_UNITS, MAX_USERNAME_UNITS};
     use crate::host::kinds::file_chooser::MAX_FILES;
-    use crate::rule::Shown;
     use serde_json::json;
     use unmodal_engine::{DialogKind, MAX_MATCH_UNITS, MAX_TEXT_UNITS, RuleTarget};
 

@@ -3,12 +3,11 @@
 //! each under `host/kinds/`). One name space, so records, `dialogs_blocking` and
 //! `dialog_type` speak of all of them alike. A `Kind` is a handle: a browser prompt's is
 //! declared once, in its own file (`pub const KIND`), and read back through the registry
-//! (`host::kinds::ALL`); this file names none of them. The engine's wire codes stay as they
+//! (`host::kinds::ALL`, which also reads one from the wire: its `Deserialize`, `all`);
+//! this file names none of them and imports nothing of the host. The engine's wire codes stay as they
 //! are: pages never hear of browser prompts.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::borrow::Cow;
+use serde::{Serialize, Serializer};
 use std::fmt;
 use unmodal_engine::DialogKind;
 
@@ -32,22 +31,6 @@ impl Kind {
         self.0
     }
 
-    /// The kind named `name` on the wire: a page dialog or one of the registry's.
-    fn from_wire(name: &str) -> Option<Self> {
-        Self::all().find(|k| k.0 == name)
-    }
-
-    /// Every kind: the page dialogs, then the browser prompts in the registry's order.
-    pub fn all() -> impl Iterator<Item = Self> {
-        DialogKind::ALL.into_iter().map(Self::from).chain(crate::host::kinds::all())
-    }
-
-    /// Open with no watchdog, what an agent must know: no answer reaches it (the kind's own
-    /// words, `Spec::unanswerable`).
-    pub fn unanswerable(self) -> Option<&'static str> {
-        crate::host::kinds::unanswerable(self)
-    }
-
     /// The page dialog this is, if it is one.
     pub fn dialog(self) -> Option<DialogKind> {
         DialogKind::ALL.into_iter().find(|k| k.as_str() == self.0)
@@ -68,26 +51,6 @@ impl fmt::Debug for Kind {
 impl Serialize for Kind {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Kind {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = Cow::<'de, str>::deserialize(d)?;
-        Self::from_wire(&name).ok_or_else(|| {
-            let names: Vec<String> = Self::all().map(|k| format!("`{}`", k.0)).collect();
-            serde::de::Error::custom(format!("unknown variant `{name}`, expected one of {}", names.join(", ")))
-        })
-    }
-}
-
-impl JsonSchema for Kind {
-    fn schema_name() -> Cow<'static, str> {
-        "Kind".into()
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let names: Vec<&str> = Self::all().map(Self::as_str).collect();
-        schemars::json_schema!({ "type": "string", "enum": names })
     }
 }
 

@@ -1,8 +1,8 @@
 //! What a rule answers, in types that name no kind: a page dialog's rule (the engine
 //! applies it) or one kind's own rule struct (`OwnRule`, in the kind's file under
 //! `host/kinds/`), and which dialogs a setup or a clear names (`DialogType`). Low: the
-//! host's state keeps these; only `Debug` asks the kinds' registry (every kind's match
-//! field names, for the validation snapshot).
+//! host's state keeps these; their `Debug` is the registry's (`host/kinds/args.rs`: every
+//! kind's match field names, for the validation snapshot).
 
 use crate::api::MatchArg;
 use crate::kind::Kind;
@@ -143,7 +143,7 @@ macro_rules! own_rule {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct($name)
                     $(.field(stringify!($f), &self.$f))*
-                    .field("matcher", &$crate::rule::Shown(&self.matcher))
+                    .field("matcher", &$crate::host::kinds::args::Shown(&self.matcher))
                     .finish()
             }
         }
@@ -211,36 +211,5 @@ impl RuleSpec {
             (Self::Dialog { target, .. }, Some(_)) => *target == what.target() && what.is_page_dialog(),
             (Self::Kind(KindRule(r)), Some(k)) => r.kind() == k,
         }
-    }
-}
-
-impl fmt::Debug for RuleSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Dialog { target, accept, text, matcher } => f
-                .debug_struct("Dialog")
-                .field("target", target)
-                .field("accept", accept)
-                .field("text", text)
-                .field("matcher", &Shown(matcher))
-                .finish(),
-            Self::Kind(r) => r.fmt(f),
-        }
-    }
-}
-
-/// A match as `Debug` shows it: every kind's own texts by name, given or not, in the
-/// registry's order (what the validation snapshot reads).
-pub struct Shown<'a>(pub &'a MatchArg);
-
-impl fmt::Debug for Shown<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.0;
-        let mut d = f.debug_struct("MatchArg");
-        d.field("message_contains", &m.message_contains).field("url_contains", &m.url_contains);
-        for name in crate::host::kinds::args::match_fields() {
-            d.field(name, &m.get(name));
-        }
-        d.finish()
     }
 }

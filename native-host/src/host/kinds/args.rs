@@ -399,3 +399,34 @@ pub(crate) fn schema(g: &mut SchemaGenerator) -> Schema {
     defs.insert("DialogTypeArg".into(), json!({ "oneOf": one_of }));
     root
 }
+
+impl std::fmt::Debug for RuleSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Dialog { target, accept, text, matcher } => f
+                .debug_struct("Dialog")
+                .field("target", target)
+                .field("accept", accept)
+                .field("text", text)
+                .field("matcher", &Shown(matcher))
+                .finish(),
+            Self::Kind(r) => r.fmt(f),
+        }
+    }
+}
+
+/// A match as `Debug` shows it: every kind's own texts by name, given or not, in the
+/// registry's order (what the validation snapshot reads).
+pub struct Shown<'a>(pub &'a MatchArg);
+
+impl std::fmt::Debug for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let m = self.0;
+        let mut d = f.debug_struct("MatchArg");
+        d.field("message_contains", &m.message_contains).field("url_contains", &m.url_contains);
+        for name in match_fields() {
+            d.field(name, &m.get(name));
+        }
+        d.finish()
+    }
+}

@@ -25,8 +25,9 @@
 //!   person clicks a colour or presses Escape. A refusal is that Escape (`AbortError`).
 
 use super::RuleSpec;
+use super::args::Shown;
 use super::args::{self, Api, Given, NoFields};
-use super::rule::{OwnRule, Shown, camel};
+use super::rule::{OwnRule, camel};
 use super::{
     Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
 };

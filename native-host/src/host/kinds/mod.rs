@@ -49,6 +49,45 @@ static ALL: [&dyn Spec; 12] = [
     &download::Download,
 ];
 
+/// What a `Kind` knows through the registry (`kind.rs` imports nothing of the host).
+impl Kind {
+    /// The kind named `name` on the wire: a page dialog or one of the registry's.
+    pub(crate) fn from_wire(name: &str) -> Option<Self> {
+        Self::all().find(|k| k.as_str() == name)
+    }
+
+    /// Every kind: the page dialogs, then the browser prompts in the registry's order.
+    pub fn all() -> impl Iterator<Item = Self> {
+        unmodal_engine::DialogKind::ALL.into_iter().map(Self::from).chain(all())
+    }
+
+    /// Open with no watchdog, what an agent must know: no answer reaches it (the kind's own
+    /// words, `Spec::unanswerable`).
+    pub fn unanswerable(self) -> Option<&'static str> {
+        unanswerable(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Self::from_wire(&name).ok_or_else(|| {
+            let names: Vec<String> = Self::all().map(|k| format!("`{}`", k.as_str())).collect();
+            serde::de::Error::custom(format!("unknown variant `{name}`, expected one of {}", names.join(", ")))
+        })
+    }
+}
+
+impl schemars::JsonSchema for Kind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Kind".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Self::all().map(Self::as_str).collect();
+        schemars::json_schema!({ "type": "string", "enum": names })
+    }
+}
+
 /// Every browser prompt's kind, in the registry's order.
 pub(crate) fn all() -> impl Iterator<Item = Kind> {
     ALL.iter().map(|k| k.kind())

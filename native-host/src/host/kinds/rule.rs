@@ -6,7 +6,7 @@ use crate::host::protocol::Carried;
 use crate::host::record::Details;
 use crate::host::state::State;
 use crate::kind::Kind;
-pub use crate::rule::{DialogType, KindRule, OwnRule, RuleSpec, Shown, camel};
+pub use crate::rule::{DialogType, KindRule, OwnRule, RuleSpec, camel};
 use std::any::Any;
 use std::fmt;
 
