@@ -8,11 +8,6 @@
 
 use std::path::{Path, PathBuf};
 
-/// Where printed pages go when the agent names no file (inside the data directory).
-pub const PRINTS: &str = "prints";
-/// Where files a remote browser downloaded are copied to on this machine (no `save_dir`).
-pub const DOWNLOADS: &str = "downloads";
-
 #[derive(Debug, Default)]
 pub struct Allowed {
     /// Canonical directories (those that exist).
@@ -33,14 +28,18 @@ impl Allowed {
         Self { dirs: out }
     }
 
-    /// The client's roots, the configured directories and the data directory's prints.
+    /// The client's roots, the configured directories and the kinds' own directories in the
+    /// data directory.
     pub fn gather(roots: Vec<PathBuf>) -> Self {
         let configured = crate::redact::Config::load().map(|c| c.files.allowed_dirs).unwrap_or_default();
-        let prints = crate::paths::data_dir().map(|d| d.join(PRINTS)).ok();
-        if let Some(p) = &prints {
+        // The kinds' own directories in Unmodal's data directory (a print's PDF files).
+        let own: Vec<PathBuf> = crate::paths::data_dir()
+            .map(|d| crate::host::kinds::args::own_dirs().map(|o| d.join(o)).collect())
+            .unwrap_or_default();
+        for p in &own {
             let _ = crate::paths::ensure_private_dir(p.parent().unwrap_or(p)).and_then(|()| std::fs::create_dir_all(p));
         }
-        Self::new(roots.into_iter().chain(configured).chain(prints))
+        Self::new(roots.into_iter().chain(configured).chain(own))
     }
 
     /// Why `what` may not happen at a path, naming where it may.

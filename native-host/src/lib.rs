@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod browser;
+pub mod call;
 pub mod call_cli;
 pub mod cdp;
 pub mod cli;
@@ -26,3 +27,4 @@ pub mod pilot_cli;
 pub mod platform;
 pub mod redact;
 pub mod reply;
+pub mod rule;

@@ -169,7 +169,7 @@ mod tests {
         let d = |id| BlockingDialog {
             dialog_id: id,
             tab_id: 1,
-            kind: crate::kind::Kind::Confirm,
+            kind: crate::kind::Kind::CONFIRM,
             message: "Sure?".into(),
             url: "http://a/".into(),
             open_for_s: 0.5,

@@ -8,7 +8,7 @@ use proptest::test_runner::TestCaseError;
 use ringbuf::traits::{Consumer, Observer};
 use serde_json::{Map, Value, json};
 use std::cell::RefCell;
-use unmodal::api::{self, ConfigureArgs, InteractArgs, ObserveArgs};
+use unmodal::api::{self, ConfigureArgs, ObserveArgs};
 use unmodal::host::protocol::FromBrowser;
 use unmodal::host::state::{HISTORY, MAX_PENDING, State};
 use unmodal::pilot_api::{ExecuteArgs, HighlightArgs, ManageStateArgs};
@@ -450,7 +450,7 @@ fn live_state() -> State {
         json!({"dialog_type": "sign_in", "accept": false}),
         json!({"dialog_type": "permission", "permission": "automatic-downloads", "accept": true, "once": true}),
     ] {
-        let call = api::parse::<InteractArgs>(setup(rule.clone())).and_then(|a| a.validate());
+        let call = unmodal::call::interact(setup(rule.clone())).map(|c| c.call);
         s.interact(call.unwrap_or_else(|e| panic!("{rule}: {e}"))).unwrap();
     }
     let policy = json!({"action": "dialog_policy", "tab_id": 2, "policy": "must_respond", "timeout_s": 30});
@@ -464,8 +464,8 @@ fn fingerprint(s: &State) -> String {
     let mut snap = serde_json::to_value(s.snapshot()).unwrap();
     snap.as_object_mut().map(|m| m.remove("held"));
     format!(
-        "{snap}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}",
-        s.rules, s.held, s.delivered, s.sent_rev, s.app_dialogs, s.file_jobs, s.file_access, s.armed, s.pilot, s.kinds,
+        "{snap}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}",
+        s.rules, s.held, s.delivered, s.sent_rev, s.file_access, s.armed, s.pilot, s.kinds,
     )
 }
 
@@ -474,7 +474,7 @@ fn assert_sound(s: &State) -> Result<(), TestCaseError> {
     prop_assert!(s.pending.len() <= MAX_PENDING);
     prop_assert!(s.history.occupied_len() <= HISTORY);
     prop_assert!(s.held.len() <= 64);
-    prop_assert!(s.file_jobs.values().all(|jobs| jobs.len() <= 256));
+    prop_assert!(s.downloads_awaited() <= 256 && s.prints_awaited() <= 256);
     for id in &s.pending {
         prop_assert!(s.record(*id).is_some(), "pending {} names no record", id);
     }
@@ -550,7 +550,7 @@ proptest! {
     /// Tool parameters: parsed and validated, or refused naming a parameter.
     #[test]
     fn tool_parameters_are_validated_or_refused_by_name(args in json_value()) {
-        match api::parse::<InteractArgs>(args.clone()).and_then(|a| a.validate()) {
+        match unmodal::call::interact(args.clone()).map(|c| c.call) {
             Ok(_) => {}
             Err(e) => prop_assert!(!e.param.is_empty() && !e.message.is_empty()),
         }
@@ -712,7 +712,7 @@ fn agent_calls_on_a_live_state_never_panic() {
     });
     runner
         .run(&calls, |args| {
-            if let Ok(call) = api::parse::<InteractArgs>(args).and_then(|a| a.validate()) {
+            if let Ok(call) = unmodal::call::interact(args).map(|c| c.call) {
                 match s.borrow_mut().interact(call) {
                     Ok(done) => prop_assert!(done.value.is_object() || done.answering.is_some()),
                     Err(e) => prop_assert!(!e.message.is_empty()),

@@ -9,7 +9,8 @@ use super::policy::PolicyView;
 use super::protocol::ToBrowser;
 use super::record::{DecidedBy, DialogRecord};
 use super::state::{HISTORY, State, Tab, in_config};
-use crate::api::{Carry, DialogCall, ObserveArgs, ObserveWhat, RuleSpec};
+use crate::api::{ObserveArgs, ObserveWhat};
+use crate::host::kinds::{DialogCall, RuleSpec};
 use crate::kind::Kind;
 pub use crate::reply::Answered;
 use crate::reply::{ErrorCode, ToolError};
@@ -284,10 +285,10 @@ impl State {
                 let body = Pending { status: Status::Ok, pending_dialogs: self.pending_of(tab.id) };
                 Ok(Done::now(self.answer(&body, tab), Vec::new()))
             }
-            DialogCall::Carrying { with: Carry::Files(_), .. } if self.file_access == Some(false) => {
+            DialogCall::Carrying { with, .. } if with.gives_files() && self.file_access == Some(false) => {
                 Err(ToolError::new(ErrorCode::InvalidParams, FILE_ACCESS_OFF))
             }
-            DialogCall::Carrying { tab, dialog_id, with } => self.answer_carrying(tab, dialog_id, With::from(with)),
+            DialogCall::Carrying { tab, dialog_id, with } => self.answer_carrying(tab, dialog_id, With::Own(with)),
             DialogCall::Respond { tab, accept, text, dialog_id } => {
                 if let Some(id) = self.held_to_answer(tab, dialog_id)? {
                     let msg = self.answer_held(id, accept, text, With::Nothing, DecidedBy::Agent)?;

@@ -39,6 +39,7 @@ impl State {
             }
             FromBrowser::Tabs { tabs, tracked } => {
                 self.set_tabs(tabs, tracked);
+                super::kinds::tabs_changed(self);
                 Ok(Vec::new())
             }
             FromBrowser::Dialog(m) if self.seen_before(m.n) => Ok(Vec::new()),

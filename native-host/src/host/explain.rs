@@ -4,7 +4,7 @@
 use super::kinds;
 use super::record::{DecidedBy, DialogRecord};
 use super::state::{Rule, State, TabPolicy};
-use crate::api::RuleSpec;
+use crate::host::kinds::RuleSpec;
 use crate::kind::Kind;
 use std::time::Duration;
 use unmodal_engine::{DialogKind, Policy};
@@ -23,8 +23,9 @@ pub fn rule(r: &Rule) -> String {
     if let Some(u) = &m.url_contains {
         d += &format!(" (URL contains {u:?})");
     }
-    if let Some(realm) = &m.realm {
-        d += &format!(" (realm {realm:?})");
+    // A kind's own texts by their names (an auth rule's realm).
+    for (name, text) in &m.more {
+        d += &format!(" ({name} {text:?})");
     }
     d
 }
@@ -143,10 +144,10 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
     };
     let answer = match (rec.kind, rec.accepted) {
         (_, None) => "without an answer".to_string(),
-        (Kind::BeforeUnload, Some(a)) => (if a { "leave" } else { "stay" }).to_string(),
-        (Kind::Prompt, Some(true)) => format!("returned {:?}", rec.response_text.as_deref().unwrap_or("")),
-        (Kind::Prompt, Some(false)) => "returned null".to_string(),
-        (Kind::Alert, Some(_)) => "closed".to_string(),
+        (k, Some(a)) if k == Kind::BEFORE_UNLOAD => (if a { "leave" } else { "stay" }).to_string(),
+        (k, Some(true)) if k == Kind::PROMPT => format!("returned {:?}", rec.response_text.as_deref().unwrap_or("")),
+        (k, Some(false)) if k == Kind::PROMPT => "returned null".to_string(),
+        (k, Some(_)) if k == Kind::ALERT => "closed".to_string(),
         (k, Some(a)) => match kinds::spec(k) {
             Some(k) => k.closed(a).to_string(),
             None => format!("returned {a}"),

@@ -17,7 +17,6 @@ use super::prompt_snapshot::samples;
 use super::protocol::ToBrowser;
 use super::state::State;
 use super::state::tests::feed;
-use crate::api::{ConfigureArgs, InteractArgs, parse};
 use crate::parent_browser::ParentBrowser;
 use serde_json::{Value, json};
 
@@ -38,7 +37,7 @@ const MODES: [Mode; 4] = [
 ];
 
 fn interact(s: &mut State, args: Value, out: &mut Vec<ToBrowser>) -> Value {
-    let call = parse::<InteractArgs>(args.clone()).and_then(|a| a.validate()).unwrap_or_else(|e| panic!("{args}: {e}"));
+    let call = crate::call::interact(args.clone()).unwrap_or_else(|e| panic!("{args}: {e}")).call;
     let done = s.interact(call).unwrap_or_else(|e| panic!("{args}: {}", e.message));
     out.extend(done.msgs);
     done.value
@@ -88,7 +87,7 @@ fn session(mode: Mode, out: &mut Vec<ToBrowser>) -> State {
         }
     }
     let policy = json!({"action": "dialog_policy", "tab_id": 2, "policy": "must_respond", "timeout_s": 30});
-    let (_, msgs) = s.configure(parse::<ConfigureArgs>(policy).and_then(|a| a.validate()).unwrap()).unwrap();
+    let (_, msgs) = s.configure(crate::call::configure(policy).unwrap().call).unwrap();
     out.extend(msgs);
     s
 }
@@ -198,7 +197,7 @@ fn with_the_pilot_off_the_browser_side_gets_nothing_of_the_agents_whatever_it_se
         // The agent's answer to what a worker says it holds is refused, not sent.
         if let Some(h) = s.held.first().map(|h| h.record.id) {
             let call = json!({"action": "handle_dialog", "dialog_id": h, "accept": true, "text": "x"});
-            let call = parse::<InteractArgs>(call).and_then(|a| a.validate()).unwrap();
+            let call = crate::call::interact(call).unwrap().call;
             let err = s.interact(call).unwrap_err();
             assert_eq!(err.code, crate::reply::ErrorCode::AiWebPilotDisabled, "{mode:?}");
         }

@@ -9,7 +9,7 @@ use super::kinds::{self, With};
 use super::protocol::{AnswerResult, HeldClosed, HeldOpened, HeldRef, ToBrowser};
 use super::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog, MAX_MESSAGE_CHARS};
 use super::state::State;
-use crate::api::RuleSpec;
+use crate::host::kinds::RuleSpec;
 use crate::reply::{BlockingDialog, BlockingNote, ErrorCode, ToolError};
 use ringbuf::traits::Consumer;
 use std::time::{Duration, Instant};
@@ -234,14 +234,8 @@ impl State {
         by: DecidedBy,
     ) -> Result<ToBrowser, ToolError> {
         let Some(pos) = self.held.iter().position(|h| h.record.id == id) else {
-            if self.app_dialogs.iter().any(|d| d.id == id) {
-                return Err(ToolError::new(
-                    ErrorCode::InvalidParams,
-                    format!(
-                        "Dialog {id} is the browser's own \"Open …?\" dialog for an app link: no answer reaches it. \
-Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
-                    ),
-                ));
+            if let Some(why) = kinds::not_held(self, id) {
+                return Err(ToolError::new(ErrorCode::InvalidParams, why));
             }
             return Err(ToolError::new(ErrorCode::DialogNotFound, format!("Dialog {id} is not open.")));
         };
@@ -318,16 +312,16 @@ Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
             open_for_s: secs(now - h.opened),
             watchdog_in_s: h.deadline.map(|d| secs(d.saturating_duration_since(now))),
         });
-        // The browser's own app-link dialogs: nothing answers them, no watchdog.
-        let shown = self.app_dialogs.iter().filter_map(|d| {
-            let r = self.history.iter().find(|r| r.id == d.id)?;
+        // The kinds' own dialogs the browser shows (an app link's): nothing answers them, no watchdog.
+        let shown = kinds::shown(self).into_iter().filter_map(|(id, tab_id, opened)| {
+            let r = self.history.iter().find(|r| r.id == id)?;
             Some(BlockingDialog {
-                dialog_id: d.id,
-                tab_id: d.tab_id,
+                dialog_id: id,
+                tab_id,
                 kind: r.kind,
                 message: record::clip(&r.message, NOTE_CHARS).0,
                 url: r.url.clone(),
-                open_for_s: secs(now - d.opened),
+                open_for_s: secs(now - opened),
                 watchdog_in_s: None,
             })
         });
@@ -345,7 +339,8 @@ mod tests {
     use super::super::agent_calls::Done;
     use super::super::state::tests::{feed, to_json};
     use super::*;
-    use crate::api::{DialogCall, MatchArg, PolicyCall};
+    use crate::api::{MatchArg, PolicyCall};
+    use crate::host::kinds::DialogCall;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
     use unmodal_engine::RuleTarget;

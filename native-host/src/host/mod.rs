@@ -12,7 +12,7 @@ mod explain;
 mod forged;
 mod held;
 mod kind_state;
-mod kinds;
+pub mod kinds;
 #[cfg(test)]
 mod layers;
 pub mod logs;

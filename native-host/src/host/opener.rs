@@ -39,7 +39,8 @@ mod tests {
     use super::super::state::tests::{feed, to_json};
     use super::*;
     use crate::api::PolicyCall;
-    use crate::api::RuleSpec;
+    use crate::host::kinds::DialogType;
+    use crate::host::kinds::RuleSpec;
     use crate::host::state::tests::dialog_rule;
     use serde_json::json;
     use unmodal_engine::{DialogKind, Policy, RuleTarget};
@@ -67,7 +68,7 @@ mod tests {
         assert_eq!((s.policy_of(4).policy, s.policy_of(4).timeout_s), (Policy::MustRespond, 9));
         assert!(s.tab(4).is_some(), "listed before the next tab list");
         // The copy is the new tab's own: clearing the opener's leaves it.
-        s.clear_rules(3, crate::api::DialogTypeArg::All);
+        s.clear_rules(3, DialogType::ALL);
         assert_eq!(s.rules_of(4).len(), 1);
     }
 

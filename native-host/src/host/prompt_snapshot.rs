@@ -6,7 +6,6 @@
 
 use super::state::State;
 use super::state::tests::{feed, state_with, to_json};
-use crate::api::{InteractArgs, parse};
 use serde_json::{Value, json};
 use unmodal_engine::Policy;
 
@@ -101,7 +100,7 @@ fn newest(s: &State) -> String {
 }
 
 fn interact(s: &mut State, args: Value) -> String {
-    let call = match parse::<InteractArgs>(args).and_then(|a| a.validate()) {
+    let call = match crate::call::interact(args).map(|c| c.call) {
         Ok(c) => c,
         Err(e) => return format!("invalid {}: {}", e.param, e.message),
     };

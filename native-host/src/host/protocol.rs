@@ -605,14 +605,14 @@ mod tests {
             ToBrowser::Answer { tab_id: 1, hold: 1, accept: true, text: None },
             ToBrowser::Resume { upto: 0 },
             ToBrowser::PromptAnswer {
-                kind: crate::kind::Kind::named("permission"),
+                kind: crate::host::kinds::permission::KIND,
                 tab_id: 1,
                 id: 1,
                 decision: PromptDecision::Accept,
                 carried: Carried::default(),
                 record: 0,
             },
-            ToBrowser::PromptHold { kind: crate::kind::Kind::named("auth"), tab_id: 1, id: 1, wait_ms: 1 },
+            ToBrowser::PromptHold { kind: crate::host::kinds::auth::KIND, tab_id: 1, id: 1, wait_ms: 1 },
             ToBrowser::PilotCall {
                 id: 1,
                 tab_id: 1,

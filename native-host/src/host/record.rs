@@ -200,17 +200,6 @@ pub struct FileJob {
     pub to: Option<std::path::PathBuf>,
 }
 
-/// A browser's own "Open …?" dialog for an app link, shown in a tab: nothing answers it; a
-/// navigation of the tab to another site clears it.
-#[derive(Clone, Debug)]
-pub struct AppDialog {
-    pub id: u64,
-    pub tab_id: i64,
-    /// The host the tab showed when it opened (another one means it went to another site).
-    pub host: String,
-    pub opened: Instant,
-}
-
 /// Identifies a dialog within its document, to pair a native dialog's open and close.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct DocSeq {
@@ -244,7 +233,7 @@ pub(super) mod tests {
             url: "http://a/".into(),
             page_url: "http://a/".into(),
             frame_id: Some(0),
-            ..DialogRecord::new(1, Kind::Confirm, 1, DecidedBy::DefaultPolicy)
+            ..DialogRecord::new(1, Kind::CONFIRM, 1, DecidedBy::DefaultPolicy)
         }
     }
 

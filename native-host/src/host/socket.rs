@@ -3,7 +3,7 @@
 
 use super::Shared;
 use super::protocol::ToBrowser;
-use crate::api::{self, ConfigureArgs, InteractArgs, ObserveArgs};
+use crate::api::{self, ObserveArgs};
 use crate::ipc::{self, Request, Tool};
 use crate::pilot_api::{ExecuteArgs, HighlightArgs, ManageStateArgs};
 use crate::platform::{self, Listener, ServerStream};
@@ -106,8 +106,7 @@ async fn run(shared: &Shared, req: Request) -> Result<Value, ToolError> {
             shared.state().observe(&args)
         }
         Tool::Interact => {
-            let args: InteractArgs = api::parse(req.args)?;
-            let call = args.validate()?;
+            let call = crate::call::interact(req.args)?.call;
             super::barrier::barrier(shared).await;
             let (done, rules) = {
                 let mut state = shared.state();
@@ -137,8 +136,7 @@ scripts, or still loading). Documents that load from now on get them."
             Ok(value)
         }
         Tool::Configure => {
-            let args: ConfigureArgs = api::parse(req.args)?;
-            let call = args.validate()?;
+            let call = crate::call::configure(req.args)?.call;
             let (mut value, rules) = {
                 let mut state = shared.state();
                 let (value, msgs) = state.configure(call)?;

@@ -8,9 +8,10 @@ pub use super::protocol::Tab;
 use super::protocol::ToBrowser;
 use super::record::{DialogRecord, HeldDialog};
 use super::rules::{RuleStore, Stored, TabConfig};
-use crate::api::{DEFAULT_TIMEOUT_S, DialogTypeArg, RuleSpec};
+use crate::api::DEFAULT_TIMEOUT_S;
 use crate::redact::Redactor;
 use crate::reply::{ErrorCode, ToolError};
+use crate::rule::{DialogType, RuleSpec};
 use ringbuf::HeapRb;
 use ringbuf::traits::{Consumer, Observer, RingBuffer};
 use serde::{Deserialize, Serialize};
@@ -128,11 +129,6 @@ pub struct State {
     /// Barriers sent to the worker, and the newest it answered (`barrier.rs`).
     pub(super) sync_sent: u64,
     pub(super) sync_seen: u64,
-    /// The browser's own app-link dialogs showing in tabs (`kinds/app_link.rs`).
-    pub app_dialogs: Vec<super::record::AppDialog>,
-    /// Files a kind will write or move once the worker's result comes, by kind, then by tab
-    /// and request (`kinds/`: prints being printed to PDF, downloads decided and not done).
-    pub file_jobs: HashMap<crate::kind::Kind, HashMap<(i64, u64), super::record::FileJob>>,
     /// Each kind's own (`kind_state.rs`).
     pub kinds: super::kind_state::KindState,
 }
@@ -174,8 +170,6 @@ impl State {
             reports_seen: ReportsSeen::default(),
             sync_sent: 0,
             sync_seen: 0,
-            app_dialogs: Vec::new(),
-            file_jobs: HashMap::new(),
             kinds: Default::default(),
         }
     }
@@ -192,7 +186,6 @@ impl State {
         self.tracked = tracked;
         self.tabs = tabs;
         self.drop_held_of_closed_tabs();
-        self.close_app_dialogs_left_behind();
     }
 
     pub fn tab(&self, id: i64) -> Option<&Tab> {
@@ -208,7 +201,7 @@ impl State {
 
     /// Removes the tab's rules for `what` (every kind for `all`); returns how many, and the
     /// tab's new config if one that left was in it.
-    pub fn clear_rules(&mut self, tab: i64, what: DialogTypeArg) -> (usize, Option<ToBrowser>) {
+    pub fn clear_rules(&mut self, tab: i64, what: DialogType) -> (usize, Option<ToBrowser>) {
         let gone = self.rules.clear(tab, |r| r.cleared_by(what));
         let msg = if gone.iter().any(in_config) { self.config_push(tab) } else { None };
         (gone.len(), msg)
@@ -432,9 +425,9 @@ pub(super) mod tests {
         )
         .unwrap();
         assert_eq!(s.rules_of(1).len(), 2);
-        assert_eq!(s.clear_rules(1, DialogTypeArg::Confirm).0, 1);
-        assert_eq!(s.clear_rules(1, DialogTypeArg::All).0, 1);
-        assert_eq!(s.clear_rules(1, DialogTypeArg::All), (0, None));
+        assert_eq!(s.clear_rules(1, DialogType::of(crate::kind::Kind::CONFIRM)).0, 1);
+        assert_eq!(s.clear_rules(1, DialogType::ALL).0, 1);
+        assert_eq!(s.clear_rules(1, DialogType::ALL), (0, None));
     }
 
     #[test]

@@ -13,18 +13,24 @@
 //! (`app_link_dialog`). It is recorded open and listed in `dialogs_blocking` until the tab
 //! goes to another site, the only thing that clears it.
 
+use super::RuleSpec;
+use super::args::{self, Api, Given, NoFields, Owned};
 use super::{
     Described, EXPIRED_CANCELLED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
 };
-use crate::api::RuleSpec;
+use crate::api::{MatchArg, ParamError, bad};
 use crate::host::protocol::{PromptDecision, ToBrowser};
-use crate::host::record::{self, AppDialog, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS};
+use crate::host::record::{self, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
+
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("app_link");
 
 /// Each policy's answer; `{scheme}` is the link's.
 const POLICIES: Policies = Policies {
@@ -43,7 +49,7 @@ with accept:true to open it",
 pub(super) struct AppLink;
 
 const WORDS: Words = Words {
-    kind: Kind::AppLink,
+    kind: KIND,
     group: "app link",
     closed: (
         "opened (the page navigated to it again; the browser hands it to the OS)",
@@ -52,9 +58,102 @@ const WORDS: Words = Words {
     expired: EXPIRED_CANCELLED,
 };
 
+/// An app link rule: open it (accept) or cancel it; `match.url_contains` is on the link's
+/// URL, `match.scheme` its scheme.
+#[derive(Clone, PartialEq)]
+pub(crate) struct AppLinkRule {
+    pub accept: bool,
+    pub matcher: MatchArg,
+}
+
+crate::own_rule!(AppLinkRule, "AppLink", KIND, accept: |r| r.accept, in_config: |_| false, show: [accept]);
+
+/// Its own match field.
+#[derive(Deserialize, JsonSchema)]
+struct AppLinkMatch {
+    /// dialog_type "app_link" only: only links of this scheme (e.g. "mailto"; any case,
+    /// with or without the colon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    #[allow(dead_code)]
+    scheme: Option<String>,
+}
+
+static API: Api = Api {
+    instructions: "Links to schemes the OS handles (mailto:, tel:, myapp://, web+x:) are dialog_type \"app_link\": \
+cancelled by default (in headless any but mailto: would block the tab's input); accept:true opens \
+them (match.scheme or match.url_contains narrows a rule). ",
+    description: "A link to a scheme the OS handles (mailto:, tel:, myapp://, web+x:): accept = open it\n(the \
+browser hands it to the OS), dismiss = cancel it (the page stays where it is).",
+    fields: &[Owned::setup("match.scheme")],
+    schema: args::schema_of::<NoFields, AppLinkMatch>,
+    read: args::read_of::<NoFields, AppLinkMatch>,
+    rule: app_link_rule,
+    answer: None,
+    paths: &[],
+    own_dir: None,
+};
+
+fn app_link_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
+    let mut matcher = g.url_only_match("an app link", "name the scheme")?;
+    if let Some(scheme) = matcher.get("scheme") {
+        let s = scheme.strip_suffix(':').unwrap_or(scheme).to_ascii_lowercase();
+        let ok = s.len() <= 64
+            && s.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
+        if !ok {
+            return Err(bad("match.scheme", "a URL scheme such as \"mailto\" or \"web+app\" (letters, digits, + . -)"));
+        }
+        matcher.more.insert("scheme".into(), s);
+    }
+    g.no_text("an app link rule opens (accept: true) or cancels (accept: false); it takes no text")?;
+    Ok(RuleSpec::own(AppLinkRule { accept: g.accept(), matcher }))
+}
+
+/// A browser's own "Open …?" dialog for an app link, shown in a tab: nothing answers it; a
+/// navigation of the tab to another site clears it.
+#[derive(Clone, Debug)]
+struct AppDialog {
+    id: u64,
+    tab_id: i64,
+    /// The host the tab showed when it opened (another one means it went to another site).
+    host: String,
+    opened: std::time::Instant,
+}
+
+/// The browser's own app-link dialogs showing in tabs.
+#[derive(Debug, Default)]
+struct AppDialogs(Vec<AppDialog>);
+
 impl Spec for AppLink {
     fn words(&self) -> &Words {
         &WORDS
+    }
+
+    fn tabs_changed(&self, s: &mut State) {
+        s.close_app_dialogs_left_behind();
+    }
+
+    /// The browser's own "Open …?" dialogs: open, and nothing answers them.
+    fn shown(&self, s: &State) -> Vec<(u64, i64, std::time::Instant)> {
+        s.kinds.peek::<AppDialogs>().map_or_else(Vec::new, |d| d.0.iter().map(|d| (d.id, d.tab_id, d.opened)).collect())
+    }
+
+    fn not_held(&self, s: &State, id: u64) -> Option<String> {
+        s.kinds.peek::<AppDialogs>()?.0.iter().any(|d| d.id == id).then(|| {
+            format!(
+                "Dialog {id} is the browser's own \"Open …?\" dialog for an app link: no answer reaches it. \
+Navigate the tab to another site to clear it (e.g. to about:blank, then back)."
+            )
+        })
+    }
+
+    /// Its browser dialog is shown while the pilot is off, and no answer reaches it.
+    fn unanswerable(&self) -> Option<&'static str> {
+        Some(
+            "An app_link without a watchdog is the browser's own \"Open …?\" dialog: it drops every click and key \
+to the tab and no answer reaches it; navigate the tab to another site to clear it.",
+        )
     }
 
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error> {
@@ -71,13 +170,13 @@ impl Spec for AppLink {
         Ok(Vec::new())
     }
 
-    fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::AppLink { .. })
+    fn api(&self) -> Option<&Api> {
+        Some(&API)
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
-        let RuleSpec::AppLink { accept, matcher } = rule else { return None };
-        let what = matcher.scheme.as_ref().map_or("app link".to_string(), |s| format!("{s}: link"));
+        let AppLinkRule { accept, matcher } = rule.of()?;
+        let what = matcher.get("scheme").map_or("app link".to_string(), |s| format!("{s}: link"));
         let will =
             if *accept { "open it (the browser hands it to the OS)" } else { "cancel it (the page stays where it is)" };
         Some(configured(&what, will, once))
@@ -115,10 +214,10 @@ impl PromptKind for AppLinkAsk {
 
     /// `url_contains` is on the link's URL, not the page's.
     fn fits(&self, rule: &RuleSpec, _: &str) -> Option<usize> {
-        let RuleSpec::AppLink { matcher, .. } = rule else { return None };
-        let fits = url_fits(matcher.url_contains.as_ref(), &self.target)
-            && matcher.scheme.as_ref().is_none_or(|s| *s == self.scheme());
-        fits.then(|| usize::from(matcher.url_contains.is_some()) + usize::from(matcher.scheme.is_some()))
+        let AppLinkRule { matcher, .. } = rule.of()?;
+        let scheme = matcher.get("scheme");
+        let fits = url_fits(matcher.url_contains.as_ref(), &self.target) && scheme.is_none_or(|s| *s == self.scheme());
+        fits.then(|| usize::from(matcher.url_contains.is_some()) + usize::from(scheme.is_some()))
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
@@ -174,20 +273,21 @@ it (navigate to about:blank, then back).",
             page_url: page.clone(),
             frame_id: Some(frame_id),
             details: described.details,
-            ..DialogRecord::new(self.next_id(), Kind::AppLink, tab_id, DecidedBy::Remote)
+            ..DialogRecord::new(self.next_id(), KIND, tab_id, DecidedBy::Remote)
         };
         self.logs.dialog(&record);
         let id = record.id;
         self.remember(record);
         self.queue_pending(id);
         let host = host_of(&page).to_owned();
-        self.app_dialogs.push(AppDialog { id, tab_id, host, opened: std::time::Instant::now() });
+        self.kinds.get::<AppDialogs>().0.push(AppDialog { id, tab_id, host, opened: std::time::Instant::now() });
     }
 
     /// Dialogs of tabs that closed or went to another site are gone.
-    pub(in crate::host) fn close_app_dialogs_left_behind(&mut self) {
+    fn close_app_dialogs_left_behind(&mut self) {
         let (tabs, mut gone) = (&self.tabs, Vec::new());
-        self.app_dialogs.retain(|d| {
+        let shown = self.kinds.get::<AppDialogs>();
+        shown.0.retain(|d| {
             let tab = tabs.iter().find(|t| t.id == d.tab_id);
             let stays = tab.is_some_and(|t| host_of(&t.url) == d.host);
             if !stays {
@@ -236,11 +336,46 @@ struct AppLinkDialog {
 
 #[cfg(test)]
 mod tests {
+
+    fn call(v: serde_json::Value) -> Result<crate::host::kinds::DialogCall, crate::api::ParamError> {
+        crate::call::interact(v).map(|c| c.call)
+    }
+
+    #[test]
+    fn app_link_calls_validate_their_scheme() {
+        let c =
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","match":{"scheme":"MailTo:"}}))
+                .unwrap();
+        let DialogCall::Setup { rule, .. } = &c else { panic!("{c:?}") };
+        let Some(AppLinkRule { accept: true, matcher }) = rule.of() else { panic!("{c:?}") };
+        assert_eq!(matcher.get("scheme").map(String::as_str), Some("mailto"), "stored lower case, without the colon");
+        let param = |v| call(v).unwrap_err().param;
+        for bad in ["", "1x", "a b", "a/b"] {
+            let v = json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","match":{"scheme":bad}});
+            assert_eq!(param(v), "match.scheme", "{bad:?}");
+        }
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","match":{"scheme":"tel"}})),
+            "match.scheme"
+        );
+        assert_eq!(param(json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","text":"x"})), "text");
+        assert_eq!(
+            param(
+                json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","match":{"message_contains":"x"}})
+            ),
+            "match.message_contains"
+        );
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"app_link","clear":true})),
+            Ok(DialogCall::Clear { tab: None, what: crate::host::kinds::DialogType::of(KIND) })
+        );
+    }
+
     use super::*;
-    use crate::api::{DialogCall, MatchArg};
+    use crate::api::MatchArg;
+    use crate::host::kinds::DialogCall;
     use crate::host::state::State;
     use crate::host::state::tests::{feed, to_json};
-    use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 
@@ -260,8 +395,8 @@ mod tests {
     }
 
     fn setup(s: &mut State, accept: bool, scheme: Option<&str>) -> Value {
-        let matcher = MatchArg { scheme: scheme.map(str::to_owned), ..MatchArg::default() };
-        s.interact(DialogCall::Setup { tab: None, once: true, rule: RuleSpec::AppLink { accept, matcher } })
+        let matcher = scheme.map_or_else(MatchArg::default, |s| MatchArg::default().with("scheme", s));
+        s.interact(DialogCall::Setup { tab: None, once: true, rule: RuleSpec::own(AppLinkRule { accept, matcher }) })
             .unwrap()
             .value
     }
@@ -274,7 +409,7 @@ mod tests {
         let rec = s.history.iter().last().unwrap();
         assert_eq!(
             (rec.kind, rec.decided_by, rec.closed_by, rec.accepted),
-            (Kind::AppLink, DecidedBy::DefaultPolicy, Some(DecidedBy::DefaultPolicy), Some(false))
+            (KIND, DecidedBy::DefaultPolicy, Some(DecidedBy::DefaultPolicy), Some(false))
         );
         assert_eq!(s.pending.back(), Some(&rec.id));
         let j = serde_json::to_value(rec).unwrap();

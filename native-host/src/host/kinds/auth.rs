@@ -11,19 +11,26 @@
 //! does the rest; here is what is auth's own: matching by realm, refused credentials not
 //! tried again, the attempt limit, and what became of the request.
 
+use super::args::{self, Api, Given, Owned};
+use super::rule::{Carry, CarryOf};
 use super::{
-    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
     configured, pilot_off, url_fits,
 };
-use crate::api::RuleSpec;
+use crate::api::{self, Credentials, MatchArg, ParamError, Secret, bad};
+use crate::host::protocol::Carried;
 use crate::host::protocol::{PromptDecision, PromptResult, ToBrowser};
 use crate::host::record::{self, DecidedBy, Details, DialogRecord, DialogState, MAX_MESSAGE_CHARS};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
+
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("auth");
 
 /// After this many challenges for one request, nothing is tried again: the one figure (the
 /// extension asks the host every time).
@@ -59,11 +66,131 @@ const REFUSED: &str = "the credentials given were refused, so ";
 pub(super) struct Auth;
 
 const WORDS: Words = Words {
-    kind: Kind::Auth,
+    kind: KIND,
     group: "auth",
     closed: ("credentials given", "cancelled (the page gets the 401)"),
     expired: EXPIRED_CANCELLED,
 };
+
+/// HTTP auth: the longest username and password (UTF-16 units).
+pub const MAX_USERNAME_UNITS: usize = 512;
+pub const MAX_PASSWORD_UNITS: usize = 1024;
+
+/// An auth rule: credentials to give, or none (cancel: the page gets the 401).
+#[derive(Clone, PartialEq)]
+pub(crate) struct AuthRule {
+    pub credentials: Option<Credentials>,
+    pub matcher: MatchArg,
+}
+
+crate::own_rule!(AuthRule, "Auth", KIND, accept: |r| r.credentials.is_some(), in_config: |_| false, show: [credentials]);
+
+/// Its own fields of `interact`.
+#[derive(Deserialize, JsonSchema)]
+struct AuthFields {
+    /// HTTP auth (dialog_type "auth"): the username to answer with, in a setup or in the
+    /// answer to a held challenge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 512))]
+    username: Option<String>,
+    /// HTTP auth: the password. Never stored on disk, logged or shown in any answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    password: Option<Secret>,
+}
+
+/// Its own match field.
+#[derive(Deserialize, JsonSchema)]
+struct AuthMatch {
+    /// dialog_type "auth" only: only challenges whose realm is exactly this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
+    #[allow(dead_code)]
+    realm: Option<String>,
+}
+
+static API: Api = Api {
+    instructions: "HTTP auth (a 401 login) is dialog_type \"auth\": set it up with username and password, or under \
+must_respond answer the held challenge with dialog_id, username and password (accept:false cancels; \
+the page gets the 401); passwords are never shown or stored. ",
+    description: "HTTP authentication (a 401/407 challenge the browser would ask a human about).",
+    fields: &[
+        Owned { name: "username", held: Some("auth challenge"), in_clear: true, late: false },
+        Owned { name: "password", held: Some("auth challenge"), in_clear: true, late: false },
+        // Checked last, after a prompt's own refusal of match.message_contains.
+        Owned { name: "match.realm", held: None, in_clear: false, late: true },
+    ],
+    schema: args::schema_of::<AuthFields, AuthMatch>,
+    read: args::read_of::<AuthFields, AuthMatch>,
+    rule: auth_rule,
+    answer: Some(auth_answer),
+    paths: &[],
+    own_dir: None,
+};
+
+/// Both halves of the credentials, within their limits.
+fn credentials(g: &Given) -> Result<Credentials, ParamError> {
+    let f: AuthFields = g.fields()?;
+    let (Some(username), Some(password)) = (f.username.as_ref(), f.password.as_ref()) else {
+        let missing = if f.username.is_none() { "username" } else { "password" };
+        return Err(bad(missing, "HTTP auth needs both username and password"));
+    };
+    if username.encode_utf16().count() > MAX_USERNAME_UNITS {
+        return Err(bad("username", format!("at most {MAX_USERNAME_UNITS} characters")));
+    }
+    if password.units() > MAX_PASSWORD_UNITS {
+        return Err(bad("password", format!("at most {MAX_PASSWORD_UNITS} characters")));
+    }
+    Ok(Credentials { username: username.clone(), password: password.clone() })
+}
+
+fn auth_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
+    let matcher = g.matcher();
+    if matcher.message_contains.is_some() {
+        return Err(bad("match.message_contains", "an auth challenge has no message; match url_contains or realm"));
+    }
+    api::match_texts(
+        &[("match.url_contains", matcher.url_contains.as_ref()), ("match.realm", matcher.get("realm"))],
+        "challenge",
+    )?;
+    g.no_text("an auth rule takes username and password, not text")?;
+    let credentials = match g.accept() {
+        true => Some(credentials(g)?),
+        false if g.given("username") || g.given("password") => {
+            return Err(bad("password", "a rule with accept: false cancels challenges; it takes no credentials"));
+        }
+        false => None,
+    };
+    Ok(RuleSpec::own(AuthRule { credentials, matcher }))
+}
+
+fn auth_answer(g: &Given) -> Result<Carry, ParamError> {
+    if g.args.accept == Some(false) {
+        return Err(bad("password", "accept: false cancels the challenge; send it without credentials"));
+    }
+    if g.args.text.is_some() {
+        return Err(bad("text", "an auth challenge takes username and password, not text"));
+    }
+    Ok(Carry::new(Login(credentials(g)?)))
+}
+
+/// The login an accept carries to the worker.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Login(pub Credentials);
+
+impl CarryOf for Login {
+    fn kind(&self) -> Kind {
+        KIND
+    }
+    fn apply(self: Box<Self>, _s: &mut State, _ids: (i64, u64, u64), accept: bool) -> Carried {
+        let mut carried = Carried::default();
+        if accept {
+            carried.credentials = Some(self.0);
+        }
+        carried
+    }
+    crate::own_plumbing!(carry);
+}
 
 impl Spec for Auth {
     fn words(&self) -> &Words {
@@ -83,13 +210,13 @@ impl Spec for Auth {
         Ok(Vec::new())
     }
 
-    fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::Auth { .. })
+    fn api(&self) -> Option<&Api> {
+        Some(&API)
     }
 
-    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
-        if let RuleSpec::Auth { credentials, .. } = rule {
-            v.username = credentials.as_ref().map(|c| c.username.as_str());
+    fn view(&self, rule: &RuleSpec, v: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(AuthRule { credentials: Some(c), .. }) = rule.of() {
+            v.insert("username".into(), c.username.clone().into());
         }
     }
 
@@ -97,8 +224,8 @@ impl Spec for Auth {
         "The request ended before the answer reached it."
     }
 
-    fn carries(&self, with: &With) -> Option<Carries> {
-        matches!(with, With::Login(_)).then_some(Carries {
+    fn carries(&self) -> Option<Carries> {
+        Some(Carries {
             only: "username and password answer only an auth challenge",
             none_held: "No HTTP auth challenge is held open for the agent (only the must_respond policy holds them; \
 otherwise the request was already answered). To log in, set up a rule first: interact {action:\"handle_dialog\", \
@@ -117,7 +244,7 @@ cancel it (the page gets the 401).",
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
-        let RuleSpec::Auth { credentials, .. } = rule else { return None };
+        let AuthRule { credentials, .. } = rule.of()?;
         let will =
             if credentials.is_some() { "log in with the username given" } else { "cancel it (the page gets the 401)" };
         Some(configured("HTTP auth challenge", will, once))
@@ -161,20 +288,21 @@ impl PromptKind for AuthAsk {
 
     /// Not for a challenge that came again: those credentials were just refused.
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
-        let RuleSpec::Auth { matcher, .. } = rule else { return None };
+        let AuthRule { matcher, .. } = rule.of()?;
+        let realm = matcher.get("realm");
         let fits = self.attempt() == 1
             && url_fits(matcher.url_contains.as_ref(), url)
-            && matcher.realm.as_ref().is_none_or(|r| *r == self.realm);
-        fits.then(|| usize::from(matcher.url_contains.is_some()) + usize::from(matcher.realm.is_some()))
+            && realm.is_none_or(|r| *r == self.realm);
+        fits.then(|| usize::from(matcher.url_contains.is_some()) + usize::from(realm.is_some()))
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
-        let RuleSpec::Auth { credentials, matcher } = rule else { unreachable!("fits() takes auth rules only") };
+        let Some(AuthRule { credentials, matcher }) = rule.of() else { unreachable!("fits() takes auth rules only") };
         let mut named = format!("rule {id}");
         if let Some(u) = &matcher.url_contains {
             named += &format!(" (URL contains {u:?})");
         }
-        if let Some(realm) = &matcher.realm {
+        if let Some(realm) = matcher.get("realm") {
             named += &format!(" (realm {realm:?})");
         }
         let why = match credentials {
@@ -182,7 +310,7 @@ impl PromptKind for AuthAsk {
             None => format!("HTTP auth cancelled: auth {named} matched (it cancels); the page gets the 401"),
         };
         let decision = if credentials.is_some() { PromptDecision::Accept } else { PromptDecision::Refuse };
-        Verdict::rule(decision, id, why).carrying(credentials.clone().map_or(With::Nothing, With::Login))
+        Verdict::rule(decision, id, why).carrying(credentials.clone().map_or(With::Nothing, |c| With::own(Login(c))))
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
@@ -219,7 +347,7 @@ impl PromptKind for AuthAsk {
 
 /// An HTTP auth record's own fields.
 fn auth(rec: &DialogRecord) -> Option<AuthDetails> {
-    if rec.kind == Kind::Auth { rec.details.read() } else { None }
+    if rec.kind == KIND { rec.details.read() } else { None }
 }
 
 impl State {
@@ -232,7 +360,7 @@ impl State {
             .find(|h| h.record.tab_id == m.tab_id && auth(&h.record).is_some_and(|a| a.request_id == m.request_id))
         {
             let gone = PromptResult {
-                kind: Kind::Auth,
+                kind: KIND,
                 tab_id: m.tab_id,
                 id: h.hold,
                 ok: false,
@@ -357,8 +485,66 @@ pub struct AuthDone {
 
 #[cfg(test)]
 mod tests {
+
+    fn call(v: serde_json::Value) -> Result<crate::host::kinds::DialogCall, crate::api::ParamError> {
+        crate::call::interact(v).map(|c| c.call)
+    }
+
+    #[test]
+    fn auth_calls_validate_and_name_what_is_wrong() {
+        let c = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","username":"ada",
+            "password":"pw","once":false,"match":{"realm":"Staff","url_contains":"/admin"}}))
+        .unwrap();
+        let DialogCall::Setup { once: false, rule, .. } = &c else { panic!("{c:?}") };
+        let Some(AuthRule { credentials: Some(c), matcher }) = rule.of() else { panic!("{c:?}") };
+        assert_eq!((c.username.as_str(), c.password.expose()), ("ada", "pw"));
+        assert_eq!(matcher.get("realm").map(String::as_str), Some("Staff"));
+        assert!(!format!("{c:?}").contains("pw\""), "Debug withholds the password");
+        assert!(matches!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","accept":false})),
+            Ok(DialogCall::Setup { rule, .. }) if matches!(rule.of(), Some(AuthRule { credentials: None, .. }))
+        ));
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","clear":true})),
+            Ok(DialogCall::Clear { tab: None, what: DialogType::of(KIND) })
+        );
+        assert!(matches!(
+            call(json!({"action":"handle_dialog","dialog_id":4,"username":"ada","password":"pw"})),
+            Ok(DialogCall::Carrying { dialog_id: Some(4), with, .. }) if with.of::<Login>().is_some()
+        ));
+        let param = |v| call(v).unwrap_err().param;
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","username":"ada"})),
+            "password"
+        );
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","password":"pw"})),
+            "username"
+        );
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","username":"a","password":"b"})),
+            "username"
+        );
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"auth","username":"a","password":"b",
+                "match":{"message_contains":"x"}})),
+            "match.message_contains"
+        );
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","match":{"realm":"x"}})),
+            "match.realm"
+        );
+        assert_eq!(param(json!({"action":"handle_dialog","accept":false,"username":"a","password":"b"})), "password");
+        let long = "x".repeat(MAX_PASSWORD_UNITS + 1);
+        assert_eq!(param(json!({"action":"handle_dialog","username":"a","password":long})), "password");
+        let err = crate::call::interact(json!({"action":"handle_dialog","password":918273645})).unwrap_err();
+        assert_eq!(err.param, "password");
+        assert!(!err.message.contains("918273645"), "{}", err.message);
+    }
+
     use super::*;
-    use crate::api::{Carry, Credentials, DialogCall, DialogTypeArg, MatchArg, Secret};
+    use crate::api::{Credentials, MatchArg, Secret};
+    use crate::host::kinds::{Carry, DialogCall, DialogType};
     use crate::host::state::tests::{feed, to_json};
     use crate::reply::ErrorCode;
     use serde_json::{Value, json};
@@ -387,7 +573,7 @@ mod tests {
 
     fn setup(s: &mut State, accept: bool, matcher: MatchArg) -> Value {
         let credentials = accept.then(creds);
-        s.interact(DialogCall::Setup { tab: None, once: true, rule: RuleSpec::Auth { credentials, matcher } })
+        s.interact(DialogCall::Setup { tab: None, once: true, rule: RuleSpec::own(AuthRule { credentials, matcher }) })
             .unwrap()
             .value
     }
@@ -395,7 +581,7 @@ mod tests {
     #[test]
     fn a_rule_answers_with_credentials_once_and_never_shows_the_password() {
         let mut s = state(Policy::Auto);
-        let v = setup(&mut s, true, MatchArg { realm: Some("Admin area".into()), ..MatchArg::default() });
+        let v = setup(&mut s, true, MatchArg::default().with("realm", "Admin area"));
         assert_eq!((v["dialog_type"].as_str(), v["username"].as_str()), (Some("auth"), Some("ada")));
         assert_eq!(v["auto_responses"][0]["dialog_type"], "auth");
         assert_eq!(v["rules_in_force"], true);
@@ -428,7 +614,8 @@ mod tests {
     #[test]
     fn refused_credentials_are_not_tried_again() {
         let mut s = state(Policy::Auto);
-        s.add_rule(3, false, RuleSpec::Auth { credentials: Some(creds()), matcher: MatchArg::default() }).unwrap();
+        s.add_rule(3, false, RuleSpec::own(AuthRule { credentials: Some(creds()), matcher: MatchArg::default() }))
+            .unwrap();
         let out = challenge(&mut s, 1, "r1", 1);
         assert!(out[1]["credentials"].is_object());
         let out = challenge(&mut s, 2, "r1", 2);
@@ -449,14 +636,14 @@ mod tests {
         let out = challenge(&mut s, 7, "r1", 1);
         assert_eq!(out[1], json!({"type":"prompt_hold","kind":"auth","tab_id":3,"id":7,"wait_ms":10000}));
         let note = s.blocking_note().unwrap();
-        assert_eq!((note.dialogs[0].kind, note.dialogs[0].message.as_str()), (Kind::Auth, "Admin area"));
+        assert_eq!((note.dialogs[0].kind, note.dialogs[0].message.as_str()), (KIND, "Admin area"));
         let id = note.dialogs[0].dialog_id;
         // accept without credentials is refused and changes nothing.
         let err = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParams);
         assert!(s.blocking_note().is_some());
         let done =
-            s.interact(DialogCall::Carrying { tab: None, dialog_id: None, with: Carry::Login(creds()) }).unwrap();
+            s.interact(DialogCall::Carrying { tab: None, dialog_id: None, with: Carry::new(Login(creds())) }).unwrap();
         assert_eq!(done.answering, Some(id));
         assert_eq!(to_json(&done.msgs)[0]["credentials"]["username"], "ada");
         assert!(s.blocking_note().is_none());
@@ -521,12 +708,12 @@ mod tests {
     #[test]
     fn the_most_specific_rule_wins_and_clear_all_removes_auth_rules() {
         let mut s = state(Policy::Auto);
-        s.add_rule(3, false, RuleSpec::Auth { credentials: None, matcher: MatchArg::default() }).unwrap();
+        s.add_rule(3, false, RuleSpec::own(AuthRule { credentials: None, matcher: MatchArg::default() })).unwrap();
         let url = MatchArg { url_contains: Some("/ADMIN".into()), ..MatchArg::default() };
-        let r = s.add_rule(3, false, RuleSpec::Auth { credentials: Some(creds()), matcher: url }).unwrap();
+        let r = s.add_rule(3, false, RuleSpec::own(AuthRule { credentials: Some(creds()), matcher: url })).unwrap();
         challenge(&mut s, 1, "r1", 1);
         assert_eq!(s.history.iter().last().unwrap().rule_id, Some(r.id));
-        let v = s.interact(DialogCall::Clear { tab: None, what: DialogTypeArg::All }).unwrap().value;
+        let v = s.interact(DialogCall::Clear { tab: None, what: DialogType::ALL }).unwrap().value;
         assert_eq!(v["removed"], 2);
         assert!(s.rules_of(3).is_empty());
     }

@@ -10,17 +10,22 @@
 //! Pilot off: the browser's chooser stands, recorded. Rules live in memory. The prompt
 //! pipeline (`prompt.rs`) does the rest; here is what is the chooser's own.
 
+use super::args::{self, Api, Given, NoFields};
 use super::{
-    Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, Words, configured, pilot_off,
+    Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, Words, configured, pilot_off,
     url_fits,
 };
-use crate::api::{ChooserApi, RuleSpec};
+use crate::api::{MatchArg, ParamError, bad};
 use crate::host::protocol::PromptDecision;
 use crate::host::record::{self, Details, DialogRecord};
 use crate::kind::Kind;
 use crate::redact::Redactor;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
+
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("device_chooser");
 
 /// Each policy's answer: every answer is a cancel; only `must_respond` waits (for the
 /// agent's cancel, or the browser's chooser).
@@ -41,7 +46,7 @@ chooser left open never settles in headless Chromium",
 pub(super) struct DeviceChooser;
 
 const WORDS: Words = Words {
-    kind: Kind::DeviceChooser,
+    kind: KIND,
     group: "device chooser",
     closed: (
         "cancelled (the page got the browser's cancel result)",
@@ -49,6 +54,98 @@ const WORDS: Words = Words {
     ),
     expired: EXPIRED_CANCELLED,
 };
+
+/// A device chooser's API, as the page reaches it (`navigator.usb`, …).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum ChooserApi {
+    /// WebUSB: navigator.usb.requestDevice.
+    Usb,
+    /// WebHID: navigator.hid.requestDevice.
+    Hid,
+    /// Web Serial: navigator.serial.requestPort.
+    Serial,
+    /// Web Bluetooth: navigator.bluetooth.requestDevice (where the browser exposes it).
+    Bluetooth,
+    /// The screen-share picker: navigator.mediaDevices.getDisplayMedia (a screen, window or
+    /// tab to capture).
+    Display,
+}
+
+impl ChooserApi {
+    pub const ALL: [Self; 5] = [Self::Usb, Self::Hid, Self::Serial, Self::Bluetooth, Self::Display];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Usb => "usb",
+            Self::Hid => "hid",
+            Self::Serial => "serial",
+            Self::Bluetooth => "bluetooth",
+            Self::Display => "display",
+        }
+    }
+
+    /// What the chooser offers, and where the page calls it from.
+    pub fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Usb => ("USB device chooser", "navigator.usb"),
+            Self::Hid => ("HID device chooser", "navigator.hid"),
+            Self::Serial => ("serial port chooser", "navigator.serial"),
+            Self::Bluetooth => ("Bluetooth device chooser", "navigator.bluetooth"),
+            Self::Display => ("screen-share picker", "navigator.mediaDevices"),
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+/// A device chooser rule: cancel it (the only answer there is), for one chooser or all.
+#[derive(Clone, PartialEq)]
+pub(crate) struct DeviceChooserRule {
+    pub chooser: Option<ChooserApi>,
+    pub matcher: MatchArg,
+}
+
+crate::own_rule!(DeviceChooserRule, "DeviceChooser", KIND, accept: |_| false, in_config: |_| false, show: [chooser]);
+
+/// Its own field of `interact`.
+#[derive(Deserialize, JsonSchema)]
+struct DeviceChooserFields {
+    /// dialog_type "device_chooser" with setup: the chooser the rule cancels (default: every
+    /// one of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    chooser: Option<ChooserApi>,
+}
+
+static API: Api = Api {
+    instructions: "Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth, and getDisplayMedia's screen-share \
+picker) are dialog_type \"device_chooser\": no extension can pick a device, so the only answer is \
+accept:false (cancel; the page gets the browser's own cancel result), which is also the default. ",
+    description: "A device chooser (WebUSB, WebHID, Web Serial, Web Bluetooth): it can only be\ncancelled (no \
+extension can pick a device).",
+    fields: &[args::Owned { name: "chooser", held: None, in_clear: true, late: false }],
+    schema: args::schema_of::<DeviceChooserFields, NoFields>,
+    read: args::read_of::<DeviceChooserFields, NoFields>,
+    rule: device_chooser_rule,
+    answer: None,
+    paths: &[],
+    own_dir: None,
+};
+
+fn device_chooser_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
+    let matcher = g.url_only_match("a device chooser", "name the chooser")?;
+    if g.args.accept == Some(true) {
+        return Err(bad(
+            "accept",
+            "a device chooser can only be cancelled (accept: false): Chromium gives extensions no way to list or \
+pick a device (its DeviceAccess protocol domain is refused to them)",
+        ));
+    }
+    g.no_text("a chooser rule cancels the chooser; it takes no text")?;
+    Ok(RuleSpec::own(DeviceChooserRule { chooser: g.fields::<DeviceChooserFields>()?.chooser, matcher }))
+}
 
 impl Spec for DeviceChooser {
     fn words(&self) -> &Words {
@@ -59,17 +156,17 @@ impl Spec for DeviceChooser {
         super::read::<ChooserAsk>(fields)
     }
 
-    fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::DeviceChooser { .. })
+    fn api(&self) -> Option<&Api> {
+        Some(&API)
     }
 
     fn same_slot(&self, a: &RuleSpec, b: &RuleSpec) -> bool {
-        matches!((a, b), (RuleSpec::DeviceChooser { chooser: a, .. }, RuleSpec::DeviceChooser { chooser: b, .. }) if a == b)
+        matches!((a.of::<DeviceChooserRule>(), b.of::<DeviceChooserRule>()), (Some(a), Some(b)) if a.chooser == b.chooser)
     }
 
-    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
-        if let RuleSpec::DeviceChooser { chooser, .. } = rule {
-            v.chooser = *chooser;
+    fn view(&self, rule: &RuleSpec, v: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(DeviceChooserRule { chooser: Some(c), .. }) = rule.of() {
+            v.insert("chooser".into(), c.as_str().into());
         }
     }
 
@@ -91,7 +188,7 @@ DeviceAccess domain), so it can only be cancelled; send accept: false.",
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
-        let RuleSpec::DeviceChooser { chooser, .. } = rule else { return None };
+        let DeviceChooserRule { chooser, .. } = rule.of()?;
         let what = chooser.map_or("device chooser".to_string(), |c| format!("{} device chooser", c.as_str()));
         Some(configured(&what, "cancel it", once))
     }
@@ -121,7 +218,7 @@ impl PromptKind for ChooserAsk {
     }
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
-        let RuleSpec::DeviceChooser { chooser, matcher } = rule else { return None };
+        let DeviceChooserRule { chooser, matcher } = rule.of()?;
         let fits = chooser.is_none_or(|c| c == self.api()) && url_fits(matcher.url_contains.as_ref(), url);
         fits.then(|| usize::from(chooser.is_some()) + usize::from(matcher.url_contains.is_some()))
     }
@@ -161,14 +258,58 @@ pub struct ChooserDetails {
 
 #[cfg(test)]
 mod tests {
+
+    fn call(v: serde_json::Value) -> Result<crate::host::kinds::DialogCall, crate::api::ParamError> {
+        crate::call::interact(v).map(|c| c.call)
+    }
+
+    #[test]
+    fn chooser_calls_validate_and_refuse_accept() {
+        let c = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","chooser":"serial",
+            "once":false,"match":{"url_contains":"/flash"}}))
+        .unwrap();
+        let DialogCall::Setup { once: false, rule, .. } = &c else { panic!("{c:?}") };
+        let Some(DeviceChooserRule { chooser: Some(ChooserApi::Serial), matcher }) = rule.of() else { panic!("{c:?}") };
+        assert_eq!(matcher.url_contains.as_deref(), Some("/flash"));
+        assert!(matches!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","accept":false})),
+            Ok(DialogCall::Setup { once: true, rule, .. })
+                if matches!(rule.of(), Some(DeviceChooserRule { chooser: None, .. }))
+        ));
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","clear":true})),
+            Ok(DialogCall::Clear { tab: None, what: crate::host::kinds::DialogType::of(KIND) })
+        );
+        let err = call(json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","accept":true}))
+            .unwrap_err();
+        assert_eq!(err.param, "accept");
+        assert!(err.message.contains("can only be cancelled"), "{}", err.message);
+        let param = |v| call(v).unwrap_err().param;
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","chooser":"usb"})),
+            "chooser"
+        );
+        assert_eq!(
+            param(
+                json!({"action":"handle_dialog","setup":true,"dialog_type":"device_chooser","match":{"message_contains":"x"}})
+            ),
+            "match.message_contains"
+        );
+        assert!(crate::call::interact(json!({"action":"handle_dialog","chooser":"camera"})).is_err(), "unknown APIs");
+        for a in ChooserApi::ALL {
+            assert_eq!(ChooserApi::parse(a.as_str()), Some(a));
+            assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
+        }
+        assert_eq!(serde_json::to_value(KIND).unwrap(), "device_chooser");
+    }
+
     use super::*;
-    use crate::api::DialogCall;
     use crate::api::MatchArg;
+    use crate::host::kinds::DialogCall;
     use crate::host::record::DecidedBy;
     use crate::host::record::DialogRecord;
     use crate::host::state::State;
     use crate::host::state::tests::{feed, to_json};
-    use crate::kind::Kind;
     use crate::reply::ErrorCode;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
@@ -199,7 +340,7 @@ mod tests {
         let rec = s.history.iter().last().unwrap();
         assert_eq!(
             (rec.decided_by, rec.closed_by, rec.accepted, rec.kind),
-            (DecidedBy::DefaultPolicy, Some(DecidedBy::DefaultPolicy), Some(false), Kind::DeviceChooser)
+            (DecidedBy::DefaultPolicy, Some(DecidedBy::DefaultPolicy), Some(false), KIND)
         );
         assert_eq!(s.pending.back(), Some(&rec.id));
         let j = serde_json::to_value(rec).unwrap();
@@ -216,7 +357,7 @@ mod tests {
     #[test]
     fn a_rule_cancels_once_and_belongs_to_its_tab() {
         let mut s = state(Policy::MustRespond);
-        let rule = RuleSpec::DeviceChooser { chooser: Some(ChooserApi::Serial), matcher: MatchArg::default() };
+        let rule = RuleSpec::own(DeviceChooserRule { chooser: Some(ChooserApi::Serial), matcher: MatchArg::default() });
         let call = DialogCall::Setup { tab: Some(4), once: true, rule };
         let v = s.interact(call).unwrap().value;
         assert_eq!((v["dialog_type"].as_str(), v["chooser"].as_str()), (Some("device_chooser"), Some("serial")));
@@ -237,7 +378,7 @@ mod tests {
         let out = ask(&mut s, 3, 7, "hid");
         assert_eq!(out[1], json!({"type":"prompt_hold","kind":"device_chooser","tab_id":3,"id":7,"wait_ms":10000}));
         let note = s.blocking_note().unwrap();
-        assert_eq!(note.dialogs[0].kind, Kind::DeviceChooser);
+        assert_eq!(note.dialogs[0].kind, KIND);
         let id = note.dialogs[0].dialog_id;
         let err = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParams);

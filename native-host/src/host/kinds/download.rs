@@ -11,11 +11,14 @@
 //! The worker reports what became of it (`download_done`); the record then says the file's
 //! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
 
+use super::args::{self, Api, Given, NoFields, Owned};
+use super::rule::{Carry, CarryOf};
 use super::{
-    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
     configured, pilot_off, url_fits,
 };
-use crate::api::RuleSpec;
+use crate::api::{MatchArg, ParamError, absolute_path, bad};
+use crate::host::protocol::Carried;
 use crate::host::protocol::{FetchJob, PromptDecision};
 use crate::host::protocol::{KindFields, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord, FileJob};
@@ -24,9 +27,13 @@ use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use unmodal_engine::Policy;
+
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("download");
 
 /// What the agent is told when the browser blocks a site's automatic downloads.
 const BLOCKED: &str = "The browser now blocks this site's automatic downloads (its \"Download multiple files\" \
@@ -38,6 +45,10 @@ them all through.";
 /// Why a remote download stays on the browser's machine while the pilot is off.
 const LEFT_PILOT_OFF: &str = "left on the browser's machine: AI Web Pilot is off, and only with the pilot on are \
 downloads copied to this machine";
+
+/// Where files a remote browser downloaded are copied to on this machine (no `save_dir`),
+/// inside the data directory.
+const COPIED: &str = "downloads";
 
 /// Downloads waiting for their end, at most (the oldest is forgotten past it).
 const MAX_JOBS: usize = 256;
@@ -57,8 +68,93 @@ false cancels downloads, save_dir moves them into a directory of yours",
 /// A download once recorded.
 pub(super) struct Download;
 
+/// A download rule: save it (accept; into `save_dir`, else where the browser saves) or
+/// cancel it; `match.url_contains` is on the download's URL.
+#[derive(Clone, PartialEq)]
+pub(crate) struct DownloadRule {
+    pub accept: bool,
+    pub save_dir: Option<PathBuf>,
+    pub matcher: MatchArg,
+}
+
+crate::own_rule!(DownloadRule, "Download", KIND, accept: |r| r.accept, in_config: |_| false, show: [accept, save_dir]);
+
+/// Its own field of `interact`.
+#[derive(Deserialize, JsonSchema)]
+struct DownloadFields {
+    /// dialog_type "download" (with setup and accept: true, or answering a held download):
+    /// the directory a saved download is moved to, an absolute path inside the MCP client's
+    /// roots or the directories configured for Unmodal. Default: where the browser saves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    save_dir: Option<String>,
+}
+
+static API: Api = Api {
+    instructions: "Downloads are dialog_type \"download\": saved by the browser and recorded by default; accept:false \
+cancels, save_dir (inside your roots) moves the saved file there. ",
+    description: "A download a page starts (a download link, an attachment, window.open of a file):\naccept = saved \
+(into `save_dir` if given), dismiss = cancelled, nothing written.",
+    fields: &[Owned { name: "save_dir", held: Some("download"), in_clear: false, late: false }],
+    schema: args::schema_of::<DownloadFields, NoFields>,
+    read: args::read_of::<DownloadFields, NoFields>,
+    rule: download_rule,
+    answer: Some(download_answer),
+    paths: &[("save_dir", args::PathUse::Directory)],
+    own_dir: None,
+};
+
+/// `save_dir` as given.
+fn absolute_dir(dir: &str) -> Result<PathBuf, ParamError> {
+    absolute_path("save_dir", dir, || "an absolute path to a directory, such as /home/me/work/downloads".into())
+}
+
+fn download_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
+    let matcher = g.url_only_match("a download", "match url_contains (the download's URL)")?;
+    g.no_text("a download rule saves (accept: true) or cancels (accept: false); it takes no text")?;
+    let accept = g.accept();
+    let f: DownloadFields = g.fields()?;
+    if f.save_dir.is_some() && !accept {
+        return Err(bad("save_dir", "where an accepting download rule saves; leave it out with accept: false"));
+    }
+    let save_dir = f.save_dir.as_deref().map(absolute_dir).transpose()?;
+    Ok(RuleSpec::own(DownloadRule { accept, save_dir, matcher }))
+}
+
+fn download_answer(g: &Given) -> Result<Carry, ParamError> {
+    if g.args.accept == Some(false) || g.args.text.is_some() {
+        return Err(bad("save_dir", "saves a held download there: only with accept: true, without text"));
+    }
+    let f: DownloadFields = g.fields()?;
+    Ok(Carry::new(SaveDir(Some(absolute_dir(f.save_dir.as_deref().unwrap_or_default())?))))
+}
+
+/// A download's answer: the directory a saved download is moved to (none: where the
+/// browser saved it). Its end is awaited whatever the answer.
+#[derive(Clone, PartialEq)]
+pub(crate) struct SaveDir(pub Option<PathBuf>);
+
+impl std::fmt::Debug for SaveDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(dir) => f.debug_tuple("SaveDir").field(dir).finish(),
+            None => f.write_str("SaveDir(None)"),
+        }
+    }
+}
+
+impl CarryOf for SaveDir {
+    fn kind(&self) -> Kind {
+        KIND
+    }
+    fn apply(self: Box<Self>, s: &mut State, (tab, id, record): (i64, u64, u64), accept: bool) -> Carried {
+        s.track_download(tab, id, record, self.0.filter(|_| accept));
+        Carried::default()
+    }
+    crate::own_plumbing!(carry);
+}
+
 const WORDS: Words = Words {
-    kind: Kind::Download,
+    kind: KIND,
     group: "download",
     closed: ("saved", "cancelled (nothing written)"),
     expired: EXPIRED_CANCELLED,
@@ -76,7 +172,8 @@ impl Spec for Download {
     /// An `automatic-downloads` grant or refusal (a permission rule) is the browser's
     /// setting for the tab's site, which the worker sets before any download (`downloads`).
     fn tab_config(&self, rules: &RuleStore<RuleSpec>, tab: i64, _policy: Policy, fields: &mut KindFields) -> bool {
-        if let Some(allow) = rules.best(tab, |r| r.downloads().map(|_| 0)).and_then(|r| r.rule.downloads()) {
+        let grant = super::permission::automatic_downloads;
+        if let Some(allow) = rules.best(tab, |r| grant(r).map(|_| 0)).and_then(|r| grant(&r.rule)) {
             fields.insert("downloads", allow.into());
         }
         false
@@ -91,22 +188,22 @@ impl Spec for Download {
         Ok(s.on_download_done(m.tab_id, m.id, (&m.state, &m.path, m.size, m.error.as_deref()), m.blocked))
     }
 
-    fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::Download { .. })
+    fn api(&self) -> Option<&Api> {
+        Some(&API)
     }
 
-    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
-        if let RuleSpec::Download { save_dir, .. } = rule {
-            v.save_dir = save_dir.as_deref();
+    fn view(&self, rule: &RuleSpec, v: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(DownloadRule { save_dir: Some(dir), .. }) = rule.of() {
+            v.insert("save_dir".into(), dir.display().to_string().into());
         }
     }
 
     fn accept_with(&self, _held: &DialogRecord) -> With {
-        With::SaveDir(None)
+        With::own(SaveDir(None))
     }
 
-    fn carries(&self, with: &With) -> Option<Carries> {
-        matches!(with, With::SaveDir(_)).then_some(Carries {
+    fn carries(&self) -> Option<Carries> {
+        Some(Carries {
             only: "save_dir answers only a download",
             none_held: "No download is held open for the agent (only the must_respond policy holds them). To save the \
 next one into a directory, set up a rule first: interact {action:\"handle_dialog\", setup:true, \
@@ -115,7 +212,7 @@ dialog_type:\"download\", save_dir}.",
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
-        let RuleSpec::Download { accept, save_dir, .. } = rule else { return None };
+        let DownloadRule { accept, save_dir, .. } = rule.of()?;
         Some(match (accept, save_dir) {
             (true, Some(d)) => format!(
                 "Auto-response configured for {} download: will save it, then move it into {}.",
@@ -153,22 +250,22 @@ impl PromptKind for DownloadAsk {
 
     /// `url_contains` is on the download's URL.
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
-        let RuleSpec::Download { matcher, .. } = rule else { return None };
+        let DownloadRule { matcher, .. } = rule.of()?;
         url_fits(matcher.url_contains.as_ref(), url).then(|| usize::from(matcher.url_contains.is_some()))
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
-        let RuleSpec::Download { accept: true, save_dir, .. } = rule else {
+        let Some(DownloadRule { accept: true, save_dir, .. }) = rule.of() else {
             let why = format!("download cancelled, nothing written: download rule {id} matched");
-            return Verdict::rule(PromptDecision::Refuse, id, why).carrying(With::SaveDir(None));
+            return Verdict::rule(PromptDecision::Refuse, id, why).carrying(With::own(SaveDir(None)));
         };
         let where_to = save_dir.as_ref().map_or("where the browser saves".to_string(), |d| d.display().to_string());
         let why = format!("download saved ({where_to}): download rule {id} matched");
-        Verdict::rule(PromptDecision::Accept, id, why).carrying(With::SaveDir(save_dir.clone()))
+        Verdict::rule(PromptDecision::Accept, id, why).carrying(With::own(SaveDir(save_dir.clone())))
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
-        POLICIES.verdict(policy).carrying(With::SaveDir(None))
+        POLICIES.verdict(policy).carrying(With::own(SaveDir(None)))
     }
 
     /// The browser's own way: its end still goes on the record.
@@ -181,10 +278,19 @@ impl PromptKind for DownloadAsk {
     }
 }
 
+/// Decided downloads waiting for their end, by (tab, prompt id).
+#[derive(Debug, Default)]
+struct DownloadJobs(std::collections::HashMap<(i64, u64), FileJob>);
+
 impl State {
+    /// Decided downloads whose end is awaited (at most `MAX_JOBS`).
+    pub fn downloads_awaited(&self) -> usize {
+        self.kinds.peek::<DownloadJobs>().map_or(0, |j| j.0.len())
+    }
+
     /// A decided download's end is awaited: its record, and where a saved file goes.
     pub(in crate::host) fn track_download(&mut self, tab_id: i64, id: u64, record: u64, to: Option<PathBuf>) {
-        let jobs = self.file_jobs.entry(Kind::Download).or_default();
+        let jobs = &mut self.kinds.get::<DownloadJobs>().0;
         if jobs.len() >= MAX_JOBS
             && let Some(oldest) = jobs.iter().min_by_key(|(_, j)| j.record).map(|(k, _)| *k)
         {
@@ -206,7 +312,8 @@ impl State {
     ) -> Vec<ToBrowser> {
         let mut out = Vec::new();
         // Only a grant the browser held (the pilot on) was let through and is spent.
-        let once = self.rules.of(tab_id).iter().find(|r| r.once && r.rule.downloads().is_some()).map(|r| r.id);
+        let grant = super::permission::automatic_downloads;
+        let once = self.rules.of(tab_id).iter().find(|r| r.once && grant(&r.rule).is_some()).map(|r| r.id);
         let once = once.filter(|_| self.pilot);
         if let Some(rule) = once {
             out.extend(self.spend_rule(tab_id, rule));
@@ -214,7 +321,7 @@ impl State {
         if blocked {
             self.logs.note(tab_id, "download", BLOCKED.into());
         }
-        let Some(job) = self.file_jobs.get_mut(&Kind::Download).and_then(|j| j.remove(&(tab_id, id))) else {
+        let Some(job) = self.kinds.get::<DownloadJobs>().0.remove(&(tab_id, id)) else {
             return out;
         };
         let Some(rec) =
@@ -236,7 +343,7 @@ impl State {
         if let (true, Some(from), "complete") = (remote, path.clone(), state) {
             // On the browser's machine: copied here over CDP (the bridge), then named; with
             // the pilot off (the host's own switch) it stays there.
-            let to = job.to.or_else(|| crate::paths::data_dir().ok().map(|d| d.join(crate::files::DOWNLOADS)));
+            let to = job.to.or_else(|| crate::paths::data_dir().ok().map(|d| d.join(COPIED)));
             d.remote_path = Some(from.clone());
             match to {
                 _ if !self.pilot => note = Some(LEFT_PILOT_OFF.into()),
@@ -432,10 +539,10 @@ struct DownloadDone {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{Carry, DialogCall, MatchArg};
+    use crate::api::MatchArg;
+    use crate::host::kinds::{Carry, DialogCall};
     use crate::host::record::DecidedBy;
     use crate::host::state::tests::{feed, state_with, to_json};
-    use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::json;
 
@@ -461,12 +568,13 @@ mod tests {
         std::fs::write(&saved, b"a,b,c").unwrap();
         feed(&mut s, done(1, "complete", saved.to_str().unwrap(), None)).unwrap();
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by), (Kind::Download, DecidedBy::DefaultPolicy));
+        assert_eq!((rec.kind, rec.decided_by), (KIND, DecidedBy::DefaultPolicy));
         let d = rec.details.read::<DownloadDetails>().expect("its kind's details");
         assert_eq!((d.download_state.as_str(), d.path.as_deref(), d.size), ("complete", saved.to_str(), Some(5)));
         // A rule with save_dir: the file is moved there (a name taken gets a number).
         std::fs::write(keep.join("report.csv"), b"old").unwrap();
-        let rule = RuleSpec::Download { accept: true, save_dir: Some(keep.clone()), matcher: MatchArg::default() };
+        let rule =
+            RuleSpec::own(DownloadRule { accept: true, save_dir: Some(keep.clone()), matcher: MatchArg::default() });
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         feed(&mut s, ask(2)).unwrap();
         feed(&mut s, done(2, "complete", saved.to_str().unwrap(), None)).unwrap();
@@ -474,7 +582,7 @@ mod tests {
         assert_eq!(d.path.as_deref(), keep.join("report (1).csv").to_str());
         assert_eq!(std::fs::read(keep.join("report (1).csv")).unwrap(), b"a,b,c");
         // A cancelling rule.
-        let rule = RuleSpec::Download { accept: false, save_dir: None, matcher: MatchArg::default() };
+        let rule = RuleSpec::own(DownloadRule { accept: false, save_dir: None, matcher: MatchArg::default() });
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         assert_eq!(to_json(&feed(&mut s, ask(3)).unwrap())[1]["decision"], "refuse");
         feed(&mut s, done(3, "interrupted", "", Some("USER_CANCELED"))).unwrap();
@@ -489,8 +597,11 @@ mod tests {
         let keep = tempfile::tempdir().unwrap();
         let mut s = state_with(Policy::Auto);
         s.browser = crate::parent_browser::ParentBrowser::over_cdp("wss://fleet/…".into());
-        let rule =
-            RuleSpec::Download { accept: true, save_dir: Some(keep.path().into()), matcher: MatchArg::default() };
+        let rule = RuleSpec::own(DownloadRule {
+            accept: true,
+            save_dir: Some(keep.path().into()),
+            matcher: MatchArg::default(),
+        });
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         feed(&mut s, ask(1)).unwrap();
         // The path is the browser machine's: nothing is moved here, a copy is asked for.
@@ -529,20 +640,25 @@ mod tests {
         let id = s.held[0].record.id;
         let tmp = tempfile::tempdir().unwrap();
         let done_call = s
-            .interact(DialogCall::Carrying { tab: None, dialog_id: Some(id), with: Carry::SaveDir(tmp.path().into()) })
+            .interact(DialogCall::Carrying {
+                tab: None,
+                dialog_id: Some(id),
+                with: Carry::new(SaveDir(Some(tmp.path().into()))),
+            })
             .unwrap();
         assert_eq!(to_json(&done_call.msgs)[0]["decision"], "accept");
-        assert_eq!(s.file_jobs[&Kind::Download][&(3, 1)].to.as_deref(), Some(tmp.path()));
+        assert_eq!(s.kinds.peek::<DownloadJobs>().unwrap().0[&(3, 1)].to.as_deref(), Some(tmp.path()));
     }
 
     /// The grant as the agent sets it up: a permission rule for automatic downloads.
     fn grant() -> RuleSpec {
-        let args = json!({"action": "handle_dialog", "setup": true, "dialog_type": "permission",
-                          "permission": "automatic-downloads", "accept": true});
-        match crate::api::parse::<crate::api::InteractArgs>(args).unwrap().validate().unwrap() {
-            DialogCall::Setup { rule, .. } => rule,
-            other => panic!("not a setup: {other:?}"),
-        }
+        use crate::api::MatchArg;
+        use crate::host::kinds::permission::PermissionName;
+        RuleSpec::own(crate::host::kinds::permission::PermissionRule {
+            accept: true,
+            permission: Some(PermissionName::AutomaticDownloads),
+            matcher: MatchArg::default(),
+        })
     }
 
     /// The config messages among `out`, as (tab, downloads).
@@ -600,7 +716,8 @@ mod tests {
         std::fs::create_dir_all(&keep).unwrap();
         let mut s = state_with(Policy::Auto);
         browser_saving_into(&mut s, tmp, &downloads);
-        let rule = RuleSpec::Download { accept: true, save_dir: Some(keep.clone()), matcher: MatchArg::default() };
+        let rule =
+            RuleSpec::own(DownloadRule { accept: true, save_dir: Some(keep.clone()), matcher: MatchArg::default() });
         s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
         (s, downloads, keep)
     }

@@ -12,21 +12,29 @@
 //! checked again here when a rule gives them. Elsewhere (no rule, no policy, pilot off)
 //! choosers are the browser's, so another driver's upload tool keeps working.
 
+use super::args::{self, Api, Given, Owned};
+use super::rule::{Carry, CarryOf};
 use super::{
-    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
     configured, pilot_off, url_fits,
 };
-use crate::api::RuleSpec;
+use crate::api::{MatchArg, ParamError, absolute_path, bad};
+use crate::host::protocol::Carried;
 use crate::host::protocol::{KindFields, PromptDecision, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord};
 use crate::host::rules::RuleStore;
+use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer as _;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use unmodal_engine::Policy;
+
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("file_chooser");
 
 const MAX_LABEL_CHARS: usize = 200;
 
@@ -61,7 +69,7 @@ the same way; headful, it would open the OS file dialog and wait for a person",
 pub(super) struct FileChooser;
 
 const WORDS: Words = Words {
-    kind: Kind::FileChooser,
+    kind: KIND,
     group: "file chooser",
     closed: (
         "the page got the files (input and change events)",
@@ -69,6 +77,127 @@ const WORDS: Words = Words {
     ),
     expired: EXPIRED_CANCELLED,
 };
+
+/// A file chooser rule: give the page these files (none: cancel it, as a person does);
+/// `match.url_contains` is on the frame's URL, `match.accept_contains` on the input's
+/// accept attribute.
+#[derive(Clone, PartialEq)]
+pub(crate) struct FileChooserRule {
+    pub files: Vec<PathBuf>,
+    pub matcher: MatchArg,
+}
+
+crate::own_rule!(FileChooserRule, "FileChooser", KIND, accept: |r| !r.files.is_empty(), in_config: |_| true, show: [files]);
+
+/// Its own field of `interact`.
+#[derive(Deserialize, JsonSchema)]
+struct FileChooserFields {
+    /// dialog_type "file_chooser" (with setup, or answering a held chooser): the files the
+    /// page gets, absolute paths inside the MCP client's roots or the directories configured
+    /// for Unmodal (a folder input takes one directory). Answers name files and sizes only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 32))]
+    files: Option<Vec<String>>,
+}
+
+/// Its own match field.
+#[derive(Deserialize, JsonSchema)]
+struct FileChooserMatch {
+    /// dialog_type "file_chooser" only: only inputs whose accept attribute contains this
+    /// text (case-insensitive), such as "pdf" or "image/".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    #[allow(dead_code)]
+    accept_contains: Option<String>,
+}
+
+static API: Api = Api {
+    instructions: "File choosers (<input type=file>) are dialog_type \"file_chooser\": left to the browser by default \
+(headless cancels them); a rule with files (absolute paths inside your roots) gives the page those \
+files as a person's pick, accept:false cancels; under must_respond answer a held chooser with \
+dialog_id and files. ",
+    description: "A file chooser (<input type=file>): accept = the page gets the rule's or the agent's\n`files` as a \
+person's pick gives them, dismiss = cancelled as a person's cancel.",
+    fields: &[
+        Owned { name: "files", held: Some("file chooser"), in_clear: false, late: false },
+        Owned::setup("match.accept_contains"),
+    ],
+    schema: args::schema_of::<FileChooserFields, FileChooserMatch>,
+    read: args::read_of::<FileChooserFields, FileChooserMatch>,
+    rule: file_chooser_rule,
+    answer: Some(file_chooser_answer),
+    paths: &[("files", args::PathUse::Inputs)],
+    own_dir: None,
+};
+
+/// The most files one answer gives a page.
+pub const MAX_FILES: usize = 32;
+
+/// `files` as given: 1 to 32 absolute paths (`unmodal mcp` then checks each against the
+/// allowed directories, `files.rs`).
+fn paths(files: &[String]) -> Result<Vec<PathBuf>, ParamError> {
+    if files.is_empty() || files.len() > MAX_FILES {
+        return Err(bad("files", format!("1 to {MAX_FILES} absolute paths")));
+    }
+    files
+        .iter()
+        .map(|f| absolute_path("files", f, || format!("{f:?} is not an absolute path, such as /home/me/work/cv.pdf")))
+        .collect()
+}
+
+fn file_chooser_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
+    let matcher = g.url_only_match("a file chooser", "match accept_contains")?;
+    if matcher.get("accept_contains").is_some_and(|a| a.is_empty() || a.len() > 256) {
+        return Err(bad("match.accept_contains", "a text such as \"pdf\" or \"image/\", 1 to 256 characters"));
+    }
+    g.no_text("a file chooser rule gives files (files) or cancels (accept: false); no text")?;
+    let f: FileChooserFields = g.fields()?;
+    let files = match (&f.files, g.accept()) {
+        (Some(f), true) => paths(f)?,
+        (None, false) => Vec::new(),
+        (Some(_), false) => return Err(bad("files", "accept: false cancels the chooser; leave files out")),
+        (None, true) => {
+            return Err(bad(
+                "files",
+                "the files the page gets, e.g. [\"/home/me/work/cv.pdf\"]; or accept: false to cancel choosers",
+            ));
+        }
+    };
+    Ok(RuleSpec::own(FileChooserRule { files, matcher }))
+}
+
+fn file_chooser_answer(g: &Given) -> Result<Carry, ParamError> {
+    if g.args.accept == Some(false) || g.args.text.is_some() {
+        return Err(bad("files", "gives a held file chooser these files: only with accept: true, without text"));
+    }
+    let f: FileChooserFields = g.fields()?;
+    Ok(Carry::new(Files(paths(f.files.as_deref().unwrap_or_default())?)))
+}
+
+/// The files an accept gives the page (checked against the allowed directories by
+/// `unmodal mcp`, canonical).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Files(pub Vec<PathBuf>);
+
+impl CarryOf for Files {
+    fn kind(&self) -> Kind {
+        KIND
+    }
+    fn apply(self: Box<Self>, _s: &mut State, _ids: (i64, u64, u64), accept: bool) -> Carried {
+        let mut carried = Carried::default();
+        if accept {
+            carried.files = Some(self.0.iter().map(|p| p.display().to_string()).collect());
+        }
+        carried
+    }
+    fn name_on(&self, details: &mut Details) {
+        name_files(details, &self.0);
+    }
+    fn gives_files(&self) -> bool {
+        true
+    }
+    crate::own_plumbing!(carry);
+}
 
 impl Spec for FileChooser {
     fn words(&self) -> &Words {
@@ -84,32 +213,34 @@ impl Spec for FileChooser {
     /// the browser cancels them itself (`choosers_cancel`).
     fn tab_config(&self, rules: &RuleStore<RuleSpec>, tab: i64, policy: Policy, fields: &mut KindFields) -> bool {
         let must_respond = policy == Policy::MustRespond;
-        let intercepts = must_respond || rules.any(tab, |r| r.intercepts_choosers().is_some());
+        let intercepts = must_respond || rules.any(tab, |r| r.of::<FileChooserRule>().is_some());
         if intercepts {
             fields.insert("choosers", true.into());
-            if !must_respond && !rules.any(tab, |r| r.intercepts_choosers() == Some(false)) {
+            if !must_respond && !rules.any(tab, |r| r.of::<FileChooserRule>().is_some_and(|r| !r.files.is_empty())) {
                 fields.insert("choosers_cancel", true.into());
             }
         }
         intercepts
     }
 
-    fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::FileChooser { .. })
+    fn api(&self) -> Option<&Api> {
+        Some(&API)
     }
 
-    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
-        if let RuleSpec::FileChooser { files, .. } = rule {
-            v.files = files.iter().map(|f| f.display().to_string()).collect();
+    fn view(&self, rule: &RuleSpec, v: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(FileChooserRule { files, .. }) = rule.of()
+            && !files.is_empty()
+        {
+            v.insert("files".into(), files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().into());
         }
     }
 
     fn needs_file_access(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::FileChooser { files, .. } if !files.is_empty())
+        rule.of::<FileChooserRule>().is_some_and(|r| !r.files.is_empty())
     }
 
-    fn carries(&self, with: &With) -> Option<Carries> {
-        matches!(with, With::Files(_)).then_some(Carries {
+    fn carries(&self) -> Option<Carries> {
+        Some(Carries {
             only: "files answer only a file chooser",
             none_held: "No file chooser is held open for the agent (only the must_respond policy holds them). To give \
 the next one files, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"file_chooser\", \
@@ -134,14 +265,14 @@ accept: false to cancel it."
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
-        let RuleSpec::FileChooser { files, .. } = rule else { return None };
+        let FileChooserRule { files, .. } = rule.of()?;
         let will = if files.is_empty() { "cancel it (as a person's cancel)" } else { "give the page the rule's files" };
         Some(configured("file chooser", will, once))
     }
 }
 
 /// A file chooser's record names the files an accept gives it (paths and sizes).
-pub(super) fn name_files(details: &mut Details, files: &[PathBuf]) {
+fn name_files(details: &mut Details, files: &[PathBuf]) {
     details.update(|d: &mut FileChooserDetails| d.files = GivenFile::of(files));
 }
 
@@ -213,15 +344,15 @@ impl PromptKind for FileChooserAsk {
     }
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
-        let RuleSpec::FileChooser { matcher, .. } = rule else { return None };
-        let accepts =
-            matcher.accept_contains.as_ref().is_none_or(|a| self.accept.to_lowercase().contains(&a.to_lowercase()));
+        let FileChooserRule { matcher, .. } = rule.of()?;
+        let accept_contains = matcher.get("accept_contains");
+        let accepts = accept_contains.is_none_or(|a| self.accept.to_lowercase().contains(&a.to_lowercase()));
         (accepts && url_fits(matcher.url_contains.as_ref(), url))
-            .then(|| usize::from(matcher.url_contains.is_some()) + usize::from(matcher.accept_contains.is_some()))
+            .then(|| usize::from(matcher.url_contains.is_some()) + usize::from(accept_contains.is_some()))
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
-        let RuleSpec::FileChooser { files, .. } = rule else {
+        let Some(FileChooserRule { files, .. }) = rule.of() else {
             return Verdict::rule(PromptDecision::Refuse, id, format!("file chooser cancelled: rule {id} matched"));
         };
         if files.is_empty() {
@@ -238,7 +369,7 @@ gives a File System Access picker files"
         match self.pick(files) {
             Ok((given, note)) => {
                 let why = format!("file chooser given {}: file_chooser rule {id} matched{note}", named(&given));
-                Verdict::rule(PromptDecision::Accept, id, why).carrying(With::Files(given))
+                Verdict::rule(PromptDecision::Accept, id, why).carrying(With::own(Files(given)))
             }
             Err(e) => Verdict::rule(
                 PromptDecision::Refuse,
@@ -290,14 +421,14 @@ impl crate::host::state::State {
     /// accept becomes a person's cancel, and its record says so. What goes to the worker.
     pub fn upload_failed(&mut self, tab_id: i64, id: u64, record: u64, why: &str) -> Vec<ToBrowser> {
         let why = format!("the files could not be copied to the remote browser's machine ({why})");
-        if let Some(pos) = self.prompt_pos(Kind::FileChooser, tab_id, id) {
+        if let Some(pos) = self.prompt_pos(KIND, tab_id, id) {
             let h = &mut self.held[pos];
             h.answer_error = Some(why);
             h.closing = None;
             // The worker waited for the copy; it holds the chooser for the watchdog again.
             let left = h.deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(Instant::now()));
             let wait_ms = u64::try_from((left + super::HOLD_MARGIN).as_millis()).unwrap_or(u64::MAX);
-            return vec![ToBrowser::PromptHold { kind: Kind::FileChooser, tab_id, id, wait_ms }];
+            return vec![ToBrowser::PromptHold { kind: KIND, tab_id, id, wait_ms }];
         }
         if let Some(rec) = self.history.iter_mut().find(|r| r.id == record) {
             rec.accepted = Some(false);
@@ -305,7 +436,7 @@ impl crate::host::state::State {
             tracing::warn!(record, error = %why, "a remote file chooser was cancelled");
         }
         vec![ToBrowser::PromptAnswer {
-            kind: Kind::FileChooser,
+            kind: KIND,
             tab_id,
             id,
             decision: PromptDecision::Refuse,
@@ -370,10 +501,10 @@ impl GivenFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{Carry, DialogCall, MatchArg};
+    use crate::api::MatchArg;
+    use crate::host::kinds::{Carry, DialogCall};
     use crate::host::record::DecidedBy;
     use crate::host::state::tests::{feed, state_with, to_json};
-    use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::json;
 
@@ -389,16 +520,18 @@ mod tests {
         std::fs::write(&cv, b"%PDF-1").unwrap();
         std::fs::write(&pic, b"png").unwrap();
         let mut s = state_with(Policy::Auto);
-        let rule = |files: Vec<PathBuf>, accept: Option<&str>| RuleSpec::FileChooser {
-            files,
-            matcher: MatchArg { accept_contains: accept.map(Into::into), ..MatchArg::default() },
+        let rule = |files: Vec<PathBuf>, accept: Option<&str>| {
+            RuleSpec::own(FileChooserRule {
+                files,
+                matcher: accept.map_or_else(MatchArg::default, |a| MatchArg::default().with("accept_contains", a)),
+            })
         };
         s.interact(DialogCall::Setup { tab: None, once: false, rule: rule(vec![cv.clone()], None) }).unwrap();
         s.interact(DialogCall::Setup { tab: None, once: true, rule: rule(vec![pic.clone()], Some("IMAGE/")) }).unwrap();
         let out = to_json(&feed(&mut s, ask(1, "single", "image/png")).unwrap());
         assert_eq!((out[1]["decision"].as_str(), out[1]["files"][0].as_str()), (Some("accept"), pic.to_str()));
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (Kind::FileChooser, DecidedBy::Rule, Some(true)));
+        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (KIND, DecidedBy::Rule, Some(true)));
         let d = rec.details.read::<FileChooserDetails>().expect("its kind's details");
         assert_eq!((d.mode.as_str(), d.files.len(), d.files[0].size), ("single", 1, 3));
         assert!(!rec.explanation.contains("png\"") && rec.message.contains("Your CV"), "{rec:?}");
@@ -423,15 +556,15 @@ mod tests {
             }
             other => panic!("{other:?}"),
         };
-        let refuse = || RuleSpec::FileChooser { files: vec![], matcher: MatchArg::default() };
+        let refuse = || RuleSpec::own(FileChooserRule { files: vec![], matcher: MatchArg::default() });
         let mut s = state_with(Policy::Auto);
         assert_eq!(modes(&mut s), (false, false));
         s.interact(DialogCall::Setup { tab: None, once: false, rule: refuse() }).unwrap();
         assert_eq!(modes(&mut s), (true, true));
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("cv.pdf"), b"%PDF-1").unwrap();
-        let matcher = MatchArg { accept_contains: Some("pdf".into()), ..MatchArg::default() };
-        let give = RuleSpec::FileChooser { files: vec![tmp.path().join("cv.pdf")], matcher };
+        let matcher = MatchArg::default().with("accept_contains", "pdf");
+        let give = RuleSpec::own(FileChooserRule { files: vec![tmp.path().join("cv.pdf")], matcher });
         s.interact(DialogCall::Setup { tab: None, once: false, rule: give }).unwrap();
         assert_eq!(modes(&mut s), (true, false));
         let mut held = state_with(Policy::MustRespond);
@@ -447,10 +580,12 @@ mod tests {
         let out = to_json(&feed(&mut s, ask(1, "folder", "")).unwrap());
         assert_eq!(out[1]["decision"], "refuse");
         assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::DefaultPolicy);
-        let rule = RuleSpec::FileChooser { files: vec![tmp.path().join("a.txt")], matcher: MatchArg::default() };
+        let rule =
+            RuleSpec::own(FileChooserRule { files: vec![tmp.path().join("a.txt")], matcher: MatchArg::default() });
         s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
         assert_eq!(to_json(&feed(&mut s, ask(2, "folder", "")).unwrap())[1]["decision"], "refuse");
-        let rule = RuleSpec::FileChooser { files: vec![tmp.path().to_path_buf()], matcher: MatchArg::default() };
+        let rule =
+            RuleSpec::own(FileChooserRule { files: vec![tmp.path().to_path_buf()], matcher: MatchArg::default() });
         s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
         let out = to_json(&feed(&mut s, ask(3, "folder", "")).unwrap());
         assert_eq!(out[1]["decision"], "accept");
@@ -473,7 +608,7 @@ mod tests {
         let err = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: Some(id) });
         assert!(err.is_err_and(|e| e.message.contains("answer it with files")));
         let done = s
-            .interact(DialogCall::Carrying { tab: None, dialog_id: Some(id), with: Carry::Files(vec![f.clone()]) })
+            .interact(DialogCall::Carrying { tab: None, dialog_id: Some(id), with: Carry::new(Files(vec![f.clone()])) })
             .unwrap();
         let msg = to_json(&done.msgs);
         assert_eq!((msg[0]["decision"].as_str(), msg[0]["files"][0].as_str()), (Some("accept"), f.to_str()));
@@ -487,7 +622,7 @@ mod tests {
         let f = tmp.path().join("up.txt");
         std::fs::write(&f, b"hello").unwrap();
         let mut s = state_with(Policy::Auto);
-        let rule = RuleSpec::FileChooser { files: vec![f.clone()], matcher: MatchArg::default() };
+        let rule = RuleSpec::own(FileChooserRule { files: vec![f.clone()], matcher: MatchArg::default() });
         s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
         assert_eq!(to_json(&feed(&mut s, ask(1, "single", "")).unwrap())[1]["decision"], "accept");
         let rec = s.history.iter().last().unwrap().id;
@@ -500,7 +635,7 @@ mod tests {
         let mut s = state_with(Policy::MustRespond);
         feed(&mut s, ask(2, "single", "")).unwrap();
         let id = s.held[0].record.id;
-        s.interact(DialogCall::Carrying { tab: None, dialog_id: Some(id), with: Carry::Files(vec![f]) }).unwrap();
+        s.interact(DialogCall::Carrying { tab: None, dialog_id: Some(id), with: Carry::new(Files(vec![f])) }).unwrap();
         let out = to_json(&s.upload_failed(3, 2, id, "no space left"));
         assert_eq!(out[0]["type"], "prompt_hold");
         assert!(out[0]["wait_ms"].as_u64().unwrap() > 5000);
@@ -519,7 +654,10 @@ mod tests {
             (rec.message.as_str(), rec.decided_by),
             ("file picker: showOpenFilePicker()", DecidedBy::DefaultPolicy)
         );
-        let rule = RuleSpec::FileChooser { files: vec![PathBuf::from("/etc/hostname")], matcher: MatchArg::default() };
+        let rule = RuleSpec::own(FileChooserRule {
+            files: vec![PathBuf::from("/etc/hostname")],
+            matcher: MatchArg::default(),
+        });
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         let mut again = picker.clone();
         again["id"] = json!(2);
@@ -533,7 +671,7 @@ mod tests {
         let err = s.interact(DialogCall::Carrying {
             tab: None,
             dialog_id: Some(id),
-            with: Carry::Files(vec![PathBuf::from("/x")]),
+            with: Carry::new(Files(vec![PathBuf::from("/x")])),
         });
         assert!(err.is_err());
         assert!(s.interact(DialogCall::Respond { tab: None, accept: false, text: None, dialog_id: Some(id) }).is_ok());

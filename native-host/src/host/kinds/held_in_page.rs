@@ -24,10 +24,14 @@
 //!   which never settles in headless Chromium and, headful, covers the screen until a
 //!   person clicks a colour or presses Escape. A refusal is that Escape (`AbortError`).
 
+use super::RuleSpec;
+use super::args::Shown;
+use super::args::{self, Api, Given, NoFields};
+use super::rule::{OwnRule, camel};
 use super::{
     Described, EXPIRED_REFUSED, Policies, PromptKind, Says, Spec, Verdict, Words, configured, pilot_off, url_fits,
 };
-use crate::api::RuleSpec;
+use crate::api::{MatchArg, ParamError, article};
 use crate::host::protocol::PromptDecision;
 use crate::host::record::{self, DecidedBy, MAX_MESSAGE_CHARS};
 use crate::kind::Kind;
@@ -35,10 +39,18 @@ use crate::redact::Redactor;
 use serde::Deserialize;
 use unmodal_engine::Policy;
 
+/// These kinds' handles: the one place their names are written.
+pub(crate) const SIGN_IN_KIND: Kind = Kind::new("sign_in");
+pub(crate) const PAYMENT_KIND: Kind = Kind::new("payment");
+pub(crate) const STORAGE_ACCESS_KIND: Kind = Kind::new("storage_access");
+pub(crate) const EYE_DROPPER_KIND: Kind = Kind::new("eye_dropper");
+
 /// One kind of held call, as data.
 pub(super) struct HeldInPage {
     /// Its kind, rule group and closed record's answers.
     words: Words,
+    /// Its part of `interact`: its words there; its rule is `HeldRule`.
+    api: Api,
     /// What the call is, as explanations begin ("Payment request").
     what: &'static str,
     /// What the record says of it.
@@ -73,8 +85,13 @@ enum Message {
 }
 
 pub(super) static SIGN_IN: HeldInPage = HeldInPage {
+    api: held_api(
+        "A FedCM sign-in (navigator.credentials.get with identity): accept = the browser's own\naccount chooser \
+(headful: it waits for a person), dismiss = refused at once\n(NetworkError, as the browser refuses one it cannot \
+complete).",
+    ),
     words: Words {
-        kind: Kind::SignIn,
+        kind: SIGN_IN_KIND,
         group: "sign-in",
         closed: ("left to the browser's account chooser", "refused (the page got NetworkError)"),
         expired: EXPIRED_REFUSED,
@@ -107,8 +124,12 @@ account chooser that waits for a person)",
 };
 
 pub(super) static PAYMENT: HeldInPage = HeldInPage {
+    api: held_api(
+        "A Payment Request's show(): accept = the browser's own way (headful, with a payment\napp: its payment \
+sheet, which waits for a person), dismiss = refused at once as a\nperson's closing of the sheet (AbortError).",
+    ),
     words: Words {
-        kind: Kind::Payment,
+        kind: PAYMENT_KIND,
         group: "payment",
         closed: (
             "left to the browser (its payment sheet, or its own refusal)",
@@ -151,8 +172,12 @@ app: a payment sheet that waits for a person)",
 };
 
 pub(super) static STORAGE_ACCESS: HeldInPage = HeldInPage {
+    api: held_api(
+        "document.requestStorageAccess(): accept = the browser's own way (headful, another\nsite's frame: it may \
+ask the person), dismiss = refused at once (NotAllowedError, the\nbrowser's own refusal).",
+    ),
     words: Words {
-        kind: Kind::StorageAccess,
+        kind: STORAGE_ACCESS_KIND,
         group: "storage access",
         closed: ("left to the browser (its grant, prompt or refusal)", "refused (the page got NotAllowedError)"),
         expired: EXPIRED_REFUSED,
@@ -189,8 +214,13 @@ third-party cookies blocked: a prompt that waits for a person)",
 };
 
 pub(super) static EYE_DROPPER: HeldInPage = HeldInPage {
+    api: held_api(
+        "EyeDropper.open(), once the browser opened its eye dropper: accept = leave it to the\nbrowser (headless: it \
+never settles; headful: it waits for a person's click),\ndismiss = the page gets a person's Escape at once \
+(AbortError).",
+    ),
     words: Words {
-        kind: Kind::EyeDropper,
+        kind: EYE_DROPPER_KIND,
         group: "eye dropper",
         closed: (
             "left to the browser's eye dropper",
@@ -225,6 +255,61 @@ screen until a person clicks a colour or presses Escape)",
     ),
 };
 
+/// A held call's part of `interact`: no fields of its own, `HeldRule`.
+const fn held_api(description: &'static str) -> Api {
+    Api {
+        description,
+        instructions: "",
+        fields: &[],
+        schema: args::schema_of::<NoFields, NoFields>,
+        read: args::read_of::<NoFields, NoFields>,
+        rule: held_rule,
+        answer: None,
+        paths: &[],
+        own_dir: None,
+    }
+}
+
+/// A held call's rule: leave it to the browser (accept) or refuse it at once with the
+/// browser's own refusal; `match.url_contains` is on the frame's URL.
+#[derive(Clone, PartialEq)]
+pub(crate) struct HeldRule {
+    pub kind: Kind,
+    pub accept: bool,
+    pub matcher: MatchArg,
+}
+
+impl OwnRule for HeldRule {
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    fn accept(&self) -> bool {
+        self.accept
+    }
+    fn matcher(&self) -> &MatchArg {
+        &self.matcher
+    }
+    crate::own_plumbing!();
+}
+
+impl std::fmt::Debug for HeldRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held")
+            .field("kind", &format_args!("{}", camel(self.kind.as_str())))
+            .field("accept", &self.accept)
+            .field("matcher", &Shown(&self.matcher))
+            .finish()
+    }
+}
+
+fn held_rule(kind: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
+    let name = kind.as_str();
+    let a = article(name);
+    let matcher = g.url_only_match(&format!("{a} {name} call"), "leave match out")?;
+    g.no_text(format!("{a} {name} rule takes no text"))?;
+    Ok(RuleSpec::own(HeldRule { kind, accept: g.accept(), matcher }))
+}
+
 impl Spec for HeldInPage {
     fn words(&self) -> &Words {
         &self.words
@@ -234,14 +319,14 @@ impl Spec for HeldInPage {
         Ok(Box::new(Asked { of: self, ask: HeldAsk::deserialize(fields)? }))
     }
 
-    fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::Held { kind, .. } if Kind::from(*kind) == self.words.kind)
+    fn api(&self) -> Option<&Api> {
+        Some(&self.api)
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
-        let RuleSpec::Held { kind, accept, .. } = rule else { return None };
+        let HeldRule { kind, accept, .. } = rule.of()?;
         let (what, accepted, refused) = self.rule_set;
-        (Kind::from(*kind) == self.words.kind).then(|| configured(what, if *accept { accepted } else { refused }, once))
+        (*kind == self.words.kind).then(|| configured(what, if *accept { accepted } else { refused }, once))
     }
 }
 
@@ -273,8 +358,8 @@ impl PromptKind for Asked<'_> {
     }
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
-        let RuleSpec::Held { kind, matcher, .. } = rule else { return None };
-        (Kind::from(*kind) == self.of.words.kind && url_fits(matcher.url_contains.as_ref(), url))
+        let HeldRule { kind, matcher, .. } = rule.of()?;
+        (*kind == self.of.words.kind && url_fits(matcher.url_contains.as_ref(), url))
             .then(|| usize::from(matcher.url_contains.is_some()))
     }
 
@@ -326,7 +411,8 @@ pub struct HeldAsk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{DialogCall, HeldCall, MatchArg};
+    use crate::api::MatchArg;
+    use crate::host::kinds::DialogCall;
     use crate::host::state::tests::{feed, state_with, to_json};
     use ringbuf::traits::Consumer;
     use serde_json::json;
@@ -348,9 +434,9 @@ mod tests {
         };
         assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["decision"], "refuse");
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by), (Kind::SignIn, DecidedBy::DefaultPolicy));
+        assert_eq!((rec.kind, rec.decided_by), (SIGN_IN_KIND, DecidedBy::DefaultPolicy));
         assert!(rec.message.starts_with("sign in with https://idp.example/") && !rec.message.contains("s3cret"));
-        let rule = RuleSpec::Held { kind: HeldCall::SignIn, accept: true, matcher: MatchArg::default() };
+        let rule = RuleSpec::own(HeldRule { kind: SIGN_IN_KIND, accept: true, matcher: MatchArg::default() });
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         assert_eq!(to_json(&feed(&mut s, ask(2)).unwrap())[1]["decision"], "accept");
         assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);
@@ -362,9 +448,9 @@ mod tests {
         assert_eq!(to_json(&feed(&mut s, ask(2, false)).unwrap())[1]["decision"], "accept");
         let recs: Vec<_> = s.history.iter().map(|r| (r.kind, r.decided_by, r.message.clone())).collect();
         assert_eq!(recs.len(), 2, "both recorded");
-        assert!(recs.iter().all(|r| r.0 == Kind::Payment && r.1 == DecidedBy::DefaultPolicy), "{recs:?}");
+        assert!(recs.iter().all(|r| r.0 == PAYMENT_KIND && r.1 == DecidedBy::DefaultPolicy), "{recs:?}");
         assert!(recs[0].2.contains("a payment app can take it"), "{recs:?}");
-        let rule = RuleSpec::Held { kind: HeldCall::Payment, accept: true, matcher: MatchArg::default() };
+        let rule = RuleSpec::own(HeldRule { kind: PAYMENT_KIND, accept: true, matcher: MatchArg::default() });
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         assert_eq!(to_json(&feed(&mut s, ask(3, true)).unwrap())[1]["decision"], "accept");
         assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);
@@ -386,9 +472,9 @@ mod tests {
         let mut s = state_with(Policy::Auto);
         assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["decision"], "refuse");
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by), (Kind::EyeDropper, DecidedBy::DefaultPolicy));
+        assert_eq!((rec.kind, rec.decided_by), (EYE_DROPPER_KIND, DecidedBy::DefaultPolicy));
         assert!(rec.message.starts_with("eye dropper (EyeDropper.open)"), "{}", rec.message);
-        let rule = RuleSpec::Held { kind: HeldCall::EyeDropper, accept: true, matcher: MatchArg::default() };
+        let rule = RuleSpec::own(HeldRule { kind: EYE_DROPPER_KIND, accept: true, matcher: MatchArg::default() });
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         assert_eq!(to_json(&feed(&mut s, ask(2)).unwrap())[1]["decision"], "accept");
         assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);
@@ -414,8 +500,8 @@ mod tests {
         let mut s = state_with(Policy::Auto);
         assert_eq!(to_json(&feed(&mut s, storage_ask(2, false)).unwrap())[1]["decision"], "refuse");
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by), (Kind::StorageAccess, DecidedBy::DefaultPolicy));
-        let rule = RuleSpec::Held { kind: HeldCall::StorageAccess, accept: false, matcher: MatchArg::default() };
+        assert_eq!((rec.kind, rec.decided_by), (STORAGE_ACCESS_KIND, DecidedBy::DefaultPolicy));
+        let rule = RuleSpec::own(HeldRule { kind: STORAGE_ACCESS_KIND, accept: false, matcher: MatchArg::default() });
         s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         assert_eq!(to_json(&feed(&mut s, storage_ask(3, true)).unwrap())[1]["decision"], "refuse");
         assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);

@@ -6,18 +6,20 @@
 //! prompts (`held.rs`) and the sentences (`explain.rs`) ask this registry and never name
 //! a kind.
 
-mod app_link;
-mod auth;
-mod device_chooser;
-mod download;
+pub(crate) mod app_link;
+pub mod args;
+pub(crate) mod auth;
+pub(crate) mod device_chooser;
+pub(crate) mod download;
+pub mod rule;
 pub(in crate::host) use download::names_for;
-mod file_chooser;
-mod held_in_page;
-mod passkey;
-mod permission;
-mod print;
+pub(crate) mod file_chooser;
+pub(crate) mod held_in_page;
+pub(crate) mod passkey;
+pub(crate) mod permission;
+pub(crate) mod print;
 
-use crate::api::{Carry, ChooserApi, Credentials, MatchArg, PermissionName, RuleSpec};
+use crate::api::MatchArg;
 use crate::host::protocol::{Carried, KindFields, KindMessage, PromptDecision, ToBrowser};
 use crate::host::record::{DecidedBy, Details, DialogRecord};
 use crate::host::rules::{self, RuleStore};
@@ -25,6 +27,8 @@ use crate::host::state::Rule;
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
+pub(crate) use args::Api;
+pub use rule::{Carry, DialogCall, DialogType, RuleSpec};
 use serde::Serialize;
 use std::time::Duration;
 use unmodal_engine::Policy;
@@ -45,9 +49,58 @@ static ALL: [&dyn Spec; 12] = [
     &download::Download,
 ];
 
+/// What a `Kind` knows through the registry (`kind.rs` imports nothing of the host).
+impl Kind {
+    /// The kind named `name` on the wire: a page dialog or one of the registry's.
+    pub(crate) fn from_wire(name: &str) -> Option<Self> {
+        Self::all().find(|k| k.as_str() == name)
+    }
+
+    /// Every kind: the page dialogs, then the browser prompts in the registry's order.
+    pub fn all() -> impl Iterator<Item = Self> {
+        unmodal_engine::DialogKind::ALL.into_iter().map(Self::from).chain(all())
+    }
+
+    /// Open with no watchdog, what an agent must know: no answer reaches it (the kind's own
+    /// words, `Spec::unanswerable`).
+    pub fn unanswerable(self) -> Option<&'static str> {
+        unanswerable(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Self::from_wire(&name).ok_or_else(|| {
+            let names: Vec<String> = Self::all().map(|k| format!("`{}`", k.as_str())).collect();
+            serde::de::Error::custom(format!("unknown variant `{name}`, expected one of {}", names.join(", ")))
+        })
+    }
+}
+
+impl schemars::JsonSchema for Kind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Kind".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Self::all().map(Self::as_str).collect();
+        schemars::json_schema!({ "type": "string", "enum": names })
+    }
+}
+
+/// Every browser prompt's kind, in the registry's order.
+pub(crate) fn all() -> impl Iterator<Item = Kind> {
+    ALL.iter().map(|k| k.kind())
+}
+
+/// What an agent must know of `kind` held open with no watchdog (`Spec::unanswerable`).
+pub(crate) fn unanswerable(kind: Kind) -> Option<&'static str> {
+    spec(kind).and_then(|k| k.unanswerable())
+}
+
 /// The kind a rule is of (none: a page dialog's rule).
 fn owner(rule: &RuleSpec) -> Option<&'static dyn Spec> {
-    ALL.iter().copied().find(|k| k.owns(rule))
+    rule.kind().and_then(spec)
 }
 
 /// A rule that gives the page files: refused while the extension cannot reach them.
@@ -68,7 +121,7 @@ impl rules::Rule for RuleSpec {
         self.matcher() == other.matcher()
             && match (self, other) {
                 (Self::Dialog { target: a, .. }, Self::Dialog { target: b, .. }) => a == b,
-                (a, b) => owner(a).is_some_and(|k| k.owns(b) && k.same_slot(a, b)),
+                (a, b) => owner(a).is_some_and(|k| b.kind() == Some(k.kind()) && k.same_slot(a, b)),
             }
     }
 }
@@ -82,20 +135,9 @@ pub struct RuleView<'a> {
     once: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    username: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    permission: Option<PermissionName>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    chooser: Option<ChooserApi>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    keep: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    save_to: Option<&'a std::path::Path>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    files: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    save_dir: Option<&'a std::path::Path>,
+    /// The kind's own fields (`Spec::view`).
+    #[serde(flatten)]
+    own: serde_json::Map<String, serde_json::Value>,
     #[serde(rename = "match", skip_serializing_if = "MatchArg::is_empty")]
     matcher: &'a MatchArg,
 }
@@ -108,20 +150,14 @@ impl<'a> From<&'a Rule> for RuleView<'a> {
             accept: r.rule.accept(),
             once: r.once,
             text: None,
-            username: None,
-            permission: None,
-            chooser: None,
-            keep: None,
-            save_to: None,
-            files: Vec::new(),
-            save_dir: None,
+            own: serde_json::Map::new(),
             matcher: r.rule.matcher(),
         };
         match &r.rule {
             RuleSpec::Dialog { text, .. } => v.text = text.as_deref(),
             rule => {
                 if let Some(k) = owner(rule) {
-                    k.view(rule, &mut v);
+                    k.view(rule, &mut v.own);
                 }
             }
         }
@@ -146,6 +182,23 @@ pub(in crate::host) fn asked<R>(
         format!("{} {} request the host cannot read: {e}", crate::api::article(kind.as_str()), kind.as_str())
     })?;
     go(&*ask)
+}
+
+/// The host's view of the tabs changed: each kind hears of it.
+pub(in crate::host) fn tabs_changed(s: &mut State) {
+    for k in ALL {
+        k.tabs_changed(s);
+    }
+}
+
+/// The kinds' own dialogs open in the browser that nothing answers: (record, tab, opened).
+pub(in crate::host) fn shown(s: &State) -> Vec<(u64, i64, std::time::Instant)> {
+    ALL.iter().flat_map(|k| k.shown(s)).collect()
+}
+
+/// Why record `id`, not held, cannot be answered, if a kind knows it.
+pub(in crate::host) fn not_held(s: &State, id: u64) -> Option<String> {
+    ALL.iter().find_map(|k| k.not_held(s, id))
 }
 
 /// As the host starts: each kind opens what it keeps in the data directory.
@@ -205,6 +258,24 @@ pub(in crate::host) trait Spec: Sync {
     fn kind(&self) -> Kind {
         self.words().kind
     }
+    /// Open with no watchdog, what an agent must know: no answer reaches it.
+    fn unanswerable(&self) -> Option<&'static str> {
+        None
+    }
+    /// The host's view of the tabs changed (closed, gone to another site).
+    fn tabs_changed(&self, _s: &mut State) {}
+    /// Dialogs of its own open in the browser that nothing answers: (record, tab, opened).
+    fn shown(&self, _s: &State) -> Vec<(u64, i64, std::time::Instant)> {
+        Vec::new()
+    }
+    /// Why record `id`, not held, cannot be answered, if it is one of its own still open.
+    fn not_held(&self, _s: &State, _id: u64) -> Option<String> {
+        None
+    }
+    /// Its part of `interact`: its own fields, its rule, its answer (`args.rs`).
+    fn api(&self) -> Option<&Api> {
+        None
+    }
     /// Its request, read from the fields the worker sent (`manifest/prompts.js`).
     fn ask(&self, fields: serde_json::Value) -> Result<Box<dyn PromptKind + '_>, serde_json::Error>;
     /// The `type` of the one message of its own the worker sends, if it has one.
@@ -230,8 +301,6 @@ pub(in crate::host) trait Spec: Sync {
     fn tab_config(&self, _rules: &RuleStore<RuleSpec>, _tab: i64, _policy: Policy, _fields: &mut KindFields) -> bool {
         false
     }
-    /// Whether `rule` is one of this kind's.
-    fn owns(&self, rule: &RuleSpec) -> bool;
     /// Its rules' name in the rule store's per-tab limit.
     fn group(&self) -> &'static str {
         self.words().group
@@ -241,7 +310,7 @@ pub(in crate::host) trait Spec: Sync {
         true
     }
     /// A rule's own fields as answers show it (never a password).
-    fn view<'a>(&self, _rule: &'a RuleSpec, _v: &mut RuleView<'a>) {}
+    fn view(&self, _rule: &RuleSpec, _v: &mut serde_json::Map<String, serde_json::Value>) {}
     /// A rule that gives the page files (refused while the extension cannot reach them).
     fn needs_file_access(&self, _rule: &RuleSpec) -> bool {
         false
@@ -275,9 +344,9 @@ pub(in crate::host) trait Spec: Sync {
     fn accept_with(&self, _held: &DialogRecord) -> With {
         With::Nothing
     }
-    /// The answer field this kind alone takes, if `with` is it: what the agent is told when
-    /// it sends it to another kind, or when none of this kind is held.
-    fn carries(&self, _with: &With) -> Option<Carries> {
+    /// What the agent is told when it sends the answer field this kind alone takes to
+    /// another kind, or when none of this kind is held.
+    fn carries(&self) -> Option<Carries> {
         None
     }
     /// What a new rule will do, as the setup answers it, if `rule` is of this kind.
@@ -306,7 +375,8 @@ pub(in crate::host) struct Carries {
 
 /// The kind that alone takes `with`, and what it says of it.
 pub(in crate::host) fn carrier(with: &With) -> Option<(Kind, Carries)> {
-    ALL.iter().find_map(|k| k.carries(with).map(|c| (k.kind(), c)))
+    let With::Own(c) = with else { return None };
+    spec(c.kind()).and_then(|k| Some((k.kind(), k.carries()?)))
 }
 
 /// What a new rule of a browser prompt's kind will do, as the setup answers it.
@@ -373,61 +443,33 @@ impl Policies {
 /// on its own (so the watchdog's answer, recorded, comes first).
 pub(in crate::host) const HOLD_MARGIN: Duration = Duration::from_secs(5);
 
-/// What an accept carries to the worker besides the decision.
+/// What an accept carries to the worker besides the decision: nothing, or the kind's own
+/// value (a login, the passkeys to arm, a PDF's file, a download's directory, files).
 pub(in crate::host) enum With {
     Nothing,
-    /// HTTP auth's login.
-    Login(Credentials),
-    /// A passkey request's: the relying party's keys arm the virtual authenticator; `keep`:
-    /// what it makes is kept for the profile.
-    Passkeys {
-        rp_id: String,
-        keep: bool,
-    },
-    /// A print's: the PDF file to write (none: Unmodal's prints directory).
-    Pdf {
-        to: Option<std::path::PathBuf>,
-    },
-    /// A download's: the directory a saved download is moved to (none: where the browser
-    /// saved it).
-    SaveDir(Option<std::path::PathBuf>),
-    /// A file chooser's: the files the page gets (checked against the allowed directories
-    /// by `unmodal mcp`, canonical).
-    Files(Vec<std::path::PathBuf>),
-}
-
-impl From<Carry> for With {
-    fn from(c: Carry) -> Self {
-        match c {
-            Carry::Login(c) => Self::Login(c),
-            Carry::SaveTo(to) => Self::Pdf { to: Some(to) },
-            Carry::SaveDir(dir) => Self::SaveDir(Some(dir)),
-            Carry::Files(files) => Self::Files(files),
-        }
-    }
+    Own(Carry),
 }
 
 impl With {
+    /// A kind's own value.
+    pub fn own(c: impl rule::CarryOf) -> Self {
+        Self::Own(Carry::new(c))
+    }
+
     /// Applies what an answer to prompt `id` of `tab` (its record: `record`) carries: what
     /// goes to the worker, and what the kind keeps for the worker's result (where a print's
     /// PDF goes, a download's end).
-    pub fn apply(self, s: &mut State, (tab, id, record): (i64, u64, u64), accept: bool) -> Carried {
-        let mut carried = Carried::default();
+    pub fn apply(self, s: &mut State, ids: (i64, u64, u64), accept: bool) -> Carried {
         match self {
-            Self::Login(c) if accept => carried.credentials = Some(c),
-            Self::Passkeys { rp_id, keep } if accept => passkey::arm(s, (tab, id), &rp_id, keep, &mut carried),
-            Self::Pdf { to } if accept => print::leave_job(s, (tab, id, record), to),
-            Self::Files(f) if accept => carried.files = Some(f.iter().map(|p| p.display().to_string()).collect()),
-            Self::SaveDir(to) => s.track_download(tab, id, record, to.filter(|_| accept)),
-            _ => {}
+            Self::Nothing => Carried::default(),
+            Self::Own(c) => c.apply(s, ids, accept),
         }
-        carried
     }
 
     /// What an accept gives the prompt, on its record (a file chooser's files).
     pub fn name_on(&self, details: &mut Details) {
-        if let Self::Files(files) = self {
-            file_chooser::name_files(details, files);
+        if let Self::Own(c) = self {
+            c.name_on(details);
         }
     }
 }
@@ -547,7 +589,8 @@ impl Described {
 
 #[cfg(test)]
 pub(in crate::host) mod tests {
-    use crate::api::{DialogTypeArg, MatchArg, RuleSpec};
+    use crate::api::MatchArg;
+    use crate::host::kinds::{DialogType, RuleSpec};
     use crate::host::protocol::ToBrowser;
     use crate::host::state::in_config;
     use crate::host::state::tests::{dialog_rule, feed, state_with};
@@ -579,41 +622,65 @@ pub(in crate::host) mod tests {
     /// One rule of every kind (and both sides of each kind's split), so a new kind cannot
     /// be forgotten: the match below has no wildcard.
     pub(in crate::host) fn one_of_each() -> Vec<RuleSpec> {
-        use crate::api::{ChooserApi, HeldCall, PermissionName};
+        use crate::host::kinds::device_chooser::ChooserApi;
+        use crate::host::kinds::permission::PermissionName;
         let m = MatchArg::default;
         let rules = vec![
             dialog_rule(RuleTarget::All, true),
-            RuleSpec::Auth { credentials: None, matcher: m() },
-            RuleSpec::Permission { accept: true, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
-            RuleSpec::Permission { accept: false, permission: Some(PermissionName::AutomaticDownloads), matcher: m() },
-            RuleSpec::Permission { accept: true, permission: Some(PermissionName::Camera), matcher: m() },
-            RuleSpec::Permission { accept: true, permission: None, matcher: m() },
-            RuleSpec::DeviceChooser { chooser: Some(ChooserApi::Usb), matcher: m() },
-            RuleSpec::AppLink { accept: true, matcher: m() },
-            RuleSpec::Passkey { accept: true, keep: false, matcher: m() },
-            RuleSpec::Print { accept: false, save_to: None, matcher: m() },
-            RuleSpec::Held { kind: HeldCall::SignIn, accept: false, matcher: m() },
-            RuleSpec::Held { kind: HeldCall::Payment, accept: false, matcher: m() },
-            RuleSpec::Held { kind: HeldCall::StorageAccess, accept: false, matcher: m() },
-            RuleSpec::Held { kind: HeldCall::EyeDropper, accept: false, matcher: m() },
-            RuleSpec::FileChooser { files: Vec::new(), matcher: m() },
-            RuleSpec::Download { accept: false, save_dir: None, matcher: m() },
+            RuleSpec::own(crate::host::kinds::auth::AuthRule { credentials: None, matcher: m() }),
+            RuleSpec::own(crate::host::kinds::permission::PermissionRule {
+                accept: true,
+                permission: Some(PermissionName::AutomaticDownloads),
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::permission::PermissionRule {
+                accept: false,
+                permission: Some(PermissionName::AutomaticDownloads),
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::permission::PermissionRule {
+                accept: true,
+                permission: Some(PermissionName::Camera),
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::permission::PermissionRule {
+                accept: true,
+                permission: None,
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::device_chooser::DeviceChooserRule {
+                chooser: Some(ChooserApi::Usb),
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::app_link::AppLinkRule { accept: true, matcher: m() }),
+            RuleSpec::own(crate::host::kinds::passkey::PasskeyRule { accept: true, keep: false, matcher: m() }),
+            RuleSpec::own(crate::host::kinds::print::PrintRule { accept: false, save_to: None, matcher: m() }),
+            RuleSpec::own(crate::host::kinds::held_in_page::HeldRule {
+                kind: crate::host::kinds::held_in_page::SIGN_IN_KIND,
+                accept: false,
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::held_in_page::HeldRule {
+                kind: crate::host::kinds::held_in_page::PAYMENT_KIND,
+                accept: false,
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::held_in_page::HeldRule {
+                kind: crate::host::kinds::held_in_page::STORAGE_ACCESS_KIND,
+                accept: false,
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::held_in_page::HeldRule {
+                kind: crate::host::kinds::held_in_page::EYE_DROPPER_KIND,
+                accept: false,
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::file_chooser::FileChooserRule { files: Vec::new(), matcher: m() }),
+            RuleSpec::own(crate::host::kinds::download::DownloadRule { accept: false, save_dir: None, matcher: m() }),
         ];
-        for r in &rules {
-            match r {
-                RuleSpec::Dialog { .. }
-                | RuleSpec::Auth { .. }
-                | RuleSpec::Permission { .. }
-                | RuleSpec::DeviceChooser { .. }
-                | RuleSpec::AppLink { .. }
-                | RuleSpec::Passkey { .. }
-                | RuleSpec::Print { .. }
-                | RuleSpec::FileChooser { .. }
-                | RuleSpec::Download { .. } => {}
-                RuleSpec::Held { kind, .. } => match kind {
-                    HeldCall::SignIn | HeldCall::Payment | HeldCall::StorageAccess | HeldCall::EyeDropper => {}
-                },
-            }
+        // Every kind of the registry has one.
+        for k in super::all() {
+            assert!(rules.iter().any(|r| r.kind() == Some(k)), "{k:?} has no rule here");
         }
         rules
     }
@@ -638,7 +705,7 @@ pub(in crate::host) mod tests {
     #[test]
     fn clear_and_spend_resend_the_config_exactly_when_it_changes() {
         for rule in one_of_each() {
-            let what: DialogTypeArg = serde_json::from_value(json!(rule.dialog_type())).unwrap();
+            let what = rule.kind().map_or(DialogType::ALL, DialogType::of);
             let mut s = state_with(Policy::Auto);
             s.add_rule(3, false, rule.clone()).unwrap();
             let (removed, msg) = s.clear_rules(3, what);
@@ -658,7 +725,7 @@ pub(in crate::host) mod tests {
         s.add_rule(3, false, grant.clone()).unwrap();
         let downloads = |m: &ToBrowser| serde_json::to_value(m).unwrap()["downloads"].clone();
         assert_eq!(downloads(&s.config_message(3)), true);
-        let (_, msg) = s.clear_rules(3, DialogTypeArg::Permission);
+        let (_, msg) = s.clear_rules(3, DialogType::of(crate::host::kinds::permission::KIND));
         let msg = msg.expect("the config again");
         assert!(matches!(msg, ToBrowser::Config { tab_id: 3, .. }), "{msg:?}");
         assert_eq!(downloads(&msg), serde_json::Value::Null, "{msg:?}");

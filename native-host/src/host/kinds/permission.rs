@@ -12,14 +12,19 @@
 //! Pilot off: the browser's own behaviour, recorded. Rules live in memory, like auth rules.
 //! The prompt pipeline (`prompt.rs`) does the rest; here is what is the permission's own.
 
-use super::{Described, Policies, PromptKind, RuleView, Says, Spec, Verdict, Words, configured, pilot_off, url_fits};
-use crate::api::{PermissionName, RuleSpec};
+use super::args::{self, Api, Given, NoFields};
+use super::{Described, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, Words, configured, pilot_off, url_fits};
+use crate::api::{MatchArg, ParamError, bad};
 use crate::host::protocol::PromptDecision;
 use crate::host::record::{self, Details};
 use crate::kind::Kind;
 use crate::redact::Redactor;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
+
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("permission");
 
 /// Each policy's answer. Under `auto` the safe default is deny: nothing is granted that
 /// nobody chose, and nothing waits.
@@ -38,11 +43,114 @@ accept:true to grant)",
 pub(super) struct Permission;
 
 const WORDS: Words = Words {
-    kind: Kind::Permission,
+    kind: KIND,
     group: "permission",
     closed: ("granted", "denied"),
     expired: "The extension denied it: no answer came from the host in time.",
 };
+
+/// A permission the browser would prompt for and the extension can decide (Chromium's
+/// content settings), named as `navigator.permissions.query` names it.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionName {
+    /// getUserMedia with video.
+    Camera,
+    /// getUserMedia with audio.
+    Microphone,
+    /// Notification.requestPermission.
+    Notifications,
+    /// geolocation.getCurrentPosition / watchPosition.
+    Geolocation,
+    /// navigator.clipboard.read / readText.
+    ClipboardRead,
+    /// The browser's "Download multiple files" prompt: more than one download a page starts
+    /// without a new click (headless Chromium denies it and stores the block for the site).
+    /// Only when named: a grant or denial is set for the tab's site before the page starts
+    /// its downloads, and follows the tab to the sites it goes to.
+    AutomaticDownloads,
+}
+
+impl PermissionName {
+    pub const ALL: [Self; 6] = [
+        Self::Camera,
+        Self::Microphone,
+        Self::Notifications,
+        Self::Geolocation,
+        Self::ClipboardRead,
+        Self::AutomaticDownloads,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Camera => "camera",
+            Self::Microphone => "microphone",
+            Self::Notifications => "notifications",
+            Self::Geolocation => "geolocation",
+            Self::ClipboardRead => "clipboard-read",
+            Self::AutomaticDownloads => "automatic-downloads",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+/// A permission rule: grant (accept) or deny, for one permission or all.
+#[derive(Clone, PartialEq)]
+pub(crate) struct PermissionRule {
+    pub accept: bool,
+    pub permission: Option<PermissionName>,
+    pub matcher: MatchArg,
+}
+
+crate::own_rule!(PermissionRule, "Permission", KIND, accept: |r| r.accept, in_config: |r| r.permission == Some(PermissionName::AutomaticDownloads), show: [accept, permission]);
+
+/// A rule for the browser's "Download multiple files" prompt (the `automatic-downloads`
+/// permission): whether it grants; the worker sets the browser's setting for the tab's site
+/// before any download.
+pub(crate) fn automatic_downloads(rule: &RuleSpec) -> Option<bool> {
+    rule.of::<PermissionRule>().filter(|r| r.permission == Some(PermissionName::AutomaticDownloads)).map(|r| r.accept)
+}
+
+/// Its own field of `interact`.
+#[derive(Deserialize, JsonSchema)]
+struct PermissionFields {
+    /// dialog_type "permission" with setup: the permission the rule decides (default: every
+    /// one of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    permission: Option<PermissionName>,
+}
+
+static API: Api = Api {
+    instructions: "Prompts for a permission (camera, microphone, notifications, geolocation, clipboard-read) are \
+dialog_type \"permission\" (optional permission names one): accept grants, accept:false denies; \
+without a rule they are denied. ",
+    description: "A permission prompt (camera, microphone, notifications, geolocation, clipboard-read):\naccept = \
+grant, dismiss = deny.",
+    fields: &[args::Owned { name: "permission", held: None, in_clear: true, late: false }],
+    schema: args::schema_of::<PermissionFields, NoFields>,
+    read: args::read_of::<PermissionFields, NoFields>,
+    rule: permission_rule,
+    answer: None,
+    paths: &[],
+    own_dir: None,
+};
+
+fn permission_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
+    let matcher = g.url_only_match("a permission prompt", "name the permission")?;
+    g.no_text("a permission rule grants (accept: true) or denies (accept: false); it takes no text")?;
+    let permission = g.fields::<PermissionFields>()?.permission;
+    if permission == Some(PermissionName::AutomaticDownloads) && !matcher.is_empty() {
+        return Err(bad(
+            "match",
+            "an automatic-downloads rule is set for the tab's site before the page starts its downloads, and \
+follows the tab; it takes no match",
+        ));
+    }
+    Ok(RuleSpec::own(PermissionRule { accept: g.accept(), permission, matcher }))
+}
 
 impl Spec for Permission {
     fn words(&self) -> &Words {
@@ -53,22 +161,22 @@ impl Spec for Permission {
         super::read::<PermissionAsk>(fields)
     }
 
-    fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::Permission { .. })
+    fn api(&self) -> Option<&Api> {
+        Some(&API)
     }
 
     fn same_slot(&self, a: &RuleSpec, b: &RuleSpec) -> bool {
-        matches!((a, b), (RuleSpec::Permission { permission: a, .. }, RuleSpec::Permission { permission: b, .. }) if a == b)
+        matches!((a.of::<PermissionRule>(), b.of::<PermissionRule>()), (Some(a), Some(b)) if a.permission == b.permission)
     }
 
-    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
-        if let RuleSpec::Permission { permission, .. } = rule {
-            v.permission = *permission;
+    fn view(&self, rule: &RuleSpec, v: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(PermissionRule { permission: Some(p), .. }) = rule.of() {
+            v.insert("permission".into(), p.as_str().into());
         }
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
-        let RuleSpec::Permission { accept, permission, .. } = rule else { return None };
+        let PermissionRule { accept, permission, .. } = rule.of()?;
         let what = permission.map_or("permission request".to_string(), |p| format!("{} request", p.as_str()));
         Some(configured(&what, if *accept { "grant it" } else { "deny it" }, once))
     }
@@ -102,7 +210,7 @@ impl PromptKind for PermissionAsk {
     }
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
-        let RuleSpec::Permission { permission, matcher, .. } = rule else { return None };
+        let PermissionRule { permission, matcher, .. } = rule.of()?;
         let fits = permission.is_none_or(|p| self.names().contains(&p)) && url_fits(matcher.url_contains.as_ref(), url);
         fits.then(|| usize::from(permission.is_some()) + usize::from(matcher.url_contains.is_some()))
     }
@@ -134,7 +242,7 @@ one asks a human)"
 
 #[derive(Debug, Deserialize)]
 pub struct PermissionAsk {
-    /// `navigator.permissions.query` names (`api::PermissionName`).
+    /// `navigator.permissions.query` names (`PermissionName`).
     pub permissions: Vec<String>,
     /// The page's call: getUserMedia, requestPermission, …
     #[serde(default)]
@@ -156,13 +264,61 @@ pub struct PermissionDetails {
 
 #[cfg(test)]
 mod tests {
+
+    fn call(v: serde_json::Value) -> Result<crate::host::kinds::DialogCall, crate::api::ParamError> {
+        crate::call::interact(v).map(|c| c.call)
+    }
+
+    #[test]
+    fn permission_calls_validate_and_name_what_is_wrong() {
+        let c = call(
+            json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","permission":"clipboard-read",
+            "accept":false,"once":false,"match":{"url_contains":"/app"}}),
+        )
+        .unwrap();
+        let DialogCall::Setup { once: false, rule, .. } = &c else { panic!("{c:?}") };
+        let Some(PermissionRule { accept: false, permission, matcher }) = rule.of() else { panic!("{c:?}") };
+        let permission = *permission;
+        assert_eq!((permission, matcher.url_contains.as_deref()), (Some(PermissionName::ClipboardRead), Some("/app")));
+        assert!(matches!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission"})),
+            Ok(DialogCall::Setup { once: true, rule, .. })
+                if matches!(rule.of(), Some(PermissionRule { accept: true, permission: None, .. }))
+        ));
+        assert_eq!(
+            call(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","clear":true})),
+            Ok(DialogCall::Clear { tab: None, what: crate::host::kinds::DialogType::of(KIND) })
+        );
+        let param = |v| call(v).unwrap_err().param;
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","permission":"camera"})),
+            "permission"
+        );
+        assert_eq!(param(json!({"action":"handle_dialog","accept":true,"permission":"camera"})), "permission");
+        assert_eq!(param(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","text":"x"})), "text");
+        assert_eq!(
+            param(
+                json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","match":{"message_contains":"x"}})
+            ),
+            "match.message_contains"
+        );
+        assert_eq!(
+            param(json!({"action":"handle_dialog","setup":true,"dialog_type":"permission","match":{"realm":"x"}})),
+            "match.realm"
+        );
+        assert!(crate::call::interact(json!({"action":"handle_dialog","permission":"usb"})).is_err(), "unknown names");
+        for p in PermissionName::ALL {
+            assert_eq!(PermissionName::parse(p.as_str()), Some(p));
+            assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
+        }
+    }
+
     use super::*;
-    use crate::api::DialogCall;
     use crate::api::MatchArg;
+    use crate::host::kinds::DialogCall;
     use crate::host::record::DecidedBy;
     use crate::host::state::State;
     use crate::host::state::tests::{feed, to_json};
-    use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
 
@@ -185,7 +341,7 @@ mod tests {
         let call = DialogCall::Setup {
             tab: None,
             once: true,
-            rule: RuleSpec::Permission { accept, permission, matcher: MatchArg::default() },
+            rule: RuleSpec::own(PermissionRule { accept, permission, matcher: MatchArg::default() }),
         };
         s.interact(call).unwrap().value
     }
@@ -233,7 +389,7 @@ mod tests {
         let out = ask(&mut s, 7, &["notifications"], "ask");
         assert_eq!(out[1], json!({"type":"prompt_hold","kind":"permission","tab_id":3,"id":7,"wait_ms":10000}));
         let note = s.blocking_note().unwrap();
-        assert_eq!((note.dialogs[0].kind, note.dialogs[0].message.as_str()), (Kind::Permission, "notifications"));
+        assert_eq!((note.dialogs[0].kind, note.dialogs[0].message.as_str()), (KIND, "notifications"));
         let id = note.dialogs[0].dialog_id;
         let done = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).unwrap();
         assert_eq!(done.answering, Some(id));
@@ -277,8 +433,12 @@ mod tests {
         let mut s = state(Policy::Auto);
         feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"},{"id":4,"url":"http://a/"}]}))
             .unwrap();
-        s.add_rule(4, false, RuleSpec::Permission { accept: true, permission: None, matcher: MatchArg::default() })
-            .unwrap();
+        s.add_rule(
+            4,
+            false,
+            RuleSpec::own(PermissionRule { accept: true, permission: None, matcher: MatchArg::default() }),
+        )
+        .unwrap();
         assert_eq!(ask(&mut s, 1, &["camera"], "ask")[1]["decision"], "refuse", "tab 3 has no rule");
         let v = feed(
             &mut s,

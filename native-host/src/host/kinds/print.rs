@@ -13,20 +13,30 @@
 //!
 //! Pilot off: the browser's print(), recorded.
 
+use super::args::{self, Api, Given, NoFields, Owned};
+use super::rule::{Carry, CarryOf};
 use super::{
-    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words,
+    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
     configured, pilot_off, url_fits,
 };
-use crate::api::RuleSpec;
+use crate::api::{MatchArg, ParamError, absolute_path, bad};
+use crate::host::protocol::Carried;
 use crate::host::protocol::{PromptDecision, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord, FileJob};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use unmodal_engine::Policy;
+
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("print");
+
+/// Where printed pages go when the agent names no file (inside the data directory).
+const PRINTS: &str = "prints";
 
 /// The largest PDF written (base64 from the worker: about 4/3 of it).
 const MAX_PDF: usize = 32 * 1024 * 1024;
@@ -53,8 +63,101 @@ accept: true prints the page to a PDF file",
 /// A print once recorded.
 pub(super) struct Print;
 
+/// A print rule: print the page to a PDF file (accept; `save_to`, else Unmodal's prints
+/// directory) or cancel it (the preview closed); `match.url_contains` is on the frame's URL.
+#[derive(Clone, PartialEq)]
+pub(crate) struct PrintRule {
+    pub accept: bool,
+    pub save_to: Option<PathBuf>,
+    pub matcher: MatchArg,
+}
+
+crate::own_rule!(PrintRule, "Print", KIND, accept: |r| r.accept, in_config: |_| false, show: [accept, save_to]);
+
+/// Its own field of `interact`.
+#[derive(Deserialize, JsonSchema)]
+struct PrintFields {
+    /// dialog_type "print" (with setup and accept: true, or answering a held print): the PDF
+    /// file to write, an absolute path inside the MCP client's roots or the directories
+    /// configured for Unmodal. Default: Unmodal's prints directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    save_to: Option<String>,
+}
+
+static API: Api = Api {
+    instructions: "window.print() is dialog_type \"print\": cancelled by default; accept:true prints the page to a PDF \
+file (save_to: an absolute path inside your roots). ",
+    description: "window.print(): accept = print the page to a PDF file (save_to), dismiss = the preview\ncancelled \
+(the call returns, nothing printed).",
+    fields: &[Owned { name: "save_to", held: Some("print"), in_clear: false, late: false }],
+    schema: args::schema_of::<PrintFields, NoFields>,
+    read: args::read_of::<PrintFields, NoFields>,
+    rule: print_rule,
+    answer: Some(print_answer),
+    paths: &[("save_to", args::PathUse::Output)],
+    own_dir: Some(PRINTS),
+};
+
+/// `save_to` as given.
+fn absolute(to: &str) -> Result<PathBuf, ParamError> {
+    absolute_path("save_to", to, || "an absolute path to a file, such as /home/me/work/page.pdf".into())
+}
+
+fn print_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
+    let matcher = g.url_only_match("a print", "leave match out")?;
+    let accept = g.accept();
+    let f: PrintFields = g.fields()?;
+    if f.save_to.is_some() && !accept {
+        return Err(bad("save_to", "where an accepting print rule writes its PDF; leave it out with accept: false"));
+    }
+    g.no_text("a print rule takes no text")?;
+    let save_to = f.save_to.as_deref().map(absolute).transpose()?;
+    Ok(RuleSpec::own(PrintRule { accept, save_to, matcher }))
+}
+
+fn print_answer(g: &Given) -> Result<Carry, ParamError> {
+    if g.args.accept == Some(false) || g.args.text.is_some() {
+        return Err(bad("save_to", "prints a held print to this file: only with accept: true, without text"));
+    }
+    let f: PrintFields = g.fields()?;
+    Ok(Carry::new(SaveTo(absolute(f.save_to.as_deref().unwrap_or_default())?)))
+}
+
+/// The agent's answer to a held print: the PDF file to write.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SaveTo(pub PathBuf);
+
+impl CarryOf for SaveTo {
+    fn kind(&self) -> Kind {
+        KIND
+    }
+    fn apply(self: Box<Self>, s: &mut State, ids: (i64, u64, u64), accept: bool) -> Carried {
+        Box::new(Pdf { to: Some(self.0) }).apply(s, ids, accept)
+    }
+    crate::own_plumbing!(carry);
+}
+
+/// An accept's PDF file (none: Unmodal's prints directory).
+#[derive(Clone, Debug, PartialEq)]
+struct Pdf {
+    to: Option<PathBuf>,
+}
+
+impl CarryOf for Pdf {
+    fn kind(&self) -> Kind {
+        KIND
+    }
+    fn apply(self: Box<Self>, s: &mut State, ids: (i64, u64, u64), accept: bool) -> Carried {
+        if accept {
+            leave_job(s, ids, self.to);
+        }
+        Carried::default()
+    }
+    crate::own_plumbing!(carry);
+}
+
 const WORDS: Words = Words {
-    kind: Kind::Print,
+    kind: KIND,
     group: "print",
     closed: (
         "printed to a PDF file (the page got beforeprint and afterprint)",
@@ -82,22 +185,22 @@ impl Spec for Print {
         Ok(Vec::new())
     }
 
-    fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::Print { .. })
+    fn api(&self) -> Option<&Api> {
+        Some(&API)
     }
 
-    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
-        if let RuleSpec::Print { save_to, .. } = rule {
-            v.save_to = save_to.as_deref();
+    fn view(&self, rule: &RuleSpec, v: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(PrintRule { save_to: Some(to), .. }) = rule.of() {
+            v.insert("save_to".into(), to.display().to_string().into());
         }
     }
 
     fn accept_with(&self, _held: &DialogRecord) -> With {
-        With::Pdf { to: None }
+        With::own(Pdf { to: None })
     }
 
-    fn carries(&self, with: &With) -> Option<Carries> {
-        matches!(with, With::Pdf { .. }).then_some(Carries {
+    fn carries(&self) -> Option<Carries> {
+        Some(Carries {
             only: "save_to answers only a print",
             none_held: "No print is held open for the agent (only the must_respond policy holds them). To print the \
 next one to a file, set up a rule first: interact {action:\"handle_dialog\", setup:true, dialog_type:\"print\", \
@@ -106,7 +209,7 @@ save_to}.",
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
-        let RuleSpec::Print { accept, .. } = rule else { return None };
+        let PrintRule { accept, .. } = rule.of()?;
         let will = if *accept { "print the page to a PDF file" } else { "cancel it (as a person closes the preview)" };
         Some(configured("print()", will, once))
     }
@@ -124,12 +227,12 @@ impl PromptKind for PrintAsk {
     }
 
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
-        let RuleSpec::Print { matcher, .. } = rule else { return None };
+        let PrintRule { matcher, .. } = rule.of()?;
         url_fits(matcher.url_contains.as_ref(), url).then(|| usize::from(matcher.url_contains.is_some()))
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
-        let RuleSpec::Print { accept: true, save_to, .. } = rule else {
+        let Some(PrintRule { accept: true, save_to, .. }) = rule.of() else {
             return Verdict::rule(
                 PromptDecision::Refuse,
                 id,
@@ -137,12 +240,12 @@ impl PromptKind for PrintAsk {
             );
         };
         let why = format!("print() printed to a PDF file: print rule {id} matched");
-        Verdict::rule(PromptDecision::Accept, id, why).carrying(With::Pdf { to: save_to.clone() })
+        Verdict::rule(PromptDecision::Accept, id, why).carrying(With::own(Pdf { to: save_to.clone() }))
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
         // Only an accept leaves a print job: a refusal carries nothing.
-        POLICIES.verdict(policy).carrying(With::Pdf { to: None })
+        POLICIES.verdict(policy).carrying(With::own(Pdf { to: None }))
     }
 
     fn not_shown(&self) -> Option<String> {
@@ -165,15 +268,24 @@ page navigates; headful: the preview, which blocks the page's script until a per
 
 /// An accepted print waits for its PDF: the record, and the file the agent named (none:
 /// the prints directory).
-pub(super) fn leave_job(s: &mut State, (tab, id, record): (i64, u64, u64), to: Option<PathBuf>) {
-    s.file_jobs.entry(Kind::Print).or_default().insert((tab, id), FileJob { record, to });
+/// Accepted prints waiting for their PDF, by (tab, prompt id).
+#[derive(Debug, Default)]
+struct PrintJobs(std::collections::HashMap<(i64, u64), FileJob>);
+
+fn leave_job(s: &mut State, (tab, id, record): (i64, u64, u64), to: Option<PathBuf>) {
+    s.kinds.get::<PrintJobs>().0.insert((tab, id), FileJob { record, to });
 }
 
 impl State {
+    /// Accepted prints whose PDF is awaited.
+    pub fn prints_awaited(&self) -> usize {
+        self.kinds.peek::<PrintJobs>().map_or(0, |j| j.0.len())
+    }
+
     /// An accepted print's PDF came (or why it could not be made): written, and its record
     /// says where.
     pub(in crate::host) fn on_print_pdf(&mut self, tab_id: i64, id: u64, data: Option<&str>, error: Option<&str>) {
-        let Some(job) = self.file_jobs.get_mut(&Kind::Print).and_then(|j| j.remove(&(tab_id, id))) else { return };
+        let Some(job) = self.kinds.get::<PrintJobs>().0.remove(&(tab_id, id)) else { return };
         let fresh = job.to.is_none();
         let outcome = match (data, error) {
             (Some(_), _) if job.to.is_none() && self.kinds.get::<PrintsMade>().0 >= MAX_NEW_PRINTS => Err(format!(
@@ -217,7 +329,7 @@ fn save(to: Option<PathBuf>, record: u64, data: &str) -> Result<(PathBuf, u64), 
     let file = match to {
         Some(f) => f,
         None => {
-            let dir = crate::paths::data_dir().map_err(|e| e.to_string())?.join(crate::files::PRINTS);
+            let dir = crate::paths::data_dir().map_err(|e| e.to_string())?.join(PRINTS);
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
             dir.join(format!("print-{stamp}-{record}.pdf"))
@@ -265,7 +377,6 @@ mod tests {
     use crate::host::record::DecidedBy;
     use crate::host::state::State;
     use crate::host::state::tests::{feed, to_json};
-    use crate::kind::Kind;
     use ringbuf::traits::Consumer;
     use serde_json::json;
 
@@ -280,7 +391,7 @@ mod tests {
         );
         assert_eq!(out[1], json!({"type":"prompt_answer","kind":"print","tab_id":3,"id":1,"decision":"refuse"}));
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (Kind::Print, DecidedBy::DefaultPolicy, Some(false)));
+        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (KIND, DecidedBy::DefaultPolicy, Some(false)));
         let back: crate::host::record::DialogRecord =
             serde_json::from_value(serde_json::to_value(rec).unwrap()).unwrap();
         assert!(back.details.is_empty());
@@ -293,7 +404,7 @@ mod tests {
         s.pilot = true;
         feed(&mut s, json!({"type":"tabs","tracked":3,"tabs":[{"id":3,"url":"http://a/"}]})).unwrap();
         let to = dir.path().join("p.pdf");
-        let rule = RuleSpec::Print { accept: true, save_to: Some(to.clone()), matcher: Default::default() };
+        let rule = RuleSpec::own(PrintRule { accept: true, save_to: Some(to.clone()), matcher: Default::default() });
         s.add_rule(3, true, rule).unwrap();
         let ask = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":7,"url":"http://a/r"});
         assert_eq!(to_json(&feed(&mut s, ask).unwrap())[1]["decision"], "accept");
@@ -323,7 +434,7 @@ mod tests {
         let rec = s.history.iter().last().unwrap();
         assert_eq!((rec.decided_by, rec.closed_by, rec.accepted), (DecidedBy::Browser, Some(DecidedBy::Browser), None));
         assert!(rec.explanation.contains("sandboxed without allow-modals"), "{}", rec.explanation);
-        assert!(s.file_jobs.get(&Kind::Print).is_none_or(|j| j.is_empty()));
+        assert!(s.kinds.peek::<PrintJobs>().is_none_or(|j| j.0.is_empty()));
         let bad = json!({"type":"prompt_request","kind":"print","tab_id":3,"id":2,"url":"http://a/f","native":true,
                          "no_dialog":"because"});
         assert!(feed(&mut s, bad).is_err());

@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn only_an_accept_with_files_waits_for_a_copy() {
         let answer = |decision, files: Option<Vec<String>>| ToBrowser::PromptAnswer {
-            kind: crate::kind::Kind::named("file_chooser"),
+            kind: crate::host::kinds::file_chooser::KIND,
             tab_id: 1,
             id: 1,
             decision,

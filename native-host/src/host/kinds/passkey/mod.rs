@@ -20,14 +20,17 @@
 //! The prompt pipeline (`prompt.rs`) does the rest; here is what is the passkey's own.
 //! Pilot off: the browser's way, recorded.
 
+use super::args::{self, Api, Given, Owned};
+use super::rule::CarryOf;
 use super::{
-    Described, EXPIRED_REFUSED, Policies, PromptKind, RuleView, Says, Spec, Verdict, With, Words, configured,
+    Described, EXPIRED_REFUSED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words, configured,
     pilot_off, url_fits,
 };
-use crate::api::RuleSpec;
+use crate::api::{MatchArg, ParamError, bad};
 use crate::host::protocol::{Carried, PromptDecision, ToBrowser};
 use crate::host::sites;
 use keys::{PasskeyKey, PasskeyKeys};
+use schemars::JsonSchema;
 use std::collections::VecDeque;
 
 mod keys;
@@ -38,6 +41,9 @@ use crate::kind::Kind;
 use crate::redact::Redactor;
 use serde::{Deserialize, Serialize};
 use unmodal_engine::Policy;
+
+/// This kind's handle: the one place its name is written.
+pub(crate) const KIND: Kind = Kind::new("passkey");
 
 /// Each policy's answer.
 const POLICIES: Policies = Policies {
@@ -59,7 +65,7 @@ accept: true answers it with Unmodal's virtual authenticator",
 pub(super) struct Passkey;
 
 const WORDS: Words = Words {
-    kind: Kind::Passkey,
+    kind: KIND,
     group: "passkey",
     closed: (
         "answered by Unmodal's virtual authenticator (the page's call went to the browser)",
@@ -67,6 +73,89 @@ const WORDS: Words = Words {
     ),
     expired: EXPIRED_REFUSED,
 };
+
+/// A passkey rule: answer it with Unmodal's virtual authenticator (accept; `keep`: the
+/// passkeys made outlive the browser session) or refuse it (a person's cancel);
+/// `match.url_contains` is on the page's URL, `match.rp_id` the relying party.
+#[derive(Clone, PartialEq)]
+pub(crate) struct PasskeyRule {
+    pub accept: bool,
+    pub keep: bool,
+    pub matcher: MatchArg,
+}
+
+crate::own_rule!(PasskeyRule, "Passkey", KIND, accept: |r| r.accept, in_config: |_| false, show: [accept, keep]);
+
+/// Its own field of `interact`.
+#[derive(Deserialize, JsonSchema)]
+struct PasskeyFields {
+    /// dialog_type "passkey" with setup and accept: true: keep the passkeys this rule makes
+    /// for the browser profile (in Unmodal's private data, never shown), so a later session
+    /// signs in with them. Default false: they last as long as the browser session.
+    #[serde(default)]
+    keep: Option<bool>,
+}
+
+/// Its own match field.
+#[derive(Deserialize, JsonSchema)]
+struct PasskeyMatch {
+    /// dialog_type "passkey" only: only requests for this relying party id (exactly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    #[allow(dead_code)]
+    rp_id: Option<String>,
+}
+
+static API: Api = Api {
+    instructions: "WebAuthn requests (passkeys: create/get) are dialog_type \"passkey\": refused by default (the page \
+gets NotAllowedError); accept:true answers them with Unmodal's virtual authenticator (keep:true \
+keeps the passkeys for the profile). ",
+    description: "A WebAuthn request (navigator.credentials.create or get with publicKey): accept =\nUnmodal's \
+virtual authenticator answers it, dismiss = refuse it as a person's cancel\n(NotAllowedError).",
+    fields: &[Owned::setup("match.rp_id"), Owned::setup("keep")],
+    schema: args::schema_of::<PasskeyFields, PasskeyMatch>,
+    read: args::read_of::<PasskeyFields, PasskeyMatch>,
+    rule: passkey_rule,
+    answer: None,
+    paths: &[],
+    own_dir: None,
+};
+
+fn passkey_rule(_: Kind, g: &Given) -> Result<RuleSpec, ParamError> {
+    let matcher = g.url_only_match("a passkey request", "name the relying party (match.rp_id)")?;
+    if matcher.get("rp_id").is_some_and(|r| r.is_empty() || r.len() > 256) {
+        return Err(bad("match.rp_id", "a relying party id such as \"example.com\", at most 256 characters"));
+    }
+    let accept = g.accept();
+    let keep = g.fields::<PasskeyFields>()?.keep.unwrap_or(false);
+    if keep && !accept {
+        return Err(bad("keep", "keeps the passkeys an accepting rule makes; leave it out with accept: false"));
+    }
+    g.no_text("a passkey rule takes no text")?;
+    Ok(RuleSpec::own(PasskeyRule { accept, keep, matcher }))
+}
+
+/// An accept's: the relying party's keys arm the virtual authenticator; `keep`: what it
+/// makes is kept for the profile.
+#[derive(Clone, Debug, PartialEq)]
+struct Passkeys {
+    rp_id: String,
+    keep: bool,
+}
+
+impl CarryOf for Passkeys {
+    fn kind(&self) -> Kind {
+        KIND
+    }
+    fn apply(self: Box<Self>, s: &mut State, (tab, id, _): (i64, u64, u64), accept: bool) -> Carried {
+        let mut carried = Carried::default();
+        if accept {
+            arm(s, (tab, id), &self.rp_id, self.keep, &mut carried);
+        }
+        carried
+    }
+    crate::own_plumbing!(carry);
+}
 
 impl Spec for Passkey {
     fn words(&self) -> &Words {
@@ -105,13 +194,13 @@ impl Spec for Passkey {
         Ok(Vec::new())
     }
 
-    fn owns(&self, rule: &RuleSpec) -> bool {
-        matches!(rule, RuleSpec::Passkey { .. })
+    fn api(&self) -> Option<&Api> {
+        Some(&API)
     }
 
-    fn view<'a>(&self, rule: &'a RuleSpec, v: &mut RuleView<'a>) {
-        if let RuleSpec::Passkey { keep, .. } = rule {
-            v.keep = keep.then_some(true);
+    fn view(&self, rule: &RuleSpec, v: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(PasskeyRule { keep: true, .. }) = rule.of() {
+            v.insert("keep".into(), true.into());
         }
     }
 
@@ -124,14 +213,14 @@ impl Spec for Passkey {
     /// The agent's accept arms the authenticator with the relying party's passkeys.
     fn accept_with(&self, held: &DialogRecord) -> With {
         match held.details.read::<PasskeyDetails>() {
-            Some(p) => With::Passkeys { rp_id: p.rp_id, keep: false },
+            Some(p) => With::own(Passkeys { rp_id: p.rp_id, keep: false }),
             None => With::Nothing,
         }
     }
 
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String> {
-        let RuleSpec::Passkey { accept, keep, matcher } = rule else { return None };
-        let what = matcher.rp_id.as_ref().map_or("passkey request".to_string(), |r| format!("passkey request for {r}"));
+        let PasskeyRule { accept, keep, matcher } = rule.of()?;
+        let what = matcher.get("rp_id").map_or("passkey request".to_string(), |r| format!("passkey request for {r}"));
         let will = match (accept, keep) {
             (true, true) => {
                 "answer it with Unmodal's virtual authenticator, keeping the passkeys made for this profile"
@@ -204,7 +293,7 @@ for a browser started with --remote-debugging-port, or reached with --cdp-endpoi
 
 /// An accept's carried part for prompt `id` of `tab`, armed for `rp_id` (the worker reads
 /// it as `passkeys`); what the call hands back is taken for this accept only.
-pub(super) fn arm(s: &mut State, (tab, id): (i64, u64), rp_id: &str, keep: bool, carried: &mut Carried) {
+fn arm(s: &mut State, (tab, id): (i64, u64), rp_id: &str, keep: bool, carried: &mut Carried) {
     let armed = serde_json::to_value(arming(s, rp_id)).expect("keys serialize");
     carried.more.insert("passkeys", armed);
     let accepted = &mut s.kinds.get::<Accepted>().0;
@@ -218,7 +307,7 @@ pub(super) fn arm(s: &mut State, (tab, id): (i64, u64), rp_id: &str, keep: bool,
 impl PasskeyAsk {
     /// The keys an accept arms the authenticator with: the relying party's.
     fn arming(&self, keep: bool) -> With {
-        With::Passkeys { rp_id: self.rp_id.clone(), keep }
+        With::own(Passkeys { rp_id: self.rp_id.clone(), keep })
     }
 }
 
@@ -249,14 +338,14 @@ impl PromptKind for PasskeyAsk {
 
     /// `url_contains` is on the page's URL, `rp_id` the relying party the page named.
     fn fits(&self, rule: &RuleSpec, url: &str) -> Option<usize> {
-        let RuleSpec::Passkey { matcher, .. } = rule else { return None };
-        let fits =
-            url_fits(matcher.url_contains.as_ref(), url) && matcher.rp_id.as_ref().is_none_or(|r| *r == self.rp_id);
-        fits.then(|| usize::from(matcher.url_contains.is_some()) + usize::from(matcher.rp_id.is_some()))
+        let PasskeyRule { matcher, .. } = rule.of()?;
+        let rp_id = matcher.get("rp_id");
+        let fits = url_fits(matcher.url_contains.as_ref(), url) && rp_id.is_none_or(|r| *r == self.rp_id);
+        fits.then(|| usize::from(matcher.url_contains.is_some()) + usize::from(rp_id.is_some()))
     }
 
     fn by_rule(&self, id: u32, rule: &RuleSpec) -> Verdict {
-        let RuleSpec::Passkey { accept: true, keep, .. } = rule else {
+        let Some(PasskeyRule { accept: true, keep, .. }) = rule.of() else {
             return Verdict::rule(
                 PromptDecision::Refuse,
                 id,
@@ -350,12 +439,13 @@ struct PasskeysSaved {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{DialogCall, MatchArg};
+    use crate::api::MatchArg;
+    use crate::host::kinds::DialogCall;
+    use crate::host::kinds::DialogType;
     use crate::host::record::DecidedBy;
     use crate::host::sites::Change;
     use crate::host::state::State;
     use crate::host::state::tests::{feed, to_json};
-    use crate::kind::Kind;
     use crate::parent_browser::ParentBrowser;
     use ringbuf::traits::Consumer;
     use serde_json::{Value, json};
@@ -388,7 +478,7 @@ mod tests {
     }
 
     fn accept_rule(s: &mut State, keep: bool) {
-        let rule = RuleSpec::Passkey { accept: true, keep, matcher: MatchArg::default() };
+        let rule = RuleSpec::own(PasskeyRule { accept: true, keep, matcher: MatchArg::default() });
         s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
     }
 
@@ -428,7 +518,7 @@ mod tests {
         let out = ask(&mut s, 1, "create", "a.example");
         assert_eq!(out[1], json!({"type":"prompt_answer","kind":"passkey","tab_id":3,"id":1,"decision":"refuse"}));
         let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (Kind::Passkey, DecidedBy::DefaultPolicy, Some(false)));
+        assert_eq!((rec.kind, rec.decided_by, rec.accepted), (KIND, DecidedBy::DefaultPolicy, Some(false)));
         assert_eq!(rec.message, "create a passkey for a.example");
         let j = serde_json::to_value(rec).unwrap();
         assert_eq!((j["operation"].as_str(), j["rp_id"].as_str()), (Some("create"), Some("a.example")));
@@ -439,11 +529,11 @@ mod tests {
     #[test]
     fn a_rule_by_relying_party_and_must_respond_with_its_only_answer() {
         let mut s = state(Policy::MustRespond);
-        let matcher = MatchArg { rp_id: Some("b.example".into()), ..MatchArg::default() };
+        let matcher = MatchArg::default().with("rp_id", "b.example");
         s.interact(DialogCall::Setup {
             tab: None,
             once: true,
-            rule: RuleSpec::Passkey { accept: false, keep: false, matcher },
+            rule: RuleSpec::own(PasskeyRule { accept: false, keep: false, matcher }),
         })
         .unwrap();
         assert_eq!(ask(&mut s, 1, "get", "b.example")[1]["decision"], "refuse");
@@ -479,7 +569,7 @@ mod tests {
         .concat();
         assert!(!seen.contains("AAAA") && seen.contains("a.example"), "{seen}");
         // The agent's accept of a held one arms alike; keep comes only from a rule.
-        s.interact(DialogCall::Clear { tab: None, what: crate::api::DialogTypeArg::Passkey }).unwrap();
+        s.interact(DialogCall::Clear { tab: None, what: DialogType::of(KIND) }).unwrap();
         s.configure(crate::api::PolicyCall { tab: Some(3), policy: Policy::MustRespond, timeout_s: 30 }).unwrap();
         assert_eq!(ask(&mut s, 4, "get", "b.example")[1]["type"], "prompt_hold");
         let done = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).unwrap();
@@ -521,10 +611,10 @@ mod tests {
         assert_eq!(out[1]["decision"], "accept");
         assert!(!s.kinds.get::<Accepted>().0[0].keep);
         let args = json!({"action":"handle_dialog","setup":true,"dialog_type":"passkey","accept":false,"keep":true});
-        let err = crate::api::parse::<crate::api::InteractArgs>(args).unwrap().validate().unwrap_err();
+        let err = crate::call::interact(args).unwrap_err();
         assert_eq!(err.param, "keep");
         let args = json!({"action":"handle_dialog","setup":true,"dialog_type":"confirm","keep":true});
-        let err = crate::api::parse::<crate::api::InteractArgs>(args).unwrap().validate().unwrap_err();
+        let err = crate::call::interact(args).unwrap_err();
         assert_eq!(err.param, "keep");
     }
 
@@ -558,7 +648,7 @@ mod tests {
             assert!(rec.explanation.contains("passkey rule 1 matched"), "{}", rec.explanation);
         }
         // The agent's accept of a held one is refused alike, and says so.
-        s.interact(DialogCall::Clear { tab: None, what: crate::api::DialogTypeArg::Passkey }).unwrap();
+        s.interact(DialogCall::Clear { tab: None, what: DialogType::of(KIND) }).unwrap();
         s.configure(crate::api::PolicyCall { tab: Some(3), policy: Policy::MustRespond, timeout_s: 30 }).unwrap();
         ask_from(&mut s, 5, "https://evil.example/", "get", "bank.example");
         let e = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: None }).err().unwrap();
