@@ -3,6 +3,7 @@
 //! Unix socket that only this user can reach.
 
 pub mod agent_calls;
+pub mod answerer;
 mod barrier;
 mod dispatch;
 mod explain;
