@@ -4,6 +4,7 @@
 pub mod activation;
 pub mod agent;
 pub mod artifacts;
+pub mod bluetooth;
 pub mod browser;
 pub mod cdp;
 pub mod chooser;

@@ -4,6 +4,7 @@
 
 pub mod agent_calls;
 pub mod answerer;
+mod answerer_hook;
 mod barrier;
 mod dispatch;
 mod explain;

@@ -192,18 +192,36 @@ impl Book {
                 Vec::new()
             }
             ("DeviceAccess.deviceRequestPrompted", Some(s)) => {
-                self.prompted(s, Which::Devices, &params["id"], None, device_list(&params["devices"]), Vec::new(), seen);
+                self.prompted(
+                    s,
+                    Which::Devices,
+                    &params["id"],
+                    None,
+                    device_list(&params["devices"]),
+                    Vec::new(),
+                    seen,
+                );
                 Vec::new()
             }
             ("FedCm.dialogShown", Some(s)) => {
                 let kind = Some(text(&params["dialogType"]));
-                self.prompted(s, Which::Accounts, &params["dialogId"], kind, Vec::new(), account_list(&params["accounts"]), seen);
+                self.prompted(
+                    s,
+                    Which::Accounts,
+                    &params["dialogId"],
+                    kind,
+                    Vec::new(),
+                    account_list(&params["accounts"]),
+                    seen,
+                );
                 Vec::new()
             }
             ("FedCm.dialogClosed", Some(s)) => {
                 let id = text(&params["dialogId"]);
                 // Closed by the answerer's own command was said when it answered.
-                self.close_where(seen, ClosedBy::Remote, |p| p.session == s && p.which == Which::Accounts && p.cdp_id == id);
+                self.close_where(seen, ClosedBy::Remote, |p| {
+                    p.session == s && p.which == Which::Accounts && p.cdp_id == id
+                });
                 Vec::new()
             }
             _ => Vec::new(),
@@ -223,7 +241,8 @@ impl Book {
     ) {
         let Some(target) = self.sessions.get(session).cloned() else { return };
         let cdp_id = text(id);
-        let open = self.prompts.iter_mut().find(|(_, p)| p.session == session && p.which == which && p.cdp_id == cdp_id);
+        let open =
+            self.prompts.iter_mut().find(|(_, p)| p.session == session && p.which == which && p.cdp_id == cdp_id);
         if let Some((&n, p)) = open {
             // The same prompt again: its list changed (a device that appeared later).
             p.devices = devices;
@@ -244,7 +263,16 @@ impl Book {
         let n = self.next;
         self.prompts.insert(
             n,
-            Prompt { target, session: session.to_owned(), cdp_id, which, dialog_type, devices, accounts, claimed: false },
+            Prompt {
+                target,
+                session: session.to_owned(),
+                cdp_id,
+                which,
+                dialog_type,
+                devices,
+                accounts,
+                claimed: false,
+            },
         );
         seen.push(Seen::Opened(self.view(n).expect("just added")));
     }

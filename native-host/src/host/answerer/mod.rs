@@ -313,8 +313,7 @@ impl Answerer {
     /// `hint`: a target id the worker named (it only picks among the candidates).
     pub fn find(&self, which: Which, url: &str, hint: Option<&str>) -> Found {
         let book = self.book();
-        let fits: Vec<PromptView> =
-            book.views().into_iter().filter(|v| v.which == which && v.url == url).collect();
+        let fits: Vec<PromptView> = book.views().into_iter().filter(|v| v.which == which && v.url == url).collect();
         let free: Vec<&PromptView> =
             fits.iter().filter(|v| book.prompts.get(&v.prompt).is_some_and(|p| !p.claimed)).collect();
         match (free.as_slice(), hint) {

@@ -148,7 +148,10 @@ async fn a_chooser_lists_devices_as_they_come_and_a_pick_must_be_offered() {
     // Unmodal's pages and the browser's are never attached.
     peer.page("X", "page", "chrome-extension://abc/popup.html");
     peer.page("W", "service_worker", "http://127.0.0.1:1/sw.js");
-    until("both attached", || a.covers("http://localhost:2/frame", Which::Devices) && a.covers("http://127.0.0.1:1/bt", Which::Devices)).await;
+    until("both attached", || {
+        a.covers("http://localhost:2/frame", Which::Devices) && a.covers("http://127.0.0.1:1/bt", Which::Devices)
+    })
+    .await;
     assert_eq!(peer.params("Target.attachToTarget").len(), 2, "{:?}", peer.sent());
     peer.send(BT, json!({"id": "R1", "devices": [{"id": "09:09", "name": ""}]}), Some("S-F1"));
     until("opened", || a.prompts().len() == 1).await;
@@ -161,13 +164,20 @@ async fn a_chooser_lists_devices_as_they_come_and_a_pick_must_be_offered() {
     assert_eq!(e, PickError::NoSuchDevice("08:08".into(), "09:09".into()));
     assert!(a.prompt(n).is_some());
     // A device that appears later: the same prompt, updated.
-    peer.send(BT, json!({"id": "R1", "devices": [{"id": "09:09", "name": ""}, {"id": "08:08", "name": "Thermo"}]}), Some("S-F1"));
+    peer.send(
+        BT,
+        json!({"id": "R1", "devices": [{"id": "09:09", "name": ""}, {"id": "08:08", "name": "Thermo"}]}),
+        Some("S-F1"),
+    );
     until("updated", || a.prompt(n).is_some_and(|p| p.devices.len() == 2)).await;
     a.select_device(&on(), n, "08:08").await.unwrap();
     assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id": "R1", "deviceId": "08:08"})]);
     assert!(a.prompt(n).is_none());
     let seen = seen.lock().unwrap().clone();
-    assert!(matches!(&seen[..], [Seen::Opened(_), Seen::Updated(_), Seen::Closed { by: ClosedBy::Answerer, .. }]), "{seen:?}");
+    assert!(
+        matches!(&seen[..], [Seen::Opened(_), Seen::Updated(_), Seen::Closed { by: ClosedBy::Answerer, .. }]),
+        "{seen:?}"
+    );
     assert_eq!(a.select_device(&on(), n, "08:08").await, Err(PickError::NotOpen(n)));
 }
 
@@ -182,7 +192,11 @@ async fn the_pilot_off_picks_nothing_and_another_clients_answer_closes_it_as_rem
         {"accountId": "u1", "email": "one@idp.test", "name": "One", "idpConfigUrl": "http://127.0.0.1:9/config.json", "loginState": "SignUp"},
         {"accountId": "u2", "email": "two@idp.test", "name": "Two", "idpConfigUrl": "http://127.0.0.1:9/config.json", "loginState": "SignIn"},
     ]);
-    peer.send("FedCm.dialogShown", json!({"dialogId": "0", "dialogType": "AccountChooser", "accounts": accounts}), Some("S-P1"));
+    peer.send(
+        "FedCm.dialogShown",
+        json!({"dialogId": "0", "dialogType": "AccountChooser", "accounts": accounts}),
+        Some("S-P1"),
+    );
     until("shown", || a.prompts().len() == 1).await;
     let n = a.prompts()[0].prompt;
     assert_eq!(a.prompts()[0].accounts[1].email, "two@idp.test");
@@ -201,7 +215,11 @@ async fn the_pilot_off_picks_nothing_and_another_clients_answer_closes_it_as_rem
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let log = seen.clone();
     a.on_change(move |s| log.lock().unwrap().push(s.clone()));
-    peer.send("FedCm.dialogShown", json!({"dialogId": "1", "dialogType": "AccountChooser", "accounts": accounts}), Some("S-P1"));
+    peer.send(
+        "FedCm.dialogShown",
+        json!({"dialogId": "1", "dialogType": "AccountChooser", "accounts": accounts}),
+        Some("S-P1"),
+    );
     until("shown again", || a.prompts().len() == 1).await;
     let m = a.prompts()[0].prompt;
     peer.send("FedCm.dialogClosed", json!({"dialogId": "1"}), Some("S-P1"));
@@ -224,7 +242,11 @@ async fn the_right_account_index_is_sent_and_a_closed_target_closes_its_prompts(
     peer.page("P1", "page", "http://127.0.0.1:1/");
     until("attached", || a.covers("http://127.0.0.1:1/", Which::Accounts)).await;
     let accounts = json!([{"accountId": "u1"}, {"accountId": "u2"}]);
-    peer.send("FedCm.dialogShown", json!({"dialogId": "7", "dialogType": "AccountChooser", "accounts": accounts}), Some("S-P1"));
+    peer.send(
+        "FedCm.dialogShown",
+        json!({"dialogId": "7", "dialogType": "AccountChooser", "accounts": accounts}),
+        Some("S-P1"),
+    );
     until("shown", || a.prompts().len() == 1).await;
     let n = a.prompts()[0].prompt;
     a.select_account(&on(), n, "u2").await.unwrap();
