@@ -10,6 +10,7 @@ pub mod cdp;
 pub mod chooser;
 pub mod chromium_group;
 pub mod framed;
+pub mod idp;
 pub mod page;
 pub mod peer;
 pub mod remote;
