@@ -150,3 +150,44 @@ async fn the_answerer_lists_the_fedcm_accounts_and_picks_one() -> Result<()> {
     ensure!(*idp.asserted.lock().unwrap() == ["u2"], "the provider was asked for u2 alone");
     Ok(())
 }
+
+/// The same in a remote browser behind the WS-only proxy: the answerer rides on the
+/// bridge's connection in `unmodal mcp --cdp-endpoint`.
+#[tokio::test]
+async fn behind_the_proxy_the_answerer_picks_a_fedcm_account_over_the_bridge() -> Result<()> {
+    use super::remote::{Remote, Via};
+    let r = Remote::start(Via::Query).await?;
+    r.pilot_on().await?;
+    let rp = unmodal_e2e::WebServer::other_site()?;
+    let idp = Idp::start(&rp.origin)?;
+    let url = rp.page("/rp.html", &rp_page(&idp.config_url()), &[]);
+    let page = r.browser.new_page(&url).await?;
+    let tab = r.tab_of(&url).await?;
+    let v = r
+        .agent
+        .ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60, "tab_id": tab}))
+        .await?;
+    ensure!(v["policy_in_force"] == true, "{v}");
+    let runtime = r.runtime.path();
+    let held = answerer_hook(runtime, json!({"op": "want", "accounts": true})).await?;
+    ensure!(held["held"] == true, "the bridge's connection is the answerer's: {held}");
+    answerer_hook(runtime, json!({"op": "wait", "which": "accounts", "for": "covered", "url": url})).await?;
+    page.click("#b").await?;
+    let prompt = r.held(tab).await?;
+    r.agent
+        .ok("interact", json!({"action": "handle_dialog", "dialog_id": prompt["dialog_id"], "accept": true}))
+        .await?;
+    let open = answerer_hook(runtime, json!({"op": "wait", "which": "accounts"})).await?;
+    let p = &open["prompts"][0];
+    ensure!(p["accounts"].as_array().is_some_and(|a| a.len() == 2), "{open}");
+    answerer_hook(runtime, json!({"op": "select_account", "prompt": p["prompt"], "account_id": "u1"})).await?;
+    let title =
+        || async { Ok::<_, anyhow::Error>(page.eval("document.title").await?.as_str().unwrap_or_default().to_owned()) };
+    let got = eventually(Duration::from_secs(10), "the page got its token", || async {
+        Ok((title().await? == "token token-for-u1").then_some(()))
+    })
+    .await;
+    ensure!(got.is_ok(), "the page's title: {:?}", title().await);
+    ensure!(*idp.asserted.lock().unwrap() == ["u1"]);
+    Ok(())
+}
