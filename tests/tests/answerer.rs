@@ -191,3 +191,38 @@ async fn behind_the_proxy_the_answerer_picks_a_fedcm_account_over_the_bridge() -
     ensure!(*idp.asserted.lock().unwrap() == ["u1"]);
     Ok(())
 }
+
+/// A driver connected with Playwright's defaults took the default context's downloads
+/// (`allowAndName` into its own directory, the file named by its GUID): the extension sees
+/// nothing of them (892be98). The answerer, through a browser context of its own, hears
+/// each download and where the finished file is, and the driver still gets its file.
+#[tokio::test]
+async fn the_answerer_sees_a_download_a_playwright_defaults_driver_took() -> Result<()> {
+    let s = session().await?;
+    let body = "x".repeat(4321);
+    s.web.page("/file.bin", &body, &[("Content-Disposition", "attachment; filename=\"file.bin\"")]);
+    let page = r#"<!doctype html><title>dl</title><a id=d href="/file.bin" download style="position: fixed; top: 10px; left: 10px">get</a>"#;
+    let url = s.open("/dl.html", page, &[]).await?;
+    s.enable_pilot().await?;
+    let driver_dir = tempfile::tempdir()?;
+    // What Playwright's `connectOverCDP` sends as it connects (`CRBrowserContext.initialize`).
+    let p = json!({"behavior": "allowAndName", "downloadPath": driver_dir.path(), "eventsEnabled": true});
+    s.browser.cdp.call(None, "Browser.setDownloadBehavior", p).await?;
+    let runtime = &s.browser.runtime;
+    let watched = answerer_hook(runtime, json!({"op": "watch_downloads", "on": true})).await?;
+    ensure!(watched["watched"] == true, "{watched}");
+    s.page.click("#d").await?;
+    let seen = answerer_hook(runtime, json!({"op": "downloads"})).await?;
+    let d = &seen["downloads"][0];
+    ensure!(d["state"] == "completed", "{seen}");
+    ensure!(
+        d["url"].as_str().is_some_and(|u| u.ends_with("/file.bin")) && d["suggested_filename"] == "file.bin",
+        "{seen}"
+    );
+    let file = std::path::PathBuf::from(d["file_path"].as_str().unwrap_or_default());
+    ensure!(file.parent() == Some(driver_dir.path()), "in the driver's directory: {seen}");
+    ensure!(file.file_name().and_then(|n| n.to_str()) == d["guid"].as_str(), "named by its GUID: {seen}");
+    ensure!(std::fs::metadata(&file)?.len() == body.len() as u64, "the driver's file is whole");
+    ensure!(url.starts_with("http://127.0.0.1"), "{url}");
+    Ok(())
+}

@@ -63,6 +63,25 @@ pub async fn run(shared: &Shared, args: Value) -> Result<Value, ToolError> {
             }
         }
         "prompts" => Ok(json!({"prompts": answerer.prompts(), "held": answerer.held()})),
+        "watch_downloads" => {
+            answerer.watch_downloads(args["on"] == true);
+            let until = Instant::now() + Duration::from_secs(10);
+            while answerer.downloads_watched() != (args["on"] == true) && Instant::now() < until {
+                answerer.next_change(Duration::from_millis(100)).await;
+            }
+            Ok(json!({"watched": answerer.downloads_watched()}))
+        }
+        // Until a download is in a final state.
+        "downloads" => {
+            let until = Instant::now() + Duration::from_secs(10);
+            loop {
+                let list = answerer.downloads_seen();
+                if list.iter().any(|d| d.state != "in_progress") || Instant::now() >= until {
+                    return Ok(json!({"downloads": list}));
+                }
+                answerer.next_change(Duration::from_millis(100)).await;
+            }
+        }
         "select_device" => {
             let gate = gate.ok_or_else(|| ToolError::new(ErrorCode::AnswerFailed, "the pilot is off"))?;
             picked(answerer.select_device(&gate, n, args["device_id"].as_str().unwrap_or_default()).await)

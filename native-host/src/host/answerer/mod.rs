@@ -24,11 +24,13 @@
 //!   `chrome.debugger.getTargets`) only chooses among those candidates, never adds one.
 
 mod book;
+mod downloads;
 #[cfg(test)]
 mod tests;
 
 use crate::cdp::{Conn, Event};
 use book::{Book, Step};
+pub use downloads::DownloadView;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -122,7 +124,12 @@ pub enum ClosedBy {
 pub enum Seen {
     Opened(PromptView),
     Updated(PromptView),
-    Closed { prompt: u64, by: ClosedBy },
+    Closed {
+        prompt: u64,
+        by: ClosedBy,
+    },
+    /// A download began or ended (whoever handles it: a driver's too).
+    Download(DownloadView),
 }
 
 /// The pilot is on: the only way to ask for a pick. Made from the state's switch under its
@@ -178,6 +185,7 @@ type OnChange = Box<dyn Fn(&Seen) + Send + Sync>;
 
 struct Inner {
     book: Mutex<Book>,
+    downloads: Mutex<downloads::Downloads>,
     conn: Mutex<Option<Arc<Conn>>>,
     changed: Notify,
     on_change: Mutex<Option<OnChange>>,
@@ -206,6 +214,7 @@ impl Answerer {
         Self {
             inner: Arc::new(Inner {
                 book: Mutex::default(),
+                downloads: Mutex::default(),
                 conn: Mutex::default(),
                 changed: Notify::new(),
                 on_change: Mutex::default(),
@@ -247,6 +256,8 @@ impl Answerer {
         let mut seen = Vec::new();
         self.book().reset(true, &mut seen);
         self.said(seen);
+        self.downloads().forget_connection();
+        self.sync_downloads();
     }
 
     /// The connection is gone: every prompt with it.
@@ -255,10 +266,15 @@ impl Answerer {
         let mut seen = Vec::new();
         self.book().reset(false, &mut seen);
         self.said(seen);
+        self.downloads().forget_connection();
     }
 
     /// An event of the connection (any: what is not the answerer's is skipped at once).
     pub fn event(&self, ev: &Event) {
+        if ev.session.is_none() && ev.method.starts_with("Browser.download") {
+            let d = self.downloads().on_event(&ev.method, &ev.params);
+            return self.said(d.map(Seen::Download).into_iter().collect());
+        }
         let interesting = match ev.session {
             None => ev.method.starts_with("Target."),
             Some(_) => ev.method.starts_with("DeviceAccess.") || ev.method.starts_with("FedCm."),
@@ -281,6 +297,72 @@ impl Answerer {
         let steps = self.book().set(pilot, want, &mut seen);
         self.said(seen);
         self.run(steps);
+        self.sync_downloads();
+    }
+
+    fn downloads(&self) -> std::sync::MutexGuard<'_, downloads::Downloads> {
+        self.inner.downloads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the host wants every download reported (`Seen::Download`), with the pilot
+    /// on: through a browser context of the answerer's own, so a driver's download set-up
+    /// is left as it is.
+    pub fn watch_downloads(&self, on: bool) {
+        self.downloads().wanted = on;
+        self.sync_downloads();
+    }
+
+    /// The downloads heard of, oldest first.
+    pub fn downloads_seen(&self) -> Vec<DownloadView> {
+        self.downloads().list()
+    }
+
+    /// Whether downloads are reported to this connection now.
+    pub fn downloads_watched(&self) -> bool {
+        self.downloads().context.is_some()
+    }
+
+    fn sync_downloads(&self) {
+        let pilot = self.book().pilot();
+        let Some(conn) = self.conn() else { return };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        let mut d = self.downloads();
+        if d.asking {
+            return;
+        }
+        let on = pilot && d.wanted;
+        match (on, d.context.take()) {
+            (true, None) => {
+                d.asking = true;
+                let me = self.clone();
+                rt.spawn(async move {
+                    let made = conn.call("Target.createBrowserContext", json!({}), None).await;
+                    let context = made.ok().and_then(|v| v["browserContextId"].as_str().map(str::to_owned));
+                    let mut ok = None;
+                    if let Some(c) = context {
+                        let p = json!({"behavior": "default", "browserContextId": c, "eventsEnabled": true});
+                        match conn.call("Browser.setDownloadBehavior", p, None).await {
+                            Ok(_) => ok = Some(c),
+                            Err(e) => tracing::warn!(error = %e, "downloads are not reported to the host's connection"),
+                        }
+                    }
+                    {
+                        let mut d = me.downloads();
+                        d.asking = false;
+                        d.context = ok;
+                    }
+                    me.inner.changed.notify_waiters();
+                    // Switched off meanwhile: undone.
+                    me.sync_downloads();
+                });
+            }
+            (false, Some(c)) => {
+                rt.spawn(async move {
+                    let _ = conn.call("Target.disposeBrowserContext", json!({"browserContextId": c}), None).await;
+                });
+            }
+            (_, kept) => d.context = kept,
+        }
     }
 
     /// Whether the host holds a connection with the browser's page list: where it does not,
