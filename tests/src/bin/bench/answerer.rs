@@ -60,6 +60,11 @@ pub async fn rows() -> Result<()> {
         without_page.push(sums[3]);
         ratio_wall.push(sums[0] / sums[2].max(1e-3));
     }
+    // The "with" setting did attach: a new page is covered.
+    answerer_hook(&runtime, json!({"op": "want", "devices": true, "accounts": true})).await?;
+    let page = s.browser.new_page(&url).await?;
+    answerer_hook(&runtime, json!({"op": "wait", "which": "accounts", "for": "covered", "url": url})).await?;
+    s.browser.close_page(&page).await?;
     let ratio_page: Vec<f64> = with_page.iter().zip(&without_page).map(|(a, b)| a / b.max(1e-3)).collect();
     row("new tab to load, answerer attached (wall)", &stats(with_wall), "ms");
     row("new tab to load, no answerer (wall)", &stats(without_wall), "ms");
