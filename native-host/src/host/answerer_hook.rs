@@ -64,18 +64,18 @@ pub async fn run(shared: &Shared, args: Value) -> Result<Value, ToolError> {
         }
         "prompts" => Ok(json!({"prompts": answerer.prompts(), "held": answerer.held()})),
         "watch_downloads" => {
-            answerer.watch_downloads(args["on"] == true);
+            answerer.watch_transfers(args["on"] == true);
             let until = Instant::now() + Duration::from_secs(10);
-            while answerer.downloads_watched() != (args["on"] == true) && Instant::now() < until {
+            while answerer.transfers_watched() != (args["on"] == true) && Instant::now() < until {
                 answerer.next_change(Duration::from_millis(100)).await;
             }
-            Ok(json!({"watched": answerer.downloads_watched()}))
+            Ok(json!({"watched": answerer.transfers_watched()}))
         }
         // Until a download is in a final state.
         "downloads" => {
             let until = Instant::now() + Duration::from_secs(10);
             loop {
-                let list = answerer.downloads_seen();
+                let list = answerer.transfers_seen();
                 if list.iter().any(|d| d.state != "in_progress") || Instant::now() >= until {
                     return Ok(json!({"downloads": list}));
                 }

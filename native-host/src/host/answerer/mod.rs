@@ -24,17 +24,17 @@
 //!   `chrome.debugger.getTargets`) only chooses among those candidates, never adds one.
 
 mod book;
-mod downloads;
 #[cfg(test)]
 mod tests;
+mod transfers;
 
 use crate::cdp::{Conn, Event};
 use book::{Book, Step};
-pub use downloads::DownloadView;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
+pub use transfers::TransferView;
 
 /// Which of the answerer's domains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -129,7 +129,7 @@ pub enum Seen {
         by: ClosedBy,
     },
     /// A download began or ended (whoever handles it: a driver's too).
-    Download(DownloadView),
+    Transfer(TransferView),
 }
 
 /// The pilot is on: the only way to ask for a pick. Made from the state's switch under its
@@ -185,7 +185,7 @@ type OnChange = Box<dyn Fn(&Seen) + Send + Sync>;
 
 struct Inner {
     book: Mutex<Book>,
-    downloads: Mutex<downloads::Downloads>,
+    transfers: Mutex<transfers::Transfers>,
     conn: Mutex<Option<Arc<Conn>>>,
     changed: Notify,
     on_change: Mutex<Option<OnChange>>,
@@ -214,7 +214,7 @@ impl Answerer {
         Self {
             inner: Arc::new(Inner {
                 book: Mutex::default(),
-                downloads: Mutex::default(),
+                transfers: Mutex::default(),
                 conn: Mutex::default(),
                 changed: Notify::new(),
                 on_change: Mutex::default(),
@@ -256,8 +256,8 @@ impl Answerer {
         let mut seen = Vec::new();
         self.book().reset(true, &mut seen);
         self.said(seen);
-        self.downloads().forget_connection();
-        self.sync_downloads();
+        self.transfers().forget_connection();
+        self.sync_transfers();
     }
 
     /// The connection is gone: every prompt with it.
@@ -266,14 +266,14 @@ impl Answerer {
         let mut seen = Vec::new();
         self.book().reset(false, &mut seen);
         self.said(seen);
-        self.downloads().forget_connection();
+        self.transfers().forget_connection();
     }
 
     /// An event of the connection (any: what is not the answerer's is skipped at once).
     pub fn event(&self, ev: &Event) {
         if ev.session.is_none() && ev.method.starts_with("Browser.download") {
-            let d = self.downloads().on_event(&ev.method, &ev.params);
-            return self.said(d.map(Seen::Download).into_iter().collect());
+            let d = self.transfers().on_event(&ev.method, &ev.params);
+            return self.said(d.map(Seen::Transfer).into_iter().collect());
         }
         let interesting = match ev.session {
             None => ev.method.starts_with("Target."),
@@ -297,36 +297,36 @@ impl Answerer {
         let steps = self.book().set(pilot, want, &mut seen);
         self.said(seen);
         self.run(steps);
-        self.sync_downloads();
+        self.sync_transfers();
     }
 
-    fn downloads(&self) -> std::sync::MutexGuard<'_, downloads::Downloads> {
-        self.inner.downloads.lock().unwrap_or_else(|e| e.into_inner())
+    fn transfers(&self) -> std::sync::MutexGuard<'_, transfers::Transfers> {
+        self.inner.transfers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether the host wants every download reported (`Seen::Download`), with the pilot
+    /// Whether the host wants every download reported (`Seen::Transfer`), with the pilot
     /// on: through a browser context of the answerer's own, so a driver's download set-up
     /// is left as it is.
-    pub fn watch_downloads(&self, on: bool) {
-        self.downloads().wanted = on;
-        self.sync_downloads();
+    pub fn watch_transfers(&self, on: bool) {
+        self.transfers().wanted = on;
+        self.sync_transfers();
     }
 
     /// The downloads heard of, oldest first.
-    pub fn downloads_seen(&self) -> Vec<DownloadView> {
-        self.downloads().list()
+    pub fn transfers_seen(&self) -> Vec<TransferView> {
+        self.transfers().list()
     }
 
     /// Whether downloads are reported to this connection now.
-    pub fn downloads_watched(&self) -> bool {
-        self.downloads().context.is_some()
+    pub fn transfers_watched(&self) -> bool {
+        self.transfers().context.is_some()
     }
 
-    fn sync_downloads(&self) {
+    fn sync_transfers(&self) {
         let pilot = self.book().pilot();
         let Some(conn) = self.conn() else { return };
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
-        let mut d = self.downloads();
+        let mut d = self.transfers();
         if d.asking {
             return;
         }
@@ -347,13 +347,13 @@ impl Answerer {
                         }
                     }
                     {
-                        let mut d = me.downloads();
+                        let mut d = me.transfers();
                         d.asking = false;
                         d.context = ok;
                     }
                     me.inner.changed.notify_waiters();
                     // Switched off meanwhile: undone.
-                    me.sync_downloads();
+                    me.sync_transfers();
                 });
             }
             (false, Some(c)) => {

@@ -1,4 +1,4 @@
-//! Downloads as the browser reports them to this connection, whoever handles them
+//! Transfers as the browser reports them to this connection, whoever handles them
 //! (`docs/cdp-answers.md`): events are per client and the behaviour per browser context, so
 //! `Browser.setDownloadBehavior {behavior: "default", eventsEnabled: true}` for a context
 //! of the answerer's own makes the browser report every context's downloads here
@@ -11,11 +11,11 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Downloads kept, at most; the oldest go first.
+/// Transfers kept, at most; the oldest go first.
 const MAX_KEPT: usize = 256;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct DownloadView {
+pub struct TransferView {
     pub guid: String,
     pub url: String,
     pub suggested_filename: String,
@@ -30,22 +30,22 @@ pub struct DownloadView {
 }
 
 #[derive(Debug, Default)]
-pub struct Downloads {
+pub struct Transfers {
     pub wanted: bool,
     /// The answerer's own browser context, once the browser made it.
     pub context: Option<String>,
     pub asking: bool,
     order: Vec<String>,
-    kept: BTreeMap<String, DownloadView>,
+    kept: BTreeMap<String, TransferView>,
 }
 
 fn text(v: &Value) -> String {
     v.as_str().unwrap_or_default().chars().take(2048).collect()
 }
 
-impl Downloads {
+impl Transfers {
     /// A browser-level download event: the download as it stands now, if it is one.
-    pub fn on_event(&mut self, method: &str, p: &Value) -> Option<DownloadView> {
+    pub fn on_event(&mut self, method: &str, p: &Value) -> Option<TransferView> {
         let guid = text(&p["guid"]);
         if guid.is_empty() {
             return None;
@@ -59,7 +59,7 @@ impl Downloads {
                     }
                     self.order.push(guid.clone());
                 }
-                let v = DownloadView {
+                let v = TransferView {
                     guid: guid.clone(),
                     url: text(&p["url"]),
                     suggested_filename: text(&p["suggestedFilename"]),
@@ -94,7 +94,7 @@ impl Downloads {
         self.kept.get(&guid).cloned()
     }
 
-    pub fn list(&self) -> Vec<DownloadView> {
+    pub fn list(&self) -> Vec<TransferView> {
         self.order.iter().filter_map(|g| self.kept.get(g).cloned()).collect()
     }
 
