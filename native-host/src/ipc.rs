@@ -37,6 +37,9 @@ pub enum Tool {
     ExecuteJavascript,
     /// `unmodal pilot on|off|status`, typed by a person; `unmodal mcp` never sends it.
     PilotSwitch,
+    /// The end-to-end tests' hook on the CDP answerer (`host/answerer_hook.rs`): refused
+    /// unless the host runs with `UNMODAL_TEST_ANSWERER=1`; `unmodal mcp` never sends it.
+    TestAnswerer,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

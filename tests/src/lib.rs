@@ -4,12 +4,14 @@
 pub mod activation;
 pub mod agent;
 pub mod artifacts;
+pub mod bluetooth;
 pub mod browser;
 pub mod cdp;
 pub mod chooser;
 pub mod chromium_group;
 pub mod framed;
 pub mod frameworks;
+pub mod idp;
 pub mod json_schema;
 pub mod markdown;
 pub mod page;

@@ -7,6 +7,7 @@
 //! Browsers are shared out by `unmodal_e2e::browser::slot` (`UNMODAL_TEST_BROWSERS`).
 
 mod agent_api;
+mod answerer;
 mod app_links;
 mod beforeunload;
 mod browser_use;

@@ -54,6 +54,8 @@ impl Remote {
         let data = tempfile::Builder::new().prefix("unmodal-remote-data-").tempdir()?;
         let mut cmd = tokio::process::Command::new(&art.host);
         cmd.arg("mcp").env("UNMODAL_RUNTIME_DIR", runtime.path()).env("UNMODAL_DATA_DIR", data.path());
+        // The answerer's test hook (`answerer.rs`); nothing else changes with it.
+        cmd.env("UNMODAL_TEST_ANSWERER", "1");
         cmd.args(["--extension-id", browser.extension_id()]);
         match via {
             Via::Query => cmd.args(["--cdp-endpoint", &browser.ws_url()]),

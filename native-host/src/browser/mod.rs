@@ -131,6 +131,12 @@ pick another profile with --profile DIR",
     if !opts.remote_allow_origins.is_empty() {
         cmd.arg(format!("--remote-allow-origins={}", opts.remote_allow_origins.join(",")));
     }
+    if cfg!(target_os = "linux") {
+        // Chrome on Windows and macOS has Web Bluetooth on; Chromium on Linux exposes
+        // `navigator.bluetooth` only with this (CDP-FACTS 2), and agents should meet sites as
+        // a person on the other systems does.
+        cmd.arg("--enable-features=WebBluetooth");
+    }
     if platform::runs_as_root() {
         // Chromium refuses to run as root with its sandbox (containers, CI).
         cmd.arg("--no-sandbox");

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Imports nothing but each other: what a new kind may add to without touching handlers.
-const LOW: [&str; 6] = ["protocol", "record", "rules", "logs", "kind_state", "sites"];
+const LOW: [&str; 7] = ["protocol", "record", "rules", "logs", "kind_state", "sites", "answerer"];
 
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
     let host = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/host");
@@ -18,7 +18,8 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
     // its registry) is one node, `kinds`, whose `super::` is itself. A kind's own folder
     // names the host's modules as `crate::host::x`.
     let mut sources = Vec::new();
-    let mut dirs = vec![(host.clone(), None), (host.join("kinds"), Some("kinds"))];
+    let mut dirs =
+        vec![(host.clone(), None), (host.join("kinds"), Some("kinds")), (host.join("answerer"), Some("answerer"))];
     while let Some((dir, folder)) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).expect("a host directory") {
             let path = entry.expect("a directory entry").path();

@@ -3,6 +3,8 @@
 //! Unix socket that only this user can reach.
 
 pub mod agent_calls;
+pub mod answerer;
+mod answerer_hook;
 mod barrier;
 mod dispatch;
 mod explain;
@@ -102,7 +104,10 @@ impl Shared {
     /// Sends to the browser. Takes the state's guard so messages leave in the order the
     /// state made them: a rules message overtaken by an older one would put the older
     /// rules (or policy) in force after the agent was told the newer ones were.
-    fn send(&self, _in_order: &MutexGuard<'_, State>, msgs: Vec<ToBrowser>) {
+    fn send(&self, state: &MutexGuard<'_, State>, msgs: Vec<ToBrowser>) {
+        // The answerer follows the pilot's switch at every change (nothing sent when the
+        // same): pilot off, it holds no session and picks nothing.
+        state.answerer.set(state.pilot, state.answer_want);
         for m in msgs {
             let _ = self.to_browser.send(m);
         }
@@ -272,6 +277,10 @@ impl transport::Sink for HostSink {
     fn sites(&self, change: sites::Change) {
         self.shared.state().sites.apply(change);
         self.shared.browser_spoke.notify_waiters();
+    }
+
+    fn answerer(&self) -> Option<answerer::Answerer> {
+        Some(self.shared.state().answerer.clone())
     }
 
     fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>) {

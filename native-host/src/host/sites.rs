@@ -48,6 +48,10 @@ impl From<Event> for Change {
 /// Where the view's changes go: the host's state (the transports' `Inbox`).
 pub trait Feed: Clone + Send + Sync + 'static {
     fn sites(&self, change: Change);
+    /// The answerer that hears the same connection (`host/answerer/`), if there is one.
+    fn answerer(&self) -> Option<super::answerer::Answerer> {
+        None
+    }
 }
 
 /// The browser's pages and out-of-process frames, by target id: their URL's site.
@@ -147,13 +151,24 @@ pub async fn watch_local(port_file: PathBuf, feed: impl Feed) {
                 Ok((conn, mut events)) => {
                     tracing::info!("the host's own DevTools connection is up (the sites open in the browser)");
                     wait = Duration::from_millis(100);
+                    // The answerer first: the targets `follow` brings are its too.
+                    let answerer = feed.answerer();
+                    if let Some(a) = &answerer {
+                        a.connected(&conn);
+                    }
                     let following = follow(&conn, feed.clone());
                     while let Some(ev) = events.recv().await {
+                        if let Some(a) = &answerer {
+                            a.event(&ev);
+                        }
                         if follows(&ev) {
                             feed.sites(ev.into());
                         }
                     }
                     drop(following);
+                    if let Some(a) = &answerer {
+                        a.lost();
+                    }
                     tracing::info!("the host's own DevTools connection closed");
                 }
                 Err(e) => tracing::debug!(error = %format!("{e:#}"), "the host's own DevTools connection failed"),

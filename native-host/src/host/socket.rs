@@ -87,6 +87,7 @@ fn config_rev(msgs: &[ToBrowser]) -> Option<(i64, u64, bool)> {
 async fn run(shared: &Shared, req: Request) -> Result<Value, ToolError> {
     match req.tool {
         Tool::Info => Ok(shared.state().info()),
+        Tool::TestAnswerer => super::answerer_hook::run(shared, req.args).await,
         Tool::PilotSwitch => super::pilot_switch::from_terminal(shared, api::parse(req.args)?).await,
         Tool::HighlightElement => {
             let (tab, call) = api::parse::<HighlightArgs>(req.args)?.validate()?;

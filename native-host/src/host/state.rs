@@ -88,6 +88,10 @@ pub struct State {
     pub browser: crate::parent_browser::ParentBrowser,
     /// The sites open in the browser as the host's own DevTools connection sees them.
     pub sites: super::sites::Sites,
+    /// The CDP answerer on that connection (`answerer/`), and what the kinds want it to see
+    /// (passed on, with the pilot's switch, at every change: `Shared::send`).
+    pub answerer: super::answerer::Answerer,
+    pub answer_want: super::answerer::Want,
     /// Pilot switches sent to the browser, and the newest it confirmed (`pilot_switch.rs`).
     pub(super) pilot_sent: u64,
     pub(super) pilot_seen: u64,
@@ -145,6 +149,8 @@ impl State {
             pilot: false,
             browser: Default::default(),
             sites: Default::default(),
+            answerer: Default::default(),
+            answer_want: Default::default(),
             pilot_sent: 0,
             pilot_seen: 0,
             extension_version: None,

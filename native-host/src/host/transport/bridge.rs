@@ -408,6 +408,17 @@ struct Connection {
     /// Where the browser's file-transfer events go: uploads are written on the browser's
     /// machine through its downloads (`remote_uploads`).
     transfers: Option<mpsc::UnboundedSender<Event>>,
+    /// The host's answerer, fed this connection's events while it lasts.
+    answerer: Option<super::super::answerer::Answerer>,
+}
+
+/// Tells the answerer its connection is gone, however `serve` ends.
+struct Lost(super::super::answerer::Answerer);
+
+impl Drop for Lost {
+    fn drop(&mut self) {
+        self.0.lost();
+    }
 }
 
 impl Connection {
@@ -430,6 +441,7 @@ impl Connection {
             done_tx,
             link,
             transfers: None,
+            answerer: None,
         }
     }
 
@@ -444,6 +456,13 @@ impl Connection {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel();
         self.done_tx = done_tx;
         // The host's own view of the pages open, for as long as this connection lasts.
+        // The answerer hears the same connection (pages it attaches to are no workers:
+        // `classify` leaves them be); it loses it when this ends.
+        let answerer = self.inbox.answerer().map(|a| {
+            a.connected(&self.conn);
+            Lost(a)
+        });
+        self.answerer = answerer.as_ref().map(|l| l.0.clone());
         let _sites = super::super::sites::follow(&self.conn, self.inbox.clone());
         // Remote downloads are copied one at a time, on this connection, within the
         // session's budget (kept across connections).
@@ -548,6 +567,9 @@ impl Connection {
     }
 
     fn on_event(&mut self, ev: Event) {
+        if let Some(a) = &self.answerer {
+            a.event(&ev);
+        }
         match ev.method.as_str() {
             "Target.attachedToTarget" => self.attached(&ev.params),
             "Target.detachedFromTarget" => {

@@ -30,6 +30,10 @@ pub trait Sink: Send + Sync {
     fn upload_failed(&self, tab_id: i64, id: u64, record: u64, why: &str);
     /// What the host's own DevTools connection saw of the pages open (`host/sites.rs`).
     fn sites(&self, change: super::sites::Change);
+    /// The host's CDP answerer, which the connection's owner feeds (`host/answerer/`).
+    fn answerer(&self) -> Option<super::answerer::Answerer> {
+        None
+    }
 }
 
 /// Where a transport puts what the browser sent. Cheap to clone; callable from any thread.
@@ -52,10 +56,18 @@ impl Inbox {
     pub fn sites(&self, change: super::sites::Change) {
         self.0.sites(change);
     }
+
+    pub fn answerer(&self) -> Option<super::answerer::Answerer> {
+        self.0.answerer()
+    }
 }
 
 impl super::sites::Feed for Inbox {
     fn sites(&self, change: super::sites::Change) {
         self.0.sites(change);
+    }
+
+    fn answerer(&self) -> Option<super::answerer::Answerer> {
+        self.0.answerer()
     }
 }

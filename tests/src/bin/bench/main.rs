@@ -8,6 +8,7 @@ use unmodal_e2e::browser::Options;
 use unmodal_e2e::page::Page;
 use unmodal_e2e::{Session, eventually};
 
+mod answerer;
 mod auth;
 mod file_chooser;
 mod launch;
@@ -149,7 +150,7 @@ async fn held_dialogs(s: &Session) -> Result<()> {
 async fn main() -> Result<()> {
     // `cargo xtask bench -- --soak-seconds N` (default 120; 0 skips the soak), `--only-soak`,
     // `--only-peers`, `--only-launch`, `--only-file-chooser`, `--only-remote`,
-    // `--only-remote-faults` (its drops and file copies alone).
+    // `--only-remote-faults` (its drops and file copies alone), `--only-answerer`.
     let args: Vec<String> = std::env::args().collect();
     let soak_secs = args
         .iter()
@@ -158,6 +159,9 @@ async fn main() -> Result<()> {
         .map_or(Ok(120), |v| v.parse::<u64>())?;
     if args.iter().any(|a| a == "--only-soak") {
         return soak(soak_secs).await;
+    }
+    if args.iter().any(|a| a == "--only-answerer") {
+        return answerer::rows().await;
     }
     if args.iter().any(|a| a == "--only-auth") {
         let (s, _) = Session::with_pilot("/bench", "<!doctype html><title>bench</title>").await?;

@@ -1,0 +1,357 @@
+//! What the answerer knows, without any I/O: the page and frame targets the browser showed
+//! (`Target.setDiscoverTargets`), the sessions the answerer holds on them, and the prompts
+//! open in them with their choices. Events go in (`on_event`); what to send comes out
+//! (`Step`), for `mod.rs` to send and report back.
+
+use super::{Account, ClosedBy, Device, PromptView, Seen, Want, Which};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+
+/// Targets and prompts kept, at most: a page that opens more only loses the answerer there.
+pub const MAX_TARGETS: usize = 4096;
+pub const MAX_PROMPTS: usize = 256;
+/// Choices kept per prompt (a chooser listing more shows the first ones).
+pub const MAX_CHOICES: usize = 64;
+/// The longest id, name or URL kept from the browser's events.
+const MAX_TEXT: usize = 2048;
+
+/// What to send the browser.
+#[derive(Debug, PartialEq)]
+pub enum Step {
+    Attach(String),
+    Enable { session: String, which: Which },
+    Disable { session: String, which: Which },
+    Detach(String),
+}
+
+#[derive(Debug, Default)]
+struct Target {
+    url: String,
+    frame: bool,
+    /// `Some` once attached; `attaching` while the command is on its way.
+    session: Option<String>,
+    attaching: bool,
+    enabled: Want,
+}
+
+#[derive(Debug)]
+pub(super) struct Prompt {
+    pub target: String,
+    pub session: String,
+    /// The browser's id: `DeviceAccess`'s prompt id, `FedCm`'s dialog id.
+    pub cdp_id: String,
+    pub which: Which,
+    pub dialog_type: Option<String>,
+    pub devices: Vec<Device>,
+    pub accounts: Vec<Account>,
+    pub claimed: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct Book {
+    /// The connection is up and the browser took `Target.setDiscoverTargets`.
+    pub live: bool,
+    pilot: bool,
+    wanted: Want,
+    targets: HashMap<String, Target>,
+    sessions: HashMap<String, String>,
+    pub(super) prompts: BTreeMap<u64, Prompt>,
+    next: u64,
+}
+
+fn text(v: &Value) -> String {
+    let s = v.as_str().unwrap_or_default();
+    if s.len() <= MAX_TEXT {
+        return s.to_owned();
+    }
+    let mut end = MAX_TEXT;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_owned()
+}
+
+impl Book {
+    /// What the answerer should have on: what the host wants, and only with the pilot on.
+    pub fn effective(&self) -> Want {
+        if self.pilot { self.wanted } else { Want::NONE }
+    }
+
+    pub fn pilot(&self) -> bool {
+        self.pilot
+    }
+
+    /// A new connection (or none): nothing of the old one counts; its prompts are closed.
+    pub fn reset(&mut self, live: bool, seen: &mut Vec<Seen>) {
+        for (id, _) in std::mem::take(&mut self.prompts) {
+            seen.push(Seen::Closed { prompt: id, by: ClosedBy::Gone });
+        }
+        self.targets.clear();
+        self.sessions.clear();
+        self.live = live;
+    }
+
+    pub fn set(&mut self, pilot: bool, wanted: Want, seen: &mut Vec<Seen>) -> Vec<Step> {
+        let before = self.effective();
+        self.pilot = pilot;
+        self.wanted = wanted;
+        let now = self.effective();
+        if now == before {
+            return Vec::new();
+        }
+        let mut steps = Vec::new();
+        let ids: Vec<String> = self.targets.keys().cloned().collect();
+        for id in ids {
+            steps.extend(self.bring_in_line(&id, seen));
+        }
+        steps
+    }
+
+    /// The steps that bring target `id` to what is wanted now.
+    fn bring_in_line(&mut self, id: &str, seen: &mut Vec<Seen>) -> Vec<Step> {
+        let want = self.effective();
+        let Some(t) = self.targets.get_mut(id) else { return Vec::new() };
+        let mut steps = Vec::new();
+        match (&t.session, want.any()) {
+            (None, true) if !t.attaching => {
+                t.attaching = true;
+                steps.push(Step::Attach(id.to_owned()));
+            }
+            (Some(s), true) => {
+                for which in [Which::Devices, Which::Accounts] {
+                    match (t.enabled.has(which), want.has(which)) {
+                        (false, true) => steps.push(Step::Enable { session: s.clone(), which }),
+                        (true, false) => steps.push(Step::Disable { session: s.clone(), which }),
+                        _ => {}
+                    }
+                }
+                t.enabled = want;
+            }
+            (Some(s), false) => {
+                let s = s.clone();
+                steps.push(Step::Detach(s.clone()));
+                t.session = None;
+                t.enabled = Want::NONE;
+                self.sessions.remove(&s);
+                self.close_where(seen, ClosedBy::Left, |p| p.session == s);
+            }
+            _ => {}
+        }
+        steps
+    }
+
+    /// The answer to `Step::Attach`: the session, or `None` (the target went, or refused).
+    pub fn attached(&mut self, target: &str, session: Option<String>, seen: &mut Vec<Seen>) -> Vec<Step> {
+        let Some(t) = self.targets.get_mut(target) else {
+            return session.map(Step::Detach).into_iter().collect();
+        };
+        t.attaching = false;
+        let Some(session) = session else { return Vec::new() };
+        t.session = Some(session.clone());
+        t.enabled = Want::NONE;
+        self.sessions.insert(session, target.to_owned());
+        self.bring_in_line(target, seen)
+    }
+
+    /// A browser-level or session event; what to send because of it.
+    pub fn on_event(&mut self, method: &str, params: &Value, session: Option<&str>, seen: &mut Vec<Seen>) -> Vec<Step> {
+        match (method, session) {
+            ("Target.targetCreated" | "Target.targetInfoChanged", None) => {
+                let info = &params["targetInfo"];
+                let (Some(id), Some(kind)) = (info["targetId"].as_str(), info["type"].as_str()) else {
+                    return Vec::new();
+                };
+                let url = text(&info["url"]);
+                if !matches!(kind, "page" | "iframe") || !web_or_blank(&url) {
+                    // Unmodal's own pages, the browser's: never attached.
+                    return self.forget(id, seen);
+                }
+                if !self.targets.contains_key(id) && self.targets.len() >= MAX_TARGETS {
+                    return Vec::new();
+                }
+                let t = self.targets.entry(id.to_owned()).or_default();
+                t.url = url;
+                t.frame = kind == "iframe";
+                self.bring_in_line(id, seen)
+            }
+            ("Target.targetDestroyed", None) => {
+                let Some(id) = params["targetId"].as_str() else { return Vec::new() };
+                self.forget(id, seen);
+                Vec::new()
+            }
+            ("Target.detachedFromTarget", None) => {
+                if let Some(s) = params["sessionId"].as_str()
+                    && let Some(target) = self.sessions.remove(s)
+                {
+                    if let Some(t) = self.targets.get_mut(&target) {
+                        t.session = None;
+                        t.enabled = Want::NONE;
+                    }
+                    self.close_where(seen, ClosedBy::Gone, |p| p.session == s);
+                }
+                Vec::new()
+            }
+            ("DeviceAccess.deviceRequestPrompted", Some(s)) => {
+                self.prompted(
+                    s,
+                    Which::Devices,
+                    &params["id"],
+                    None,
+                    device_list(&params["devices"]),
+                    Vec::new(),
+                    seen,
+                );
+                Vec::new()
+            }
+            ("FedCm.dialogShown", Some(s)) => {
+                let kind = Some(text(&params["dialogType"]));
+                self.prompted(
+                    s,
+                    Which::Accounts,
+                    &params["dialogId"],
+                    kind,
+                    Vec::new(),
+                    account_list(&params["accounts"]),
+                    seen,
+                );
+                Vec::new()
+            }
+            ("FedCm.dialogClosed", Some(s)) => {
+                let id = text(&params["dialogId"]);
+                // Closed by the answerer's own command was said when it answered.
+                self.close_where(seen, ClosedBy::Remote, |p| {
+                    p.session == s && p.which == Which::Accounts && p.cdp_id == id
+                });
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn prompted(
+        &mut self,
+        session: &str,
+        which: Which,
+        id: &Value,
+        dialog_type: Option<String>,
+        devices: Vec<Device>,
+        accounts: Vec<Account>,
+        seen: &mut Vec<Seen>,
+    ) {
+        let Some(target) = self.sessions.get(session).cloned() else { return };
+        let cdp_id = text(id);
+        let open =
+            self.prompts.iter_mut().find(|(_, p)| p.session == session && p.which == which && p.cdp_id == cdp_id);
+        if let Some((&n, p)) = open {
+            // The same prompt again: its list changed (a device that appeared later).
+            p.devices = devices;
+            p.accounts = accounts;
+            p.dialog_type = dialog_type;
+            seen.push(Seen::Updated(self.view(n).expect("just found")));
+            return;
+        }
+        // A new FedCM dialog in a session replaces one that is still open there (the
+        // browser shows one at a time: the old one went without a `dialogClosed`).
+        if which == Which::Accounts {
+            self.close_where(seen, ClosedBy::Remote, |p| p.session == session && p.which == Which::Accounts);
+        }
+        if self.prompts.len() >= MAX_PROMPTS {
+            return;
+        }
+        self.next += 1;
+        let n = self.next;
+        self.prompts.insert(
+            n,
+            Prompt {
+                target,
+                session: session.to_owned(),
+                cdp_id,
+                which,
+                dialog_type,
+                devices,
+                accounts,
+                claimed: false,
+            },
+        );
+        seen.push(Seen::Opened(self.view(n).expect("just added")));
+    }
+
+    /// The target went (closed, or left the web): its session and prompts with it.
+    fn forget(&mut self, id: &str, seen: &mut Vec<Seen>) -> Vec<Step> {
+        let Some(t) = self.targets.remove(id) else { return Vec::new() };
+        let Some(s) = t.session else { return Vec::new() };
+        self.sessions.remove(&s);
+        self.close_where(seen, ClosedBy::Gone, |p| p.session == s);
+        vec![Step::Detach(s)]
+    }
+
+    pub(super) fn close_where(&mut self, seen: &mut Vec<Seen>, by: ClosedBy, f: impl Fn(&Prompt) -> bool) {
+        let gone: Vec<u64> = self.prompts.iter().filter(|(_, p)| f(p)).map(|(n, _)| *n).collect();
+        for n in gone {
+            self.prompts.remove(&n);
+            seen.push(Seen::Closed { prompt: n, by });
+        }
+    }
+
+    pub fn view(&self, n: u64) -> Option<PromptView> {
+        let p = self.prompts.get(&n)?;
+        let t = self.targets.get(&p.target);
+        Some(PromptView {
+            prompt: n,
+            which: p.which,
+            target: p.target.clone(),
+            url: t.map(|t| t.url.clone()).unwrap_or_default(),
+            in_frame: t.is_some_and(|t| t.frame),
+            dialog_type: p.dialog_type.clone(),
+            devices: p.devices.clone(),
+            accounts: p.accounts.clone(),
+        })
+    }
+
+    pub fn views(&self) -> Vec<PromptView> {
+        self.prompts.keys().filter_map(|n| self.view(*n)).collect()
+    }
+
+    pub(super) fn claim(&mut self, n: u64) -> bool {
+        match self.prompts.get_mut(&n) {
+            Some(p) if !p.claimed => {
+                p.claimed = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether target `id` is attached with `which` on (for the record's "why no choice").
+    pub fn covers(&self, url: &str, which: Which) -> bool {
+        self.targets.values().any(|t| t.url == url && t.session.is_some() && t.enabled.has(which))
+    }
+}
+
+/// Pages the answerer may attach to: the web's, and `about:blank` (a new tab, which then
+/// navigates: the same target).
+fn web_or_blank(url: &str) -> bool {
+    url.is_empty() || url == "about:blank" || url.starts_with("http://") || url.starts_with("https://")
+}
+
+fn device_list(v: &Value) -> Vec<Device> {
+    let list = v.as_array().map(Vec::as_slice).unwrap_or_default();
+    list.iter().take(MAX_CHOICES).map(|d| Device { id: text(&d["id"]), name: text(&d["name"]) }).collect()
+}
+
+fn account_list(v: &Value) -> Vec<Account> {
+    let list = v.as_array().map(Vec::as_slice).unwrap_or_default();
+    list.iter()
+        .take(MAX_CHOICES)
+        .enumerate()
+        .map(|(index, a)| Account {
+            index,
+            account_id: text(&a["accountId"]),
+            name: text(&a["name"]),
+            email: text(&a["email"]),
+            config_url: text(&a["idpConfigUrl"]),
+            login_state: text(&a["loginState"]),
+        })
+        .collect()
+}

@@ -1,0 +1,303 @@
+//! The answerer against a fake CDP peer over a real WebSocket: what it sends, what it keeps.
+
+use super::*;
+use crate::cdp::Endpoint;
+use futures_util::{SinkExt, StreamExt};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+
+type Command = (String, Option<String>, Value);
+
+/// A browser over one WebSocket: every command logged and answered (`attachToTarget` with
+/// session `S-<target>`; a command in `refuse` with an error).
+struct Peer {
+    commands: Arc<Mutex<Vec<Command>>>,
+    events: mpsc::UnboundedSender<Value>,
+    refuse: Arc<Mutex<Vec<String>>>,
+}
+
+impl Peer {
+    async fn start() -> (Self, Answerer, mpsc::UnboundedReceiver<Event>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}/devtools/browser/fake", listener.local_addr().unwrap());
+        let commands = Arc::new(Mutex::new(Vec::new()));
+        let refuse: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (events, mut events_rx) = mpsc::unbounded_channel::<Value>();
+        let (log, no) = (commands.clone(), refuse.clone());
+        tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+            loop {
+                tokio::select! {
+                    Some(ev) = events_rx.recv() => ws.send(Message::Text(ev.to_string().into())).await.unwrap(),
+                    m = ws.next() => {
+                        let Some(Ok(Message::Text(text))) = m else { return };
+                        let cmd: Value = serde_json::from_str(&text).unwrap();
+                        let method = cmd["method"].as_str().unwrap_or_default().to_owned();
+                        let session = cmd["sessionId"].as_str().map(str::to_owned);
+                        let mut answer = if no.lock().unwrap().contains(&method) {
+                            json!({"id": cmd["id"], "error": {"code": -32000, "message": "No such prompt"}})
+                        } else if method == "Target.attachToTarget" {
+                            json!({"id": cmd["id"], "result": {"sessionId": format!("S-{}", cmd["params"]["targetId"].as_str().unwrap())}})
+                        } else {
+                            json!({"id": cmd["id"], "result": {}})
+                        };
+                        log.lock().unwrap().push((method, session, cmd["params"].clone()));
+                        if let Some(s) = cmd.get("sessionId") {
+                            answer["sessionId"] = s.clone();
+                        }
+                        ws.send(Message::Text(answer.to_string().into())).await.unwrap();
+                    }
+                }
+            }
+        });
+        let (conn, rx) = Conn::open(&Endpoint::new(&url, &[], None).unwrap(), &url).await.unwrap();
+        let a = Answerer::new();
+        a.connected(&conn);
+        (Self { commands, events, refuse }, a, rx)
+    }
+
+    fn send(&self, method: &str, params: Value, session: Option<&str>) {
+        let mut ev = json!({"method": method, "params": params});
+        if let Some(s) = session {
+            ev["sessionId"] = json!(s);
+        }
+        self.events.send(ev).unwrap();
+    }
+
+    fn page(&self, id: &str, kind: &str, url: &str) {
+        self.send("Target.targetCreated", json!({"targetInfo": {"targetId": id, "type": kind, "url": url}}), None);
+    }
+
+    fn sent(&self) -> Vec<String> {
+        let log = self.commands.lock().unwrap();
+        log.iter().map(|(m, s, _)| format!("{m}{}", s.as_ref().map(|s| format!(" @{s}")).unwrap_or_default())).collect()
+    }
+
+    fn params(&self, method: &str) -> Vec<Value> {
+        self.commands.lock().unwrap().iter().filter(|(m, ..)| m == method).map(|(.., p)| p.clone()).collect()
+    }
+}
+
+/// Feeds the connection's events to the answerer, as `watch_local` and the bridge do.
+fn feed(a: &Answerer, mut rx: mpsc::UnboundedReceiver<Event>) {
+    let a = a.clone();
+    tokio::spawn(async move {
+        while let Some(ev) = rx.recv().await {
+            a.event(&ev);
+        }
+    });
+}
+
+async fn until(what: &str, f: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn on() -> PilotOn {
+    PilotOn::of(true).unwrap()
+}
+
+const BT: &str = "DeviceAccess.deviceRequestPrompted";
+
+#[tokio::test]
+async fn nothing_is_attached_until_something_is_wanted_with_the_pilot_on() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    peer.page("P1", "page", "http://127.0.0.1:1/");
+    a.set(false, Want::ALL);
+    a.set(true, Want::NONE);
+    // A barrier: the event above was heard once this one is.
+    peer.page("P2", "page", "http://127.0.0.1:2/");
+    a.set(true, Want::NONE);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(peer.sent().is_empty(), "pilot off or nothing wanted: nothing sent: {:?}", peer.sent());
+    a.set(true, Want { devices: true, accounts: false });
+    until("attached and enabled", || peer.sent().iter().filter(|c| c.starts_with("DeviceAccess.enable")).count() == 2)
+        .await;
+    let sent = peer.sent();
+    assert!(sent.contains(&"Target.attachToTarget".to_owned()));
+    assert!(!sent.iter().any(|c| c.starts_with("FedCm")), "only what is wanted: {sent:?}");
+    for p in peer.params("Target.attachToTarget") {
+        assert_eq!(p["flatten"], true);
+        assert!(p.get("waitForDebuggerOnStart").is_none(), "nothing paused");
+    }
+    // FedCm too: enabled without the rejection delay.
+    a.set(true, Want::ALL);
+    until("FedCm on", || peer.params("FedCm.enable").len() == 2).await;
+    assert!(peer.params("FedCm.enable").iter().all(|p| p["disableRejectionDelay"] == true));
+    // The pilot goes off: every session let go.
+    a.set(false, Want::ALL);
+    until("detached", || peer.params("Target.detachFromTarget").len() == 2).await;
+}
+
+#[tokio::test]
+async fn a_chooser_lists_devices_as_they_come_and_a_pick_must_be_offered() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let log = seen.clone();
+    a.on_change(move |s| log.lock().unwrap().push(s.clone()));
+    a.set(true, Want::ALL);
+    peer.page("P1", "page", "http://127.0.0.1:1/bt");
+    peer.page("F1", "iframe", "http://localhost:2/frame");
+    // Unmodal's pages and the browser's are never attached.
+    peer.page("X", "page", "chrome-extension://abc/popup.html");
+    peer.page("W", "service_worker", "http://127.0.0.1:1/sw.js");
+    until("both attached", || {
+        a.covers("http://localhost:2/frame", Which::Devices) && a.covers("http://127.0.0.1:1/bt", Which::Devices)
+    })
+    .await;
+    assert_eq!(peer.params("Target.attachToTarget").len(), 2, "{:?}", peer.sent());
+    peer.send(BT, json!({"id": "R1", "devices": [{"id": "09:09", "name": ""}]}), Some("S-F1"));
+    until("opened", || a.prompts().len() == 1).await;
+    let n = a.prompts()[0].prompt;
+    assert_eq!(a.find(Which::Devices, "http://localhost:2/frame", None), Found::One(n));
+    assert_eq!(a.find(Which::Accounts, "http://localhost:2/frame", None), Found::None);
+    assert_eq!(a.find(Which::Devices, "http://127.0.0.1:1/bt", None), Found::None, "the frame's, not the page's");
+    // Not offered: an error, nothing sent, the chooser still open.
+    let e = a.select_device(&on(), n, "08:08").await.unwrap_err();
+    assert_eq!(e, PickError::NoSuchDevice("08:08".into(), "09:09".into()));
+    assert!(a.prompt(n).is_some());
+    // A device that appears later: the same prompt, updated.
+    peer.send(
+        BT,
+        json!({"id": "R1", "devices": [{"id": "09:09", "name": ""}, {"id": "08:08", "name": "Thermo"}]}),
+        Some("S-F1"),
+    );
+    until("updated", || a.prompt(n).is_some_and(|p| p.devices.len() == 2)).await;
+    a.select_device(&on(), n, "08:08").await.unwrap();
+    assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id": "R1", "deviceId": "08:08"})]);
+    assert!(a.prompt(n).is_none());
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        matches!(&seen[..], [Seen::Opened(_), Seen::Updated(_), Seen::Closed { by: ClosedBy::Answerer, .. }]),
+        "{seen:?}"
+    );
+    assert_eq!(a.select_device(&on(), n, "08:08").await, Err(PickError::NotOpen(n)));
+}
+
+#[tokio::test]
+async fn the_pilot_off_picks_nothing_and_another_clients_answer_closes_it_as_remote() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    a.set(true, Want::ALL);
+    peer.page("P1", "page", "http://127.0.0.1:1/");
+    until("attached", || a.covers("http://127.0.0.1:1/", Which::Accounts)).await;
+    let accounts = json!([
+        {"accountId": "u1", "email": "one@idp.test", "name": "One", "idpConfigUrl": "http://127.0.0.1:9/config.json", "loginState": "SignUp"},
+        {"accountId": "u2", "email": "two@idp.test", "name": "Two", "idpConfigUrl": "http://127.0.0.1:9/config.json", "loginState": "SignIn"},
+    ]);
+    peer.send(
+        "FedCm.dialogShown",
+        json!({"dialogId": "0", "dialogType": "AccountChooser", "accounts": accounts}),
+        Some("S-P1"),
+    );
+    until("shown", || a.prompts().len() == 1).await;
+    let n = a.prompts()[0].prompt;
+    assert_eq!(a.prompts()[0].accounts[1].email, "two@idp.test");
+    // Not a chooser of devices; no such account.
+    assert_eq!(a.select_device(&on(), n, "x").await, Err(PickError::WrongKind(Which::Accounts)));
+    assert!(matches!(a.select_account(&on(), n, "u9").await, Err(PickError::NoSuchAccount(..))));
+    assert!(matches!(a.click_dialog_button(&on(), n, DialogButton::ErrorGotIt).await, Err(PickError::WrongDialog(_))));
+    // The pilot goes off: the answerer's own flag refuses whatever gate a caller holds, and
+    // its sessions are let go (the dialog with them).
+    a.set(false, Want::ALL);
+    assert_eq!(a.select_account(&on(), n, "u2").await, Err(PickError::PilotOff));
+    assert!(peer.params("FedCm.selectAccount").is_empty());
+    // On again: a new dialog, answered by another client first (`dialogClosed`).
+    a.set(true, Want::ALL);
+    until("attached again", || a.covers("http://127.0.0.1:1/", Which::Accounts)).await;
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let log = seen.clone();
+    a.on_change(move |s| log.lock().unwrap().push(s.clone()));
+    peer.send(
+        "FedCm.dialogShown",
+        json!({"dialogId": "1", "dialogType": "AccountChooser", "accounts": accounts}),
+        Some("S-P1"),
+    );
+    until("shown again", || a.prompts().len() == 1).await;
+    let m = a.prompts()[0].prompt;
+    peer.send("FedCm.dialogClosed", json!({"dialogId": "1"}), Some("S-P1"));
+    until("closed", || a.prompts().is_empty()).await;
+    assert!(seen.lock().unwrap().contains(&Seen::Closed { prompt: m, by: ClosedBy::Remote }));
+    // A chooser another client answered, which the browser then refuses to us: remote.
+    peer.send(BT, json!({"id": "R2", "devices": [{"id": "d1", "name": ""}]}), Some("S-P1"));
+    until("chooser", || a.prompts().len() == 1).await;
+    let k = a.prompts()[0].prompt;
+    peer.refuse.lock().unwrap().push("DeviceAccess.selectPrompt".into());
+    assert!(matches!(a.select_device(&on(), k, "d1").await, Err(PickError::Refused(_))));
+    assert!(seen.lock().unwrap().contains(&Seen::Closed { prompt: k, by: ClosedBy::Remote }));
+}
+
+#[tokio::test]
+async fn the_right_account_index_is_sent_and_a_closed_target_closes_its_prompts() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    a.set(true, Want::ALL);
+    peer.page("P1", "page", "http://127.0.0.1:1/");
+    until("attached", || a.covers("http://127.0.0.1:1/", Which::Accounts)).await;
+    let accounts = json!([{"accountId": "u1"}, {"accountId": "u2"}]);
+    peer.send(
+        "FedCm.dialogShown",
+        json!({"dialogId": "7", "dialogType": "AccountChooser", "accounts": accounts}),
+        Some("S-P1"),
+    );
+    until("shown", || a.prompts().len() == 1).await;
+    let n = a.prompts()[0].prompt;
+    a.select_account(&on(), n, "u2").await.unwrap();
+    assert_eq!(peer.params("FedCm.selectAccount"), [json!({"dialogId": "7", "accountIndex": 1})]);
+    peer.send(BT, json!({"id": "R", "devices": []}), Some("S-P1"));
+    until("chooser", || a.prompts().len() == 1).await;
+    peer.send("Target.targetDestroyed", json!({"targetId": "P1"}), None);
+    until("gone", || a.prompts().is_empty()).await;
+    // A connection lost: no connection, nothing picked.
+    a.lost();
+    assert!(!a.held());
+}
+
+#[tokio::test]
+async fn two_prompts_at_one_url_are_told_apart_only_by_a_candidate_target() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    a.set(true, Want::ALL);
+    let url = "http://127.0.0.1:1/same";
+    peer.page("P1", "page", url);
+    peer.page("P2", "page", url);
+    until("attached", || peer.params("DeviceAccess.enable").len() == 2).await;
+    peer.send(BT, json!({"id": "A", "devices": []}), Some("S-P1"));
+    peer.send(BT, json!({"id": "B", "devices": []}), Some("S-P2"));
+    until("two", || a.prompts().len() == 2).await;
+    let (one, two) = (a.prompts()[0].prompt, a.prompts()[1].prompt);
+    assert_eq!(a.find(Which::Devices, url, None), Found::Several(vec![one, two]));
+    // A hint that names no candidate adds nothing.
+    assert_eq!(a.find(Which::Devices, url, Some("P9")), Found::Several(vec![one, two]));
+    let hinted = a.find(Which::Devices, url, Some("P2"));
+    assert_eq!(hinted, Found::One(two));
+    assert!(a.claim(two));
+    assert!(!a.claim(two), "claimed once");
+    assert_eq!(a.find(Which::Devices, url, None), Found::One(one), "a claimed prompt is no candidate");
+}
+
+#[test]
+fn a_flood_of_targets_and_long_texts_stay_bounded() {
+    let mut b = Book::default();
+    let mut seen = Vec::new();
+    for i in 0..book::MAX_TARGETS + 10 {
+        let info = json!({"targetInfo": {"targetId": format!("T{i}"), "type": "page", "url": "http://a/"}});
+        b.on_event("Target.targetCreated", &info, None, &mut seen);
+    }
+    let steps = b.set(true, Want::ALL, &mut seen);
+    assert_eq!(steps.len(), book::MAX_TARGETS);
+    b.attached("T0", Some("S".into()), &mut seen);
+    let long = "x".repeat(100_000);
+    let devices: Vec<Value> = (0..1000).map(|i| json!({"id": format!("{i}{long}"), "name": long})).collect();
+    b.on_event(BT, &json!({"id": "R", "devices": devices}), Some("S"), &mut seen);
+    let v = &b.views()[0];
+    assert_eq!(v.devices.len(), book::MAX_CHOICES);
+    assert!(v.devices.iter().all(|d| d.id.len() <= 2048 && d.name.len() <= 2048));
+}

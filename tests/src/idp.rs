@@ -1,0 +1,88 @@
+//! A FedCM identity provider on loopback with two accounts (CDP-FACTS 3): the well-known
+//! file, the config, the accounts list, the client metadata, and an assertion endpoint
+//! whose token names the account the browser posted, so a test can tell which was picked.
+//! Plain HTTP/1.1, one request per connection, on a thread of its own.
+
+use anyhow::Result;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+pub struct Idp {
+    pub origin: String,
+    /// The account ids posted to the assertion endpoint, in order.
+    pub asserted: Arc<Mutex<Vec<String>>>,
+}
+
+/// The two accounts: (id, name, email).
+pub const ACCOUNTS: [(&str, &str, &str); 2] = [("u1", "One", "one@idp.test"), ("u2", "Two", "two@idp.test")];
+
+impl Idp {
+    /// Serves on 127.0.0.1 for relying parties at `rp_origin` (the assertion's CORS origin).
+    pub fn start(rp_origin: &str) -> Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let origin = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
+        let asserted: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (o, rp, log) = (origin.clone(), rp_origin.to_owned(), asserted.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let _ = serve(stream, &o, &rp, &log);
+            }
+        });
+        Ok(Self { origin, asserted })
+    }
+
+    pub fn config_url(&self) -> String {
+        format!("{}/config.json", self.origin)
+    }
+}
+
+fn serve(stream: TcpStream, origin: &str, rp: &str, asserted: &Mutex<Vec<String>>) -> Result<()> {
+    let mut r = BufReader::new(stream.try_clone()?);
+    let mut first = String::new();
+    r.read_line(&mut first)?;
+    let path = first.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line)? == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length.min(65536)];
+    r.read_exact(&mut body)?;
+    let body = String::from_utf8_lossy(&body);
+    let accounts: Vec<serde_json::Value> = ACCOUNTS
+        .iter()
+        .map(|(id, name, email)| serde_json::json!({"id": id, "name": name, "email": email, "approved_clients": []}))
+        .collect();
+    let mut extra = String::new();
+    let json = match path.split('?').next().unwrap_or_default() {
+        "/.well-known/web-identity" => serde_json::json!({"provider_urls": [format!("{origin}/config.json")]}),
+        "/config.json" => serde_json::json!({"accounts_endpoint": "/accounts", "client_metadata_endpoint":
+            "/client_metadata", "id_assertion_endpoint": "/assertion", "login_url": "/login"}),
+        "/accounts" => serde_json::json!({"accounts": accounts}),
+        "/client_metadata" => serde_json::json!({"privacy_policy_url": format!("{origin}/privacy"),
+            "terms_of_service_url": format!("{origin}/terms")}),
+        "/assertion" => {
+            let account = body.split('&').find_map(|kv| kv.strip_prefix("account_id=")).unwrap_or_default().to_owned();
+            asserted.lock().unwrap().push(account.clone());
+            extra = format!("Access-Control-Allow-Origin: {rp}\r\nAccess-Control-Allow-Credentials: true\r\n");
+            serde_json::json!({"token": format!("token-for-{account}")})
+        }
+        _ => serde_json::json!({}),
+    };
+    let text = json.to_string();
+    let mut w = stream;
+    write!(
+        w,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{text}",
+        text.len()
+    )?;
+    Ok(())
+}
