@@ -107,7 +107,7 @@ impl Shared {
     fn send(&self, state: &MutexGuard<'_, State>, msgs: Vec<ToBrowser>) {
         // The answerer follows the pilot's switch at every change (nothing sent when the
         // same): pilot off, it holds no session and picks nothing.
-        state.answerer.set(state.pilot, state.answer_want);
+        state.answerer.set(state.pilot, state.answer_want | kinds::answerer_want(state));
         for m in msgs {
             let _ = self.to_browser.send(m);
         }
@@ -323,6 +323,7 @@ async fn start(browser: crate::parent_browser::ParentBrowser) -> Result<Started>
     }
     persist::remove_stale(&dir);
     let (shared, outbox) = Shared::new(state, dir);
+    tokio::spawn(answerer_changes(shared.clone()));
     tokio::spawn(socket::accept(listener, shared.clone()));
     tokio::spawn(saver(shared.clone()));
     Ok(Started { shared, outbox, socket })
@@ -391,6 +392,45 @@ pub async fn serve_remote(endpoint: crate::cdp::Endpoint, extension_id: &str, ma
     let copies = Arc::new(transport::remote_files::Budget::new(max_copied));
     tokio::spawn(transport::bridge::run(endpoint, inbox, outbox, fetches, link.clone(), copies));
     Ok(RemoteHost { socket: socket.0.clone(), link, shared, _socket: socket })
+}
+
+/// What the CDP answerer sees goes to the kinds, one change at a time, and the answers they
+/// ask for are given on the connection. Through a channel: the answerer may call back while
+/// the state's lock is held (`Shared::send` passes the pilot's switch on).
+async fn answerer_changes(shared: Arc<Shared>) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<answerer::Seen>();
+    let answerer = shared.state().answerer.clone();
+    answerer.on_change(move |seen| {
+        let _ = tx.send(seen.clone());
+    });
+    while let Some(seen) = rx.recv().await {
+        let mut out = {
+            let mut state = shared.state();
+            let out = kinds::answerer_seen(&mut state, &seen);
+            shared.send(&state, Vec::new());
+            out
+        };
+        while !out.to_browser.is_empty() || !out.acts.is_empty() {
+            let acts = std::mem::take(&mut out.acts);
+            {
+                let state = shared.state();
+                shared.send(&state, std::mem::take(&mut out.to_browser));
+            }
+            for (kind, act) in acts {
+                let gate = answerer::PilotOn::of(shared.state().pilot);
+                let result = match &gate {
+                    Some(g) => answerer.act(g, &act).await,
+                    None => Err(answerer::PickError::PilotOff),
+                };
+                let mut state = shared.state();
+                let more = kinds::answerer_acted(&mut state, kind, &act, &result);
+                out.to_browser.extend(more.to_browser);
+                out.acts.extend(more.acts);
+            }
+        }
+        shared.browser_spoke.notify_waiters();
+        shared.changed.notify_one();
+    }
 }
 
 async fn terminated() {

@@ -69,6 +69,37 @@ impl Want {
     }
 }
 
+impl std::ops::BitOr for Want {
+    type Output = Want;
+    fn bitor(self, o: Want) -> Want {
+        Want { devices: self.devices || o.devices, accounts: self.accounts || o.accounts }
+    }
+}
+
+/// An answer a kind asks the answerer to give (`Answerer::act`): the kinds decide under
+/// the state's lock, the host gives it after, on the connection.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Act {
+    SelectDevice { prompt: u64, device_id: String },
+    CancelDevice { prompt: u64 },
+    SelectAccount { prompt: u64, account_id: String },
+    Dismiss { prompt: u64 },
+    Click { prompt: u64, button: DialogButton },
+}
+
+impl Act {
+    /// The prompt it answers.
+    pub fn prompt(&self) -> u64 {
+        match self {
+            Act::SelectDevice { prompt, .. }
+            | Act::CancelDevice { prompt }
+            | Act::SelectAccount { prompt, .. }
+            | Act::Dismiss { prompt }
+            | Act::Click { prompt, .. } => *prompt,
+        }
+    }
+}
+
 /// A device as the chooser lists it (`name` was empty in every measurement: the page gets
 /// the advertised name, the event does not carry it).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -426,6 +457,17 @@ impl Answerer {
             }
         })?;
         self.answer(n, &session, "DeviceAccess.selectPrompt", json!({"id": id, "deviceId": device_id})).await
+    }
+
+    /// Gives `act` (one of the answers below).
+    pub async fn act(&self, gate: &PilotOn, act: &Act) -> Result<(), PickError> {
+        match act {
+            Act::SelectDevice { prompt, device_id } => self.select_device(gate, *prompt, device_id).await,
+            Act::CancelDevice { prompt } => self.cancel_device(gate, *prompt).await,
+            Act::SelectAccount { prompt, account_id } => self.select_account(gate, *prompt, account_id).await,
+            Act::Dismiss { prompt } => self.dismiss(gate, *prompt).await,
+            Act::Click { prompt, button } => self.click_dialog_button(gate, *prompt, *button).await,
+        }
     }
 
     /// Cancels Bluetooth chooser `n`, as a person's Cancel.

@@ -20,6 +20,7 @@ pub(crate) mod permission;
 pub(crate) mod print;
 
 use crate::api::MatchArg;
+use crate::host::answerer::{Act, PickError, Seen, Want};
 use crate::host::protocol::{Carried, KindFields, KindMessage, PromptDecision, ToBrowser};
 use crate::host::record::{DecidedBy, Details, DialogRecord};
 use crate::host::rules::{self, RuleStore};
@@ -351,6 +352,53 @@ pub(in crate::host) trait Spec: Sync {
     }
     /// What a new rule will do, as the setup answers it, if `rule` is of this kind.
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String>;
+    /// What it wants the host's CDP answerer to see (`answerer/`), from what is in force:
+    /// its rules, policies and held prompts. Nothing, by default: nothing is attached.
+    fn answerer_want(&self, _s: &State) -> Want {
+        Want::NONE
+    }
+    /// A change the CDP answerer saw (a prompt opened, its choices changed, it closed; a
+    /// download): the kind records it and says what to send and which answers to give.
+    fn answerer_seen(&self, _s: &mut State, _seen: &Seen, _out: &mut Answered) {}
+    /// How an answer it asked for (`Answered::acts`) went.
+    fn answerer_acted(&self, _s: &mut State, _act: &Act, _result: &Result<(), PickError>, _out: &mut Answered) {}
+}
+
+/// What the kinds make of a change the CDP answerer saw.
+#[derive(Default)]
+pub(in crate::host) struct Answered {
+    /// Messages for the browser, in order.
+    pub to_browser: Vec<ToBrowser>,
+    /// Answers for the answerer to give, with the kind that asked (it hears how each went).
+    pub acts: Vec<(Kind, Act)>,
+}
+
+/// What the kinds want the CDP answerer to see now.
+pub(in crate::host) fn answerer_want(s: &State) -> Want {
+    ALL.iter().fold(Want::NONE, |w, k| w | k.answerer_want(s))
+}
+
+/// Every kind hears of a change the CDP answerer saw.
+pub(in crate::host) fn answerer_seen(s: &mut State, seen: &Seen) -> Answered {
+    let mut out = Answered::default();
+    for k in ALL {
+        k.answerer_seen(s, seen, &mut out);
+    }
+    out
+}
+
+/// The kind that asked for `act` hears how it went.
+pub(in crate::host) fn answerer_acted(
+    s: &mut State,
+    kind: Kind,
+    act: &Act,
+    result: &Result<(), PickError>,
+) -> Answered {
+    let mut out = Answered::default();
+    if let Some(k) = spec(kind) {
+        k.answerer_acted(s, act, result, &mut out);
+    }
+    out
 }
 
 /// What a kind is called and what its record says.
