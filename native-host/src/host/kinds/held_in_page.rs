@@ -40,7 +40,6 @@ use serde::Deserialize;
 use unmodal_engine::Policy;
 
 /// These kinds' handles: the one place their names are written.
-pub(crate) const SIGN_IN_KIND: Kind = Kind::new("sign_in");
 pub(crate) const PAYMENT_KIND: Kind = Kind::new("payment");
 pub(crate) const STORAGE_ACCESS_KIND: Kind = Kind::new("storage_access");
 pub(crate) const EYE_DROPPER_KIND: Kind = Kind::new("eye_dropper");
@@ -48,34 +47,34 @@ pub(crate) const EYE_DROPPER_KIND: Kind = Kind::new("eye_dropper");
 /// One kind of held call, as data.
 pub(super) struct HeldInPage {
     /// Its kind, rule group and closed record's answers.
-    words: Words,
+    pub(super) words: Words,
     /// Its part of `interact`: its words there; its rule is `HeldRule`.
-    api: Api,
+    pub(super) api: Api,
     /// What the call is, as explanations begin ("Payment request").
-    what: &'static str,
+    pub(super) what: &'static str,
     /// What the record says of it.
-    message: Message,
+    pub(super) message: Message,
     /// A rule's name in explanations ("payment").
-    rule_name: &'static str,
+    pub(super) rule_name: &'static str,
     /// What an accept leaves it to.
-    browsers: &'static str,
+    pub(super) browsers: &'static str,
     /// The page's error on a refusal.
-    refusal: &'static str,
-    policies: Policies,
+    pub(super) refusal: &'static str,
+    pub(super) policies: Policies,
     /// The default policy's answer when the browser refuses it itself, without a prompt
     /// (payment: no app can take it): left to the browser, and why.
-    auto_when_unable: Option<&'static str>,
+    pub(super) auto_when_unable: Option<&'static str>,
     /// A frame that has what it asks for already (storage access) is left to the browser,
     /// unrecorded: nothing would prompt.
-    unprompted_when_granted: bool,
+    pub(super) unprompted_when_granted: bool,
     /// What the browser does itself while the pilot is off.
-    pilot_off: &'static str,
+    pub(super) pilot_off: &'static str,
     /// What a rule will do, as its setup says: (what, accepted, refused).
-    rule_set: (&'static str, &'static str, &'static str),
+    pub(super) rule_set: (&'static str, &'static str, &'static str),
 }
 
 /// What a held call's record says.
-enum Message {
+pub(super) enum Message {
     /// Always the same.
     Plain(&'static str),
     /// By one flag of the request: (when set, when not).
@@ -83,45 +82,6 @@ enum Message {
     /// The provider the page named (cut, redacted) in `with`, at `{}`; `without` when none.
     Provider { with: (&'static str, &'static str), without: &'static str },
 }
-
-pub(super) static SIGN_IN: HeldInPage = HeldInPage {
-    api: held_api(
-        "A FedCM sign-in (navigator.credentials.get with identity): accept = the browser's own\naccount chooser \
-(headful: it waits for a person), dismiss = refused at once\n(NetworkError, as the browser refuses one it cannot \
-complete).",
-    ),
-    words: Words {
-        kind: SIGN_IN_KIND,
-        group: "sign-in",
-        closed: ("left to the browser's account chooser", "refused (the page got NetworkError)"),
-        expired: EXPIRED_REFUSED,
-    },
-    what: "Sign-in",
-    message: Message::Provider { with: ("sign in with ", " (FedCM)"), without: "sign in (FedCM)" },
-    rule_name: "sign-in",
-    browsers: "the browser's account chooser",
-    refusal: "NetworkError",
-    policies: Policies {
-        hold: "Sign-in held for the agent (policy must_respond): the page's call waits; answer with interact \
-{action:\"handle_dialog\", dialog_id, accept} (true: the browser's account chooser; false: NetworkError at once)",
-        auto: Says::Refuse(
-            "Sign-in refused at once by the default policy (NetworkError, the browser's own refusal): headless, the \
-browser would have refused it after a random delay of up to 31 s; a headful one would show an account chooser that \
-waits for a person; a sign_in rule with accept: true leaves it to the browser",
-        ),
-        auto_accept: Says::Accept("Sign-in left to the browser's account chooser (the tab's auto_accept policy)"),
-        auto_dismiss: Says::Refuse("Sign-in refused by the tab's auto_dismiss policy"),
-    },
-    auto_when_unable: None,
-    unprompted_when_granted: false,
-    pilot_off: "the browser handles the sign-in itself (headless: a NetworkError after up to 31 s; headful: an \
-account chooser that waits for a person)",
-    rule_set: (
-        "sign-in (FedCM)",
-        "leave it to the browser's account chooser",
-        "refuse it at once (the page gets NetworkError)",
-    ),
-};
 
 pub(super) static PAYMENT: HeldInPage = HeldInPage {
     api: held_api(
@@ -256,7 +216,7 @@ screen until a person clicks a colour or presses Escape)",
 };
 
 /// A held call's part of `interact`: no fields of its own, `HeldRule`.
-const fn held_api(description: &'static str) -> Api {
+pub(super) const fn held_api(description: &'static str) -> Api {
     Api {
         description,
         instructions: "",
@@ -331,9 +291,9 @@ impl Spec for HeldInPage {
 }
 
 /// A held call's request, with its kind's description.
-struct Asked<'a> {
-    of: &'a HeldInPage,
-    ask: HeldAsk,
+pub(super) struct Asked<'a> {
+    pub(super) of: &'a HeldInPage,
+    pub(super) ask: HeldAsk,
 }
 
 impl PromptKind for Asked<'_> {
@@ -425,22 +385,6 @@ mod tests {
         json!({"type":"prompt_request","kind":"storage_access","tab_id":3,"id":n,"url":"https://widget/","granted":granted})
     }
 
-    #[test]
-    fn the_default_refuses_a_rule_leaves_it_to_the_browser_and_page_text_is_redacted() {
-        let mut s = state_with(Policy::Auto);
-        let ask = |n: u64| {
-            json!({"type":"prompt_request","kind":"sign_in","tab_id":3,"id":n,"url":"http://a/login",
-                   "provider":"https://idp.example/config.json?token=s3cretvalue1"})
-        };
-        assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["decision"], "refuse");
-        let rec = s.history.iter().last().unwrap();
-        assert_eq!((rec.kind, rec.decided_by), (SIGN_IN_KIND, DecidedBy::DefaultPolicy));
-        assert!(rec.message.starts_with("sign in with https://idp.example/") && !rec.message.contains("s3cret"));
-        let rule = RuleSpec::own(HeldRule { kind: SIGN_IN_KIND, accept: true, matcher: MatchArg::default() });
-        s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
-        assert_eq!(to_json(&feed(&mut s, ask(2)).unwrap())[1]["decision"], "accept");
-        assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);
-    }
     #[test]
     fn the_default_refuses_what_would_show_a_sheet_and_leaves_the_rest_to_the_browser() {
         let mut s = state_with(Policy::Auto);

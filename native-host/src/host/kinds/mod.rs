@@ -18,6 +18,7 @@ pub(crate) mod held_in_page;
 pub(crate) mod passkey;
 pub(crate) mod permission;
 pub(crate) mod print;
+pub(crate) mod sign_in;
 
 use crate::api::MatchArg;
 use crate::host::answerer::{Act, PickError, Seen, Want};
@@ -42,7 +43,7 @@ static ALL: [&dyn Spec; 12] = [
     &app_link::AppLink,
     &passkey::Passkey,
     &print::Print,
-    &held_in_page::SIGN_IN,
+    &sign_in::SIGN_IN,
     &held_in_page::PAYMENT,
     &held_in_page::STORAGE_ACCESS,
     &held_in_page::EYE_DROPPER,
@@ -704,7 +705,7 @@ pub(in crate::host) mod tests {
             RuleSpec::own(crate::host::kinds::passkey::PasskeyRule { accept: true, keep: false, matcher: m() }),
             RuleSpec::own(crate::host::kinds::print::PrintRule { accept: false, save_to: None, matcher: m() }),
             RuleSpec::own(crate::host::kinds::held_in_page::HeldRule {
-                kind: crate::host::kinds::held_in_page::SIGN_IN_KIND,
+                kind: crate::host::kinds::sign_in::SIGN_IN_KIND,
                 accept: false,
                 matcher: m(),
             }),
