@@ -404,12 +404,16 @@ async fn answerer_changes(shared: Arc<Shared>) {
         let _ = tx.send(seen.clone());
     });
     while let Some(seen) = rx.recv().await {
-        let mut out = {
+        let (mut out, armed) = {
             let mut state = shared.state();
             let out = kinds::answerer_seen(&mut state, &seen);
             shared.send(&state, Vec::new());
-            out
+            (out, std::mem::take(&mut state.armed))
         };
+        // A kind may hold what the answerer saw for the agent (a FedCM account chooser).
+        for (id, after) in armed {
+            tokio::spawn(watchdog(shared.clone(), id, after));
+        }
         while !out.to_browser.is_empty() || !out.acts.is_empty() {
             let acts = std::mem::take(&mut out.acts);
             {

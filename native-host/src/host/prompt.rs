@@ -206,6 +206,12 @@ impl State {
             }
             return;
         };
+        // Answered on the host's own connection (`Spec::answered_on_connection`): the kind
+        // closes it once the answerer saw it close.
+        let record = self.held[pos].record.id;
+        if kinds::spec(m.kind).is_some_and(|k| k.answered_on_connection(self, record)) {
+            return;
+        }
         let o = Outcome { applied: m.ok && !m.settled, expired: m.expired, accepted: m.accepted };
         let HeldDialog { mut record, opened, closing, answer, .. } = self.held.remove(pos);
         // As the worker reports it: an outcome that is not the answer the host sent is not

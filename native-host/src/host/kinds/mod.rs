@@ -363,6 +363,12 @@ pub(in crate::host) trait Spec: Sync {
     fn answerer_seen(&self, _s: &mut State, _seen: &Seen, _out: &mut Answered) {}
     /// How an answer it asked for (`Answered::acts`) went.
     fn answerer_acted(&self, _s: &mut State, _act: &Act, _result: &Result<(), PickError>, _out: &mut Answered) {}
+    /// Whether held record `record` is a prompt the host's own CDP connection answers (a
+    /// FedCM account chooser): the worker does not hold it, so what the worker says of it is
+    /// not its answer, and the kind closes it.
+    fn answered_on_connection(&self, _s: &State, _record: u64) -> bool {
+        false
+    }
 }
 
 /// What the kinds make of a change the CDP answerer saw.
@@ -704,11 +710,7 @@ pub(in crate::host) mod tests {
             RuleSpec::own(crate::host::kinds::app_link::AppLinkRule { accept: true, matcher: m() }),
             RuleSpec::own(crate::host::kinds::passkey::PasskeyRule { accept: true, keep: false, matcher: m() }),
             RuleSpec::own(crate::host::kinds::print::PrintRule { accept: false, save_to: None, matcher: m() }),
-            RuleSpec::own(crate::host::kinds::held_in_page::HeldRule {
-                kind: crate::host::kinds::sign_in::SIGN_IN_KIND,
-                accept: false,
-                matcher: m(),
-            }),
+            RuleSpec::own(crate::host::kinds::sign_in::SignInRule { accept: false, account: None, matcher: m() }),
             RuleSpec::own(crate::host::kinds::held_in_page::HeldRule {
                 kind: crate::host::kinds::held_in_page::PAYMENT_KIND,
                 accept: false,
