@@ -12,6 +12,8 @@ pub struct Idp {
     pub origin: String,
     /// The account ids posted to the assertion endpoint, in order.
     pub asserted: Arc<Mutex<Vec<String>>>,
+    /// Every path asked for, in order (a call that never reached the browser asks nothing).
+    pub asked: Arc<Mutex<Vec<String>>>,
 }
 
 /// The two accounts: (id, name, email).
@@ -23,13 +25,14 @@ impl Idp {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let origin = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
         let asserted: Arc<Mutex<Vec<String>>> = Arc::default();
-        let (o, rp, log) = (origin.clone(), rp_origin.to_owned(), asserted.clone());
+        let asked: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (o, rp, log, paths) = (origin.clone(), rp_origin.to_owned(), asserted.clone(), asked.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let _ = serve(stream, &o, &rp, &log);
+                let _ = serve(stream, &o, &rp, &log, &paths);
             }
         });
-        Ok(Self { origin, asserted })
+        Ok(Self { origin, asserted, asked })
     }
 
     pub fn config_url(&self) -> String {
@@ -37,11 +40,18 @@ impl Idp {
     }
 }
 
-fn serve(stream: TcpStream, origin: &str, rp: &str, asserted: &Mutex<Vec<String>>) -> Result<()> {
+fn serve(
+    stream: TcpStream,
+    origin: &str,
+    rp: &str,
+    asserted: &Mutex<Vec<String>>,
+    asked: &Mutex<Vec<String>>,
+) -> Result<()> {
     let mut r = BufReader::new(stream.try_clone()?);
     let mut first = String::new();
     r.read_line(&mut first)?;
     let path = first.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    asked.lock().unwrap().push(path.clone());
     let mut length = 0usize;
     loop {
         let mut line = String::new();

@@ -117,15 +117,15 @@ async fn the_answerer_lists_the_fedcm_accounts_and_picks_one() -> Result<()> {
     s.page.bring_to_front().await?;
     s.agent.wait_for_tab(&url).await?;
     s.enable_pilot().await?;
-    s.policy("must_respond", 60).await?;
+    // A rule that leaves the sign-in to the browser lets the call through; the kind picks
+    // nothing (the sign-in kind's own picks: `sign_in_picks.rs`).
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "sign_in", "accept": true}))
+        .await?;
     let runtime = &s.browser.runtime;
     answerer_hook(runtime, json!({"op": "want", "accounts": true})).await?;
     answerer_hook(runtime, json!({"op": "wait", "which": "accounts", "for": "covered", "url": url})).await?;
     s.page.click("#b").await?;
-    // Today's page hook holds the sign-in before the browser sees it; the agent's accept
-    // lets it through (issue 52 moves this into the kind: a pick lets it through itself).
-    let held = s.held(1).await?;
-    s.answer(&held[0], true).await?;
     let open = answerer_hook(runtime, json!({"op": "wait", "which": "accounts"})).await?;
     let p = &open["prompts"][0];
     ensure!(p["dialog_type"] == "AccountChooser", "{open}");
@@ -163,20 +163,12 @@ async fn behind_the_proxy_the_answerer_picks_a_fedcm_account_over_the_bridge() -
     let url = rp.page("/rp.html", &rp_page(&idp.config_url()), &[]);
     let page = r.browser.new_page(&url).await?;
     let tab = r.tab_of(&url).await?;
-    let v = r
-        .agent
-        .ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60, "tab_id": tab}))
-        .await?;
-    ensure!(v["policy_in_force"] == true, "{v}");
+    r.rule(json!({"dialog_type": "sign_in", "accept": true, "tab_id": tab})).await?;
     let runtime = r.runtime.path();
     let held = answerer_hook(runtime, json!({"op": "want", "accounts": true})).await?;
     ensure!(held["held"] == true, "the bridge's connection is the answerer's: {held}");
     answerer_hook(runtime, json!({"op": "wait", "which": "accounts", "for": "covered", "url": url})).await?;
     page.click("#b").await?;
-    let prompt = r.held(tab).await?;
-    r.agent
-        .ok("interact", json!({"action": "handle_dialog", "dialog_id": prompt["dialog_id"], "accept": true}))
-        .await?;
     let open = answerer_hook(runtime, json!({"op": "wait", "which": "accounts"})).await?;
     let p = &open["prompts"][0];
     ensure!(p["accounts"].as_array().is_some_and(|a| a.len() == 2), "{open}");
