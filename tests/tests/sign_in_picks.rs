@@ -1,8 +1,9 @@
 //! Sign-in picks (issue 52): where the host holds a DevTools connection of its own (a
 //! browser with a DevTools port, as `unmodal mcp --browser` starts one; a remote browser
-//! behind the WS-only proxy), a sign-in rule with an account, or `must_respond`, lets the
-//! FedCM call through, and the account is picked in the browser's account chooser: by the
-//! rule, or by the agent on the chooser's own held record, which lists the accounts first.
+//! behind the WS-only proxy), a sign-in rule with an account, or the agent's accept of a
+//! sign-in held under `must_respond`, lets the FedCM call through, and the account is
+//! picked in the browser's account chooser: by the rule, or by the agent on the chooser's
+//! own held record, which lists the accounts first.
 //! The loopback provider (`idp.rs`) has two accounts, u1 and u2; its token names the account
 //! the browser posted. A refusal, the pilot off or the default never post an account, and
 //! a refusal never reaches the provider at all.
@@ -10,10 +11,10 @@
 use anyhow::{Result, ensure};
 use serde_json::{Value, json};
 use std::time::Duration;
+use unmodal_e2e::agent::Reply;
 use unmodal_e2e::bluetooth::answerer_hook;
 use unmodal_e2e::idp::Idp;
 use unmodal_e2e::web::WebServer;
-use unmodal_e2e::agent::Reply;
 use unmodal_e2e::{Options, Session, eventually};
 
 const LIMIT: Duration = Duration::from_secs(15);
@@ -21,8 +22,7 @@ const LIMIT: Duration = Duration::from_secs(15);
 async fn session() -> Result<Session> {
     // The test hook only waits until the answerer covers a page (`wait covered`); what it
     // wants seen is the kind's own.
-    Session::start_with(Options { env: vec![("UNMODAL_TEST_ANSWERER".into(), "1".into())], ..Options::default() })
-        .await
+    Session::start_with(Options { env: vec![("UNMODAL_TEST_ANSWERER".into(), "1".into())], ..Options::default() }).await
 }
 
 /// A relying party whose button asks its loopback provider for a token; the title says
@@ -130,9 +130,10 @@ async fn a_rule_picks_by_id_or_email_and_only_account_picks_none_of_two() -> Res
     s.page_runs().await
 }
 
-/// Under must_respond the call goes through and its account chooser is held for the agent
-/// as a record listing the accounts; an account not offered is an error naming those that
-/// are, and the chooser stays held; the agent's pick reaches the page. The next chooser,
+/// Under must_respond the call waits for the agent before the provider is asked; the
+/// agent's accept lets it through, and its account chooser is held for the agent as a
+/// record listing the accounts; an account not offered is an error naming those that are,
+/// and the chooser stays held; the agent's pick reaches the page. The next chooser,
 /// unanswered, is closed by the watchdog: nothing is posted.
 #[tokio::test(flavor = "multi_thread")]
 async fn under_must_respond_the_agent_picks_from_the_listed_accounts_then_the_watchdog_closes_one() -> Result<()> {
@@ -143,22 +144,31 @@ async fn under_must_respond_the_agent_picks_from_the_listed_accounts_then_the_wa
     s.policy("must_respond", 60).await?;
     covered(&s.browser.runtime, &one.url).await?;
     s.page.click("#b").await?;
-    let held = s.held(1).await?;
-    let id = held[0]["dialog_id"].clone();
+    let call = s.held(1).await?.remove(0);
+    s.host_caught_up().await?;
+    ensure!(one.idp.asked.lock().unwrap().is_empty(), "the provider is not asked before the agent's answer");
+    s.answer(&call, true).await?;
+    let chooser = eventually(LIMIT, "the account chooser held", || async {
+        let held = s.held(1).await?;
+        Ok(held.into_iter().find(|h| h["dialog_id"] != call["dialog_id"]))
+    })
+    .await?;
+    let id = chooser["dialog_id"].clone();
     let rec = eventually(LIMIT, "the held chooser's record", || async {
         let d = s.dialogs().await?;
         let all = d["pending_dialogs"].as_array().into_iter().chain(d["recent_dialogs"].as_array()).flatten();
         Ok(all.cloned().find(|r| r["dialog_id"] == id))
     })
     .await
-    .or_else(|_| Ok::<_, anyhow::Error>(held[0].clone()))?;
-    ensure!(held[0]["type"] == "sign_in" && account_ids(&rec) == ["u1", "u2"], "{rec}");
+    .unwrap_or_else(|_| chooser.clone());
+    ensure!(chooser["type"] == "sign_in" && account_ids(&rec) == ["u1", "u2"], "{rec} {chooser}");
     ensure!(one.idp.asserted.lock().unwrap().is_empty(), "nothing posted before the agent picks");
-    let wrong = s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "account_id": "u9"})).await?;
+    let wrong =
+        s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "account_id": "u9"})).await?;
     let said = format!("{wrong:?}");
     ensure!(!matches!(wrong, Reply::Ok(_)) && said.contains("u9") && said.contains("offered"), "{said}");
     ensure!(said.contains("u1") && said.contains("u2"), "the offered ids are named: {said}");
-    ensure!(s.held(1).await?[0]["dialog_id"] == id, "still held");
+    ensure!(s.held(1).await?.iter().any(|h| h["dialog_id"] == id), "still held");
     let bare = s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;
     ensure!(
         !matches!(bare, Reply::Ok(_)) && format!("{bare:?}").contains("account_id"),
@@ -168,18 +178,20 @@ async fn under_must_respond_the_agent_picks_from_the_listed_accounts_then_the_wa
     titled(&s, "token token-for-u1").await?;
     ensure!(*one.idp.asserted.lock().unwrap() == ["u1"]);
     let recs = s.closed_records("sign_in", 2).await?;
-    let chooser = recs.iter().find(|r| r["dialog_id"] == id).cloned().unwrap_or_default();
-    ensure!(chooser["closed_by"] == "agent" && chooser["picked_account"] == "u1", "{chooser}");
+    let closed = recs.iter().find(|r| r["dialog_id"] == id).cloned().unwrap_or_default();
+    ensure!(closed["closed_by"] == "agent" && closed["picked_account"] == "u1", "{closed}");
 
     let two = rp("/rp2.html")?;
     show(&s, &two.url).await?;
-    s.policy("must_respond", 2).await?;
+    s.policy("must_respond", 5).await?;
     covered(&s.browser.runtime, &two.url).await?;
     s.page.click("#b").await?;
+    let call = s.held(1).await?.remove(0);
+    s.answer(&call, true).await?;
     titled(&s, "error NetworkError").await?;
     ensure!(two.idp.asserted.lock().unwrap().is_empty(), "the watchdog posts nothing");
-    let by = s.closed_by("sign_in", 2).await?;
-    ensure!(by.iter().any(|b| b == "watchdog"), "{by:?}");
+    let by = s.closed_by("sign_in", 4).await?;
+    ensure!(by.last().is_some_and(|b| b == "watchdog"), "{by:?}");
     Ok(())
 }
 
@@ -274,9 +286,15 @@ async fn behind_the_proxy_a_rule_and_the_agent_pick_an_account() -> Result<()> {
     ensure!(v["policy_in_force"] == true, "{v}");
     covered(runtime, &two.url).await?;
     page.click("#b").await?;
-    let held = r.held(tab).await?;
+    let call = r.held(tab).await?;
+    r.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": call["dialog_id"], "accept": true})).await?;
+    let chooser = eventually(LIMIT, "the account chooser held", || async {
+        let held = r.held(tab).await?;
+        Ok((held["dialog_id"] != call["dialog_id"]).then_some(held))
+    })
+    .await?;
     r.agent
-        .ok("interact", json!({"action": "handle_dialog", "dialog_id": held["dialog_id"], "account_id": "u1"}))
+        .ok("interact", json!({"action": "handle_dialog", "dialog_id": chooser["dialog_id"], "account_id": "u1"}))
         .await?;
     let got = eventually(LIMIT, "the agent's pick reached the page", || async {
         Ok((title().await? == "token token-for-u1").then_some(()))

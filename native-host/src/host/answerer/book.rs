@@ -45,6 +45,9 @@ pub(super) struct Prompt {
     pub devices: Vec<Device>,
     pub accounts: Vec<Account>,
     pub claimed: bool,
+    /// The answerer's own answer is on its way: the browser's `dialogClosed` may come
+    /// before the command's reply, and is that answer's, not someone else's.
+    pub answering: bool,
 }
 
 #[derive(Debug, Default)]
@@ -220,7 +223,7 @@ impl Book {
                 let id = text(&params["dialogId"]);
                 // Closed by the answerer's own command was said when it answered.
                 self.close_where(seen, ClosedBy::Remote, |p| {
-                    p.session == s && p.which == Which::Accounts && p.cdp_id == id
+                    p.session == s && p.which == Which::Accounts && p.cdp_id == id && !p.answering
                 });
                 Vec::new()
             }
@@ -272,6 +275,7 @@ impl Book {
                 devices,
                 accounts,
                 claimed: false,
+                answering: false,
             },
         );
         seen.push(Seen::Opened(self.view(n).expect("just added")));

@@ -545,6 +545,9 @@ impl Answerer {
     /// answered it first, the page went), by `Remote`.
     async fn answer(&self, n: u64, session: &str, method: &str, params: Value) -> Result<(), PickError> {
         let conn = self.conn().ok_or(PickError::NoConnection)?;
+        if let Some(p) = self.book().prompts.get_mut(&n) {
+            p.answering = true;
+        }
         let result = conn.call(method, params, Some(session)).await;
         let by = match &result {
             Ok(_) => ClosedBy::Answerer,

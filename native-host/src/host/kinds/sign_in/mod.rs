@@ -25,7 +25,7 @@ use crate::api::{MatchArg, ParamError, bad};
 use crate::host::answerer::{Act, Answerer, PickError, Seen, Want, Which};
 use crate::host::kinds::Answered;
 use crate::host::protocol::PromptDecision;
-use crate::host::record::{DecidedBy, DialogRecord};
+use crate::host::record::DialogRecord;
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
@@ -59,7 +59,9 @@ static DATA: HeldInPage = HeldInPage {
     refusal: "NetworkError",
     policies: Policies {
         hold: "Sign-in held for the agent (policy must_respond): the page's call waits; answer with interact \
-{action:\"handle_dialog\", dialog_id, accept} (true: the browser's account chooser; false: NetworkError at once)",
+{action:\"handle_dialog\", dialog_id, accept} (true: the browser's account chooser, held for you next with its \
+accounts where Unmodal's own DevTools connection covers the page; false: NetworkError at once, the provider never \
+asked)",
         auto: Says::Refuse(
             "Sign-in refused at once by the default policy (NetworkError, the browser's own refusal): headless, the \
 browser would have refused it after a random delay of up to 31 s; a headful one would show an account chooser that \
@@ -284,12 +286,17 @@ impl SignInAsk<'_> {
     /// attached, `FedCm` on), as the answerer itself sees it, never the page's word.
     fn covered(&self) -> bool {
         let at = self.seen.borrow();
-        at.pilot && at.answerer.as_ref().is_some_and(|a| a.held() && a.covers(&at.url, Which::Accounts))
+        covers(at.pilot, at.answerer.as_ref(), &at.url)
     }
 
     fn pick(&self, by: picks::PickBy) -> With {
         With::own(Pick { url: self.seen.borrow().url.clone(), by })
     }
+}
+
+/// Whether a pick can come for a call at `url`: the pilot on, the answerer covering it.
+fn covers(pilot: bool, answerer: Option<&Answerer>, url: &str) -> bool {
+    pilot && answerer.is_some_and(|a| a.held() && a.covers(url, Which::Accounts))
 }
 
 impl PromptKind for SignInAsk<'_> {
@@ -347,12 +354,8 @@ asked)",
     }
 
     fn by_policy(&self, policy: Policy) -> Verdict {
-        if policy == Policy::MustRespond && self.covered() {
-            let why = "Sign-in let through for the agent's pick (policy must_respond): the browser asks the provider; \
-its account chooser is held for the agent as a record of its own, listing the accounts";
-            return Verdict::policy(PromptDecision::Accept, DecidedBy::Policy, why)
-                .carrying(self.pick(picks::PickBy::Agent));
-        }
+        // Under must_respond the call is held for the agent before the provider is asked,
+        // as always; the agent's accept lets it through for its own pick (`picks::Choice`).
         self.inner.by_policy(policy)
     }
 

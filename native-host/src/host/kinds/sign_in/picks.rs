@@ -5,9 +5,10 @@
 //! - a rule's pick is given at once (`Act::SelectAccount`), or, no account fitting, the
 //!   chooser is closed (the page gets NetworkError); the let-through record lists the
 //!   accounts and names the pick;
-//! - under `must_respond` the chooser is held for the agent as a record of its own (the
-//!   watchdog armed), answered with `account_id` (`Choice`); it is closed here once the
-//!   answerer saw it close. The worker never held it: what it says of it is not its answer
+//! - under `must_respond` the call was held for the agent before the provider was asked;
+//!   the agent's accept let it through (`Choice`), and the chooser is held for the agent as
+//!   a record of its own (the watchdog armed), answered with `account_id` (`Choice`); it is
+//!   closed here once the answerer saw it close. The worker never held it: what it says of it is not its answer
 //!   (`Spec::answered_on_connection`).
 //! - the other dialogs: `Error` is closed with its "got it" button (the page gets the
 //!   provider's error), `ConfirmIdpLogin` (the provider wants a person to log in, in a
@@ -74,8 +75,19 @@ impl CarryOf for Choice {
     fn kind(&self) -> Kind {
         SIGN_IN_KIND
     }
-    fn apply(self: Box<Self>, s: &mut State, (_, _, record): (i64, u64, u64), accept: bool) -> Carried {
-        answer_chooser(s, record, accept, self.0);
+    fn apply(self: Box<Self>, s: &mut State, (tab, hold, record): (i64, u64, u64), accept: bool) -> Carried {
+        if is_chooser(s, record) {
+            answer_chooser(s, record, accept, self.0);
+            return Carried::default();
+        }
+        // The agent's accept of the sign-in call held under must_respond: where the answerer
+        // covers its frame, it goes through for the agent's pick (its chooser held next);
+        // elsewhere it is left to the browser, as before.
+        let url = s.held.iter().find(|h| h.record.id == record).map(|h| h.record.url.clone()).unwrap_or_default();
+        if accept && super::covers(s.pilot, Some(&s.answerer), &url) {
+            let p = s.kinds.get::<Picker>();
+            p.pending.push(Pending { record, tab, hold, url, by: PickBy::Agent, at: Instant::now() });
+        }
         Carried::default()
     }
     crate::own_plumbing!(carry);
