@@ -156,8 +156,8 @@ async fn under_must_respond_the_agent_picks_from_the_listed_accounts_then_the_wa
     let id = chooser["dialog_id"].clone();
     let rec = eventually(LIMIT, "the held chooser's record", || async {
         let d = s.dialogs().await?;
-        let all = d["pending_dialogs"].as_array().into_iter().chain(d["recent_dialogs"].as_array()).flatten();
-        Ok(all.cloned().find(|r| r["dialog_id"] == id))
+        let mut all = d["pending_dialogs"].as_array().into_iter().chain(d["recent_dialogs"].as_array()).flatten();
+        Ok(all.find(|&r| r["dialog_id"] == id).cloned())
     })
     .await
     .unwrap_or_else(|_| chooser.clone());

@@ -391,4 +391,67 @@ mod tests {
         assert_eq!(to_json(&feed(&mut s, ask(2)).unwrap())[1]["decision"], "accept");
         assert_eq!(s.history.iter().last().unwrap().decided_by, DecidedBy::Rule);
     }
+
+    fn call(v: serde_json::Value) -> Result<DialogCall, crate::api::ParamError> {
+        let mut a = json!({"action": "handle_dialog"});
+        a.as_object_mut().unwrap().extend(v.as_object().unwrap().clone());
+        crate::host::kinds::args::validate(&crate::host::kinds::args::read(a)?)
+    }
+
+    #[test]
+    fn a_rule_picks_by_one_of_its_fields_with_accept_and_an_answer_names_an_account() {
+        let setup = |more: serde_json::Value| {
+            let mut v = json!({"setup": true, "dialog_type": "sign_in"});
+            v.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+            call(v)
+        };
+        let rule = |c: DialogCall| match c {
+            DialogCall::Setup { rule, .. } => rule.of::<SignInRule>().cloned().unwrap().account,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(rule(setup(json!({"account_id": "u1"})).unwrap()), Some(AccountPick::Id("u1".into())));
+        assert_eq!(rule(setup(json!({"account_email": "a@b.c"})).unwrap()), Some(AccountPick::Email("a@b.c".into())));
+        assert_eq!(rule(setup(json!({"only_account": true})).unwrap()), Some(AccountPick::Only));
+        assert_eq!(rule(setup(json!({})).unwrap()), None);
+        let e = setup(json!({"account_id": "u1", "accept": false})).unwrap_err();
+        assert!(e.param == "account_id" && e.message.contains("accept: true"), "{e:?}");
+        let e = setup(json!({"account_id": "u1", "only_account": true})).unwrap_err();
+        assert!(e.message.contains("one of"), "{e:?}");
+        assert_eq!(setup(json!({"account_id": " "})).unwrap_err().param, "account_id");
+        assert_eq!(setup(json!({"only_account": false})).unwrap_err().param, "only_account");
+        // account_email and only_account are a rule's; account_id also answers a held chooser.
+        assert!(call(json!({"dialog_id": 4, "account_email": "a@b.c"})).is_err());
+        match call(json!({"dialog_id": 4, "account_id": "u2"})).unwrap() {
+            DialogCall::Carrying { dialog_id: Some(4), with, .. } => {
+                assert_eq!(with.of::<picks::Choice>(), Some(&picks::Choice(Some("u2".into()))));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(call(json!({"dialog_id": 4, "account_id": "u2", "accept": false})).unwrap_err().param, "account_id");
+        // Another kind's setup takes none of them.
+        assert!(call(json!({"setup": true, "dialog_type": "payment", "account_id": "u1"})).is_err());
+    }
+
+    /// Where the host holds no DevTools connection, a rule that picks refuses the call at
+    /// once (the provider is never asked) and says why; must_respond holds it as before.
+    #[test]
+    fn with_no_connection_a_picking_rule_refuses_and_must_respond_holds() {
+        let ask = |n: u64| {
+            json!({"type":"prompt_request","kind":"sign_in","tab_id":3,"id":n,"url":"http://a/login",
+                   "provider":"https://idp.example/config.json"})
+        };
+        let mut s = state_with(Policy::Auto);
+        let account = Some(AccountPick::Id("u1".into()));
+        let rule = RuleSpec::own(SignInRule { accept: true, account, matcher: MatchArg::default() });
+        s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
+        assert_eq!(to_json(&feed(&mut s, ask(1)).unwrap())[1]["decision"], "refuse");
+        let rec = s.history.iter().last().unwrap();
+        assert_eq!((rec.decided_by, rec.accepted), (DecidedBy::Rule, Some(false)));
+        assert!(rec.explanation.contains("holds no DevTools connection"), "{}", rec.explanation);
+        assert!(!picks::wanted_by_pending(&s), "nothing waits for a chooser");
+        let mut s = state_with(Policy::MustRespond);
+        let out = feed(&mut s, ask(2)).unwrap();
+        assert!(to_json(&out).iter().all(|m| m["decision"].is_null()), "held: {out:?}");
+        assert_eq!(s.held.len(), 1);
+    }
 }

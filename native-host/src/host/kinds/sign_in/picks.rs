@@ -37,6 +37,10 @@ use unmodal_engine::Policy;
 const PENDING_FOR: Duration = Duration::from_secs(60);
 /// Accounts a record lists, at most.
 const MAX_ROWS: usize = 32;
+/// Calls let through that wait for their chooser, at most (a page that floods sign-ins
+/// under a rule that picks: the browser shows one chooser at a time and refuses the rest
+/// itself); the oldest are forgotten first.
+const MAX_PENDING: usize = 64;
 
 /// Who picks once the chooser shows.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,6 +64,7 @@ impl CarryOf for Pick {
         if accept {
             let p = s.kinds.get::<Picker>();
             p.pending.push(Pending { record, tab, hold, url: self.url, by: self.by, at: Instant::now() });
+            p.trim();
         }
         Carried::default()
     }
@@ -87,6 +92,7 @@ impl CarryOf for Choice {
         if accept && super::covers(s.pilot, Some(&s.answerer), &url) {
             let p = s.kinds.get::<Picker>();
             p.pending.push(Pending { record, tab, hold, url, by: PickBy::Agent, at: Instant::now() });
+            p.trim();
         }
         Carried::default()
     }
@@ -99,6 +105,13 @@ impl CarryOf for Choice {
 pub(super) struct Picker {
     pending: Vec<Pending>,
     choosers: Vec<Chooser>,
+}
+
+impl Picker {
+    fn trim(&mut self) {
+        let over = self.pending.len().saturating_sub(MAX_PENDING);
+        self.pending.drain(..over);
+    }
 }
 
 #[derive(Debug)]
@@ -500,4 +513,10 @@ fn edit(s: &mut State, id: u64, change: impl FnOnce(&mut DialogRecord)) {
 fn ids<'a>(it: impl Iterator<Item = &'a str>) -> String {
     let v: Vec<String> = it.map(|i| format!("{i:?}")).collect();
     if v.is_empty() { "none".to_owned() } else { v.join(", ") }
+}
+
+/// Whether a call let through waits for its chooser.
+#[cfg(test)]
+pub(super) fn wanted_by_pending(s: &State) -> bool {
+    s.kinds.peek::<Picker>().is_some_and(|p| !p.pending.is_empty())
 }
