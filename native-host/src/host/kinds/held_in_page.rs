@@ -1,14 +1,11 @@
-//! Calls the page hook holds and refuses itself (`manifest/held_in_page.js`): FedCM
-//! sign-ins, Payment Request's `show()`, `requestStorageAccess()`, `EyeDropper.open()`.
-//! They differ only in words, so they are one kind of code with four descriptions (data
-//! below). A refusal
+//! Calls the page hook holds and refuses itself (`manifest/held_in_page.js`): Payment
+//! Request's `show()`, `requestStorageAccess()`, `EyeDropper.open()`. They differ only in
+//! words, so they are one kind of code with three descriptions (data below). A refusal
 //! rejects the page's call at once with the browser's own error; an accept lets the
-//! browser have it. Pilot off: the browser's way, recorded.
+//! browser have it. Pilot off: the browser's way, recorded. FedCM sign-ins are such a call
+//! too, with a rule and picks of their own (`sign_in/`): they share `HeldInPage`'s words
+//! and `Asked`'s description.
 //!
-//! - **Sign-in** (`navigator.credentials.get({identity})`, from `48-passkeys.js`):
-//!   headless Chromium refuses it with `NetworkError` after a random 0.2–31 s (FedCM's
-//!   anti-probing delay; MODAL-FACTS 6); a headful one shows an account chooser that waits
-//!   for a person.
 //! - **Payment** (`48-payment.js`): headless Chromium refuses it by itself within ~25 ms
 //!   (no payment app); a headful browser with a payment app for the request's methods
 //!   shows a payment sheet that waits for a person. The hook asks the browser's own
