@@ -283,15 +283,10 @@ impl transport::Sink for HostSink {
         Some(self.shared.state().answerer.clone())
     }
 
-    fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>) {
-        self.shared.state().file_fetched(record, result);
-        self.shared.changed.notify_one();
-    }
-
-    fn upload_failed(&self, tab_id: i64, id: u64, record: u64, why: &str) {
+    fn report(&self, report: transport::Report) {
         {
             let mut state = self.shared.state();
-            let msgs = state.upload_failed(tab_id, id, record, why);
+            let msgs = kinds::transport_report(&mut state, &report);
             self.shared.send(&state, msgs);
         }
         // An agent waiting for its answer's outcome learns it now.

@@ -24,6 +24,7 @@ use crate::host::protocol::{KindFields, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord, FileJob};
 use crate::host::rules::RuleStore;
 use crate::host::state::State;
+use crate::host::transport::Outcome;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
@@ -223,6 +224,14 @@ dialog_type:\"download\", save_dir}.",
             _ => configured("download", "cancel it (nothing written)", once),
         })
     }
+
+    /// A remote download's copy here is made, or could not be (the job `on_download_done` gave).
+    fn transport_done(&self, s: &mut State, done: &Outcome) -> Vec<ToBrowser> {
+        if let Outcome::Fetched { record, result } = done {
+            s.file_fetched(*record, result.clone());
+        }
+        Vec::new()
+    }
 }
 
 impl PromptKind for DownloadAsk {
@@ -348,7 +357,7 @@ impl State {
             match to {
                 _ if !self.pilot => note = Some(LEFT_PILOT_OFF.into()),
                 Some(dir) => {
-                    self.fetches.push(FetchJob { record: job.record, remote: from, dir });
+                    self.fetches.push(FetchJob { kind: KIND, record: job.record, remote: from, dir });
                     note = Some("being copied to this machine".into());
                 }
                 None => note = Some("not copied here: no data directory".into()),
@@ -610,7 +619,12 @@ mod tests {
         let rec = s.history.iter().last().unwrap().id;
         assert_eq!(
             jobs,
-            [FetchJob { record: rec, remote: "/remote/Downloads/report.csv".into(), dir: keep.path().into() }]
+            [FetchJob {
+                kind: KIND,
+                record: rec,
+                remote: "/remote/Downloads/report.csv".into(),
+                dir: keep.path().into()
+            }]
         );
         let d = s.history.iter().last().unwrap().details.read::<DownloadDetails>().expect("its kind's details");
         assert_eq!((d.path.as_deref(), d.remote_path.as_deref()), (None, Some("/remote/Downloads/report.csv")));

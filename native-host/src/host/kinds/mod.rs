@@ -26,6 +26,7 @@ use crate::host::record::{DecidedBy, Details, DialogRecord};
 use crate::host::rules::{self, RuleStore};
 use crate::host::state::Rule;
 use crate::host::state::State;
+use crate::host::transport::{Outcome, Report};
 use crate::kind::Kind;
 use crate::redact::Redactor;
 pub(crate) use args::Api;
@@ -362,6 +363,16 @@ pub(in crate::host) trait Spec: Sync {
     fn answerer_seen(&self, _s: &mut State, _seen: &Seen, _out: &mut Answered) {}
     /// How an answer it asked for (`Answered::acts`) went.
     fn answerer_acted(&self, _s: &mut State, _act: &Act, _result: &Result<(), PickError>, _out: &mut Answered) {}
+    /// How a job it gave the host's own transport went (a copy from or to a remote
+    /// browser's machine): the host's word, never the browser's. What to send the browser.
+    fn transport_done(&self, _s: &mut State, _done: &Outcome) -> Vec<ToBrowser> {
+        Vec::new()
+    }
+}
+
+/// The kind that gave the transport its job hears how it went.
+pub(in crate::host) fn transport_report(s: &mut State, report: &Report) -> Vec<ToBrowser> {
+    spec(report.kind).map(|k| k.transport_done(s, &report.done)).unwrap_or_default()
 }
 
 /// What the kinds make of a change the CDP answerer saw.

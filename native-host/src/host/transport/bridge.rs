@@ -31,7 +31,7 @@
 //!   `unmodal mcp` answers every call with `browser_gone`.
 
 use super::super::protocol::{Carried, FetchJob, ToBrowser};
-use super::{Inbox, Outbox, remote_files, remote_uploads};
+use super::{Inbox, Outbox, Outcome, Report, remote_files, remote_uploads};
 use crate::cdp::{Conn, Endpoint, Event};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, VecDeque};
@@ -475,7 +475,7 @@ impl Connection {
                 if let Err(e) = &result {
                     tracing::warn!(error = %e, "a remote download was not copied here");
                 }
-                inbox.fetched(job.record, result);
+                inbox.report(Report { kind: job.kind, done: Outcome::Fetched { record: job.record, result } });
             }
         });
         let _copier = AbortOnDrop(copier);
@@ -510,7 +510,8 @@ impl Connection {
                     }
                     Err(why) => {
                         tracing::warn!(error = %why, "files not copied to the remote browser");
-                        inbox.upload_failed(*tab_id, *id, *record, &why);
+                        let done = Outcome::NotDelivered { tab_id: *tab_id, id: *id, record: *record, why };
+                        inbox.report(Report { kind: *kind, done });
                     }
                 }
             }
@@ -953,8 +954,7 @@ mod tests {
         fn frame(&self, bytes: &[u8]) {
             self.0.lock().unwrap().push(String::from_utf8_lossy(bytes).into_owned());
         }
-        fn fetched(&self, _: u64, _: Result<(std::path::PathBuf, u64), String>) {}
-        fn upload_failed(&self, _: i64, _: u64, _: u64, _: &str) {}
+        fn report(&self, _: super::super::Report) {}
         fn sites(&self, _: crate::host::sites::Change) {}
     }
 

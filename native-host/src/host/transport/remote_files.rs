@@ -267,7 +267,12 @@ mod tests {
     use super::*;
 
     fn job(dir: &Path, record: u64) -> FetchJob {
-        FetchJob { record, remote: "/remote/Downloads/r.csv".into(), dir: dir.to_path_buf() }
+        FetchJob {
+            kind: crate::host::kinds::download::KIND,
+            record,
+            remote: "/remote/Downloads/r.csv".into(),
+            dir: dir.to_path_buf(),
+        }
     }
 
     fn names(dir: &Path) -> Vec<String> {
