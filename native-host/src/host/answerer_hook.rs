@@ -32,7 +32,7 @@ pub async fn run(shared: &Shared, args: Value) -> Result<Value, ToolError> {
     };
     match args["op"].as_str().unwrap_or_default() {
         "want" => {
-            let want = Want { devices: args["devices"] == true, accounts: args["accounts"] == true };
+            let want = Want { devices: args["devices"] == true, accounts: args["accounts"] == true, ..Want::NONE };
             let mut s = shared.state();
             s.answer_want = want;
             shared.send(&s, Vec::new());

@@ -116,7 +116,7 @@ async fn nothing_is_attached_until_something_is_wanted_with_the_pilot_on() {
     a.set(true, Want::NONE);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(peer.sent().is_empty(), "pilot off or nothing wanted: nothing sent: {:?}", peer.sent());
-    a.set(true, Want { devices: true, accounts: false });
+    a.set(true, Want { devices: true, ..Want::NONE });
     until("attached and enabled", || peer.sent().iter().filter(|c| c.starts_with("DeviceAccess.enable")).count() == 2)
         .await;
     let sent = peer.sent();

@@ -11,13 +11,16 @@
 //! The worker reports what became of it (`download_done`); the record then says the file's
 //! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
 
+mod seen;
+
 use super::args::{self, Api, Given, NoFields, Owned};
 use super::rule::{Carry, CarryOf};
 use super::{
-    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
+    Answered, Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
     configured, pilot_off, url_fits,
 };
 use crate::api::{MatchArg, ParamError, absolute_path, bad};
+use crate::host::answerer::{Seen, Want};
 use crate::host::protocol::Carried;
 use crate::host::protocol::{FetchJob, PromptDecision};
 use crate::host::protocol::{KindFields, ToBrowser};
@@ -223,6 +226,16 @@ dialog_type:\"download\", save_dir}.",
             (true, None) => configured("download", "save it where the browser saves", once),
             _ => configured("download", "cancel it (nothing written)", once),
         })
+    }
+
+    /// Every download, with the pilot on and a DevTools connection held: one a driver took
+    /// is seen only there (`seen.rs`).
+    fn answerer_want(&self, _s: &State) -> Want {
+        Want { transfers: true, ..Want::NONE }
+    }
+
+    fn answerer_seen(&self, s: &mut State, seen: &Seen, out: &mut Answered) {
+        seen::on_seen(s, seen, out);
     }
 
     /// A remote download's copy here is made, or could not be (the job `on_download_done` gave).
