@@ -71,6 +71,14 @@ pub async fn run(shared: &Shared, args: Value) -> Result<Value, ToolError> {
             }
             Ok(json!({"watched": answerer.transfers_watched()}))
         }
+        // Until downloads are reported to the host's connection, by what the kinds want.
+        "downloads_watched" => {
+            let until = Instant::now() + Duration::from_secs(10);
+            while !answerer.transfers_watched() && Instant::now() < until {
+                answerer.next_change(Duration::from_millis(100)).await;
+            }
+            Ok(json!({"watched": answerer.transfers_watched()}))
+        }
         // Until a download is in a final state.
         "downloads" => {
             let until = Instant::now() + Duration::from_secs(10);
