@@ -353,6 +353,11 @@ pub(in crate::host) trait Spec: Sync {
     }
     /// What a new rule will do, as the setup answers it, if `rule` is of this kind.
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String>;
+    /// What the setup's answer adds about where the rule cannot act in this set-up, if
+    /// `rule` is of this kind (the host's own view of the browser, never the worker's).
+    fn rule_caveat(&self, _s: &State, _rule: &RuleSpec) -> Option<String> {
+        None
+    }
     /// What it wants the host's CDP answerer to see (`answerer/`), from what is in force:
     /// its rules, policies and held prompts. Nothing, by default: nothing is attached.
     fn answerer_want(&self, _s: &State) -> Want {
@@ -441,6 +446,11 @@ pub(in crate::host) fn carrier(with: &With) -> Option<(Kind, Carries)> {
 /// What a new rule of a browser prompt's kind will do, as the setup answers it.
 pub(in crate::host) fn rule_set(rule: &RuleSpec, once: bool) -> String {
     ALL.iter().find_map(|k| k.rule_set(rule, once)).unwrap_or_default()
+}
+
+/// What the setup's answer adds about where a new rule cannot act now.
+pub(in crate::host) fn rule_caveat(s: &State, rule: &RuleSpec) -> Option<String> {
+    ALL.iter().find_map(|k| k.rule_caveat(s, rule))
 }
 
 /// The setup's sentence for a rule: `what` it answers and what it `will` do.

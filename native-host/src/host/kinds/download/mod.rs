@@ -50,6 +50,11 @@ them all through.";
 const LEFT_PILOT_OFF: &str = "left on the browser's machine: AI Web Pilot is off, and only with the pilot on are \
 downloads copied to this machine";
 
+/// Why a rule cannot reach a download a DevTools client took over, where the host holds no
+/// DevTools connection of its own (`seen.rs` needs one).
+pub(crate) const NOT_SEEN: &str = "Unmodal holds no DevTools connection to this browser: a download a driver \
+takes over (Playwright's connectOverCDP) is neither recorded nor given this rule (docs/kinds/download.md).";
+
 /// Where files a remote browser downloaded are copied to on this machine (no `save_dir`),
 /// inside the data directory.
 const COPIED: &str = "downloads";
@@ -226,6 +231,12 @@ dialog_type:\"download\", save_dir}.",
             (true, None) => configured("download", "save it where the browser saves", once),
             _ => configured("download", "cancel it (nothing written)", once),
         })
+    }
+
+    /// Without the host's own DevTools connection a download a driver took is never seen.
+    fn rule_caveat(&self, s: &State, rule: &RuleSpec) -> Option<String> {
+        rule.of::<DownloadRule>()?;
+        (!s.answerer.held()).then(|| NOT_SEEN.to_owned())
     }
 
     /// Every download, with the pilot on and a DevTools connection held: one a driver took

@@ -375,4 +375,16 @@ mod tests {
         let r = taken(&s)[0];
         assert!(r.explanation.ends_with("(5 bytes)."), "{}", r.explanation);
     }
+
+    #[test]
+    fn without_the_hosts_devtools_connection_a_rules_answer_says_what_it_cannot_reach() {
+        let mut s = state_with(Policy::Auto);
+        let rule = RuleSpec::own(DownloadRule { accept: true, save_dir: None, matcher: MatchArg::default() });
+        let done = s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
+        let message = done.value["message"].as_str().unwrap_or_default();
+        assert!(message.contains("no DevTools connection") && message.contains("connectOverCDP"), "{message}");
+        let other = crate::host::state::tests::dialog_rule(unmodal_engine::RuleTarget::All, true);
+        let done = s.interact(DialogCall::Setup { tab: None, once: false, rule: other }).unwrap();
+        assert!(!done.value["message"].as_str().unwrap_or_default().contains("DevTools"), "{}", done.value);
+    }
 }
