@@ -65,8 +65,9 @@ neither held nor cancelled it; it saw it through its own DevTools connection";
 pub(super) fn on_seen(s: &mut State, seen: &Seen, out: &mut Answered) {
     let Seen::Transfer(t) = seen else { return };
     // The bridge's own helper pages (`transport/remote_uploads.rs`) download `blob:` URLs
-    // from `about:blank` in a context of their own: no page of the browser's.
-    if !(t.page_url.starts_with("http://") || t.page_url.starts_with("https://")) {
+    // from `about:blank` in a context of their own: no page of the browser's. (A frame the
+    // answerer does not list as a target has no URL here: recorded, with no tab.)
+    if t.page_url == "about:blank" {
         return;
     }
     let taken = s.kinds.get::<Taken>();
