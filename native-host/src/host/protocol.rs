@@ -713,5 +713,7 @@ pub struct FetchJob {
     pub record: u64,
     /// Its path on the browser's machine.
     pub remote: String,
+    /// The copy's name, when the file's own is not the download's (a driver's GUID-named file).
+    pub name: Option<String>,
     pub dir: std::path::PathBuf,
 }

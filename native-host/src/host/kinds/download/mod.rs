@@ -381,7 +381,7 @@ impl State {
             match to {
                 _ if !self.pilot => note = Some(LEFT_PILOT_OFF.into()),
                 Some(dir) => {
-                    self.fetches.push(FetchJob { kind: KIND, record: job.record, remote: from, dir });
+                    self.fetches.push(FetchJob { kind: KIND, record: job.record, remote: from, name: None, dir });
                     note = Some("being copied to this machine".into());
                 }
                 None => note = Some("not copied here: no data directory".into()),
@@ -647,6 +647,7 @@ mod tests {
                 kind: KIND,
                 record: rec,
                 remote: "/remote/Downloads/report.csv".into(),
+                name: None,
                 dir: keep.path().into()
             }]
         );

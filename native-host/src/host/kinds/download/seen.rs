@@ -150,7 +150,8 @@ fn record_taken(s: &mut State, t: &TransferView, began: SystemTime) -> Vec<ToBro
             save_dir.clone().ok().flatten().or_else(|| crate::paths::data_dir().ok().map(|d| d.join(super::COPIED)));
         match to {
             Some(dir) if !file.is_empty() => {
-                s.fetches.push(FetchJob { kind: KIND, record: id, remote: file.clone(), dir });
+                let name = Some(t.suggested_filename.clone()).filter(|n| !n.is_empty());
+                s.fetches.push(FetchJob { kind: KIND, record: id, remote: file.clone(), name, dir });
                 said.push(format!(
                     "Saved by the driver on the browser's machine as {file}; being copied to this machine."
                 ));
@@ -368,7 +369,13 @@ mod tests {
         let jobs = std::mem::take(&mut s.fetches);
         assert_eq!(
             jobs,
-            [FetchJob { kind: KIND, record: rec, remote: "/remote/x/g1".into(), dir: keep.path().into() }]
+            [FetchJob {
+                kind: KIND,
+                record: rec,
+                remote: "/remote/x/g1".into(),
+                name: Some("report.csv".into()),
+                dir: keep.path().into()
+            }]
         );
         assert!(out.to_browser.iter().any(|m| matches!(m, ToBrowser::Recorded { .. })));
         assert!(s.rules_of(3).is_empty(), "the once rule is spent");
