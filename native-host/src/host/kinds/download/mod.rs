@@ -484,6 +484,19 @@ downloads is not known to Unmodal)",
             if known.is_empty() { "unknown".into() } else { known.join(", ") }
         ));
     };
+    let Some(since) = since else { return Err("the time the download was asked for is unknown".into()) };
+    let held = open_as_download(dir, name, since)?;
+    Ok(Checked { held, name: name.to_owned() })
+}
+
+/// `name` in `dir`, opened once (never through a symlink), if it is a regular file of this
+/// user's with no other name, last written or changed no earlier than `since` (the download
+/// was asked for or began).
+fn open_as_download(
+    dir: &Path,
+    name: &std::ffi::OsStr,
+    since: std::time::SystemTime,
+) -> Result<crate::platform::HeldFile, String> {
     let held = crate::platform::open_held(dir, name).map_err(|e| format!("the download cannot be opened: {e}"))?;
     let f = held.facts();
     if !f.regular {
@@ -495,9 +508,8 @@ downloads is not known to Unmodal)",
     if f.links.is_some_and(|n| n != 1) {
         return Err("the file has other names (hard links)".into());
     }
-    let Some(since) = since else { return Err("the time the download was asked for is unknown".into()) };
     match f.touched {
-        Some(t) if t + TIME_SLACK >= since => Ok(Checked { held, name: name.to_owned() }),
+        Some(t) if t + TIME_SLACK >= since => Ok(held),
         _ => Err("the file is older than the download: it was last written before the browser asked for it".into()),
     }
 }

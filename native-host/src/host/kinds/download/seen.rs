@@ -211,21 +211,7 @@ fn check_taken(file: &Path, began: SystemTime) -> Result<crate::platform::HeldFi
     let (Some(dir), Some(name)) = (file.parent().filter(|_| file.is_absolute()), file.file_name()) else {
         return Err("the browser's path names no file".into());
     };
-    let held = crate::platform::open_held(dir, name).map_err(|e| format!("the download cannot be opened: {e}"))?;
-    let f = held.facts();
-    if !f.regular {
-        return Err("the download is not a regular file".into());
-    }
-    if f.mine == Some(false) {
-        return Err("the file belongs to another user".into());
-    }
-    if f.links.is_some_and(|n| n != 1) {
-        return Err("the file has other names (hard links)".into());
-    }
-    match f.touched {
-        Some(t) if t + super::TIME_SLACK >= began => Ok(held),
-        _ => Err("the file is older than the download".into()),
-    }
+    super::open_as_download(dir, name, began)
 }
 
 /// A copy of the checked file in `dir`, named as the page named the download (its last
@@ -272,16 +258,19 @@ mod tests {
         s.history.iter().filter(|r| r.kind == KIND).collect()
     }
 
+    /// The pilot on, tab 3 at http://a/, and a download rule saving into `dir`.
+    fn saving_into(dir: &Path, once: bool) -> State {
+        let mut s = state_with(Policy::Auto);
+        let rule =
+            RuleSpec::own(DownloadRule { accept: true, save_dir: Some(dir.into()), matcher: MatchArg::default() });
+        s.interact(DialogCall::Setup { tab: None, once, rule }).unwrap();
+        s
+    }
+
     #[test]
     fn a_download_a_driver_took_is_recorded_once_and_a_rule_copies_it_leaving_the_drivers_file() {
         let (driver, keep) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let mut s = state_with(Policy::Auto);
-        let rule = RuleSpec::own(DownloadRule {
-            accept: true,
-            save_dir: Some(keep.path().into()),
-            matcher: MatchArg::default(),
-        });
-        s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
+        let mut s = saving_into(keep.path(), false);
         let (file, out) = driver_saves(&mut s, driver.path(), "g1");
         assert!(out.to_browser.iter().any(|m| matches!(m, ToBrowser::Recorded { .. })), "the record is sent");
         let recs = taken(&s);
@@ -336,13 +325,7 @@ mod tests {
         let (driver, keep) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let secret = driver.path().join("secret");
         std::fs::write(&secret, b"key").unwrap();
-        let mut s = state_with(Policy::Auto);
-        let rule = RuleSpec::own(DownloadRule {
-            accept: true,
-            save_dir: Some(keep.path().into()),
-            matcher: MatchArg::default(),
-        });
-        s.interact(DialogCall::Setup { tab: None, once: false, rule }).unwrap();
+        let mut s = saving_into(keep.path(), false);
         answerer_seen(&mut s, &transfer("g1", "http://a/", "in_progress", None));
         let link = driver.path().join("g1");
         std::os::unix::fs::symlink(&secret, &link).unwrap();
@@ -355,14 +338,8 @@ mod tests {
     #[test]
     fn a_remote_browsers_download_a_driver_took_is_copied_here() {
         let keep = tempfile::tempdir().unwrap();
-        let mut s = state_with(Policy::Auto);
+        let mut s = saving_into(keep.path(), true);
         s.browser = crate::parent_browser::ParentBrowser::over_cdp("wss://fleet/…".into());
-        let rule = RuleSpec::own(DownloadRule {
-            accept: true,
-            save_dir: Some(keep.path().into()),
-            matcher: MatchArg::default(),
-        });
-        s.interact(DialogCall::Setup { tab: None, once: true, rule }).unwrap();
         answerer_seen(&mut s, &transfer("g1", "http://a/", "in_progress", None));
         let out = answerer_seen(&mut s, &transfer("g1", "http://a/", "completed", Some(Path::new("/remote/x/g1"))));
         let rec = taken(&s)[0].id;
