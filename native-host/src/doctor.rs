@@ -77,10 +77,24 @@ async fn connection() -> Vec<Check> {
                     "chrome://settings/downloads → switch off \"Ask where to save each file before downloading\"".into()
                 }),
             };
+            // Said, not counted: it matters only beside a driver that takes downloads over.
+            let taken = Check {
+                ok: true,
+                what: if info["devtools_connection"].as_bool() == Some(true) {
+                    "downloads a driver takes over are seen (the host holds a DevTools connection of its own)".into()
+                } else {
+                    "downloads a driver takes over (Playwright's connectOverCDP with its defaults) are NOT seen: the \
+host holds no DevTools connection, so they are neither recorded nor given the download rules (start the browser with \
+a DevTools port, as `unmodal mcp --browser` does, or reach it with `unmodal mcp --cdp-endpoint`)"
+                        .into()
+                },
+                fix: None,
+            };
             vec![
                 Check { ok: true, what: format!("browser connected (host pid {}, extension {version})", info["pid"]), fix: None },
                 files,
                 downloads,
+                taken,
                 Check {
                     ok: pilot,
                     what: if pilot {

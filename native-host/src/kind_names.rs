@@ -43,7 +43,7 @@ const ELSEWHERE: [(&str, &str, &str); 11] = [
     ("print", "browser/say.rs", "printing to the terminal"),
     ("print", "doctor.rs", "printing the report"),
     ("download", "host/kinds/permission.rs", "see STILL_MORE"),
-    ("permission", "host/kinds/download.rs", "see STILL_MORE"),
+    ("permission", "host/kinds/download/", "see STILL_MORE"),
 ];
 
 /// Every browser prompt's kind, by its wire name (page dialogs are the engine's).

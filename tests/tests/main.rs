@@ -22,6 +22,7 @@ mod device_chooser;
 mod docs_examples;
 mod docs_links;
 mod downloads;
+mod driver_downloads;
 mod extension_zip;
 mod eye_dropper;
 mod file_chooser;

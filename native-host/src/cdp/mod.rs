@@ -5,6 +5,8 @@
 
 pub mod conn;
 pub mod endpoint;
+#[cfg(test)]
+pub mod fake;
 pub mod sources;
 #[cfg(test)]
 mod tls_tests;

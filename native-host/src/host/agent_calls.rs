@@ -191,6 +191,9 @@ struct Info<'a> {
     file_access: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     asks_where_to_save: Option<bool>,
+    /// The host holds a DevTools connection of its own to the browser (`answerer/`): what
+    /// a driver does there is seen beside what the extension reports.
+    devtools_connection: bool,
     pilot_enabled: bool,
     tracked_tab: Option<i64>,
     tabs: usize,
@@ -255,6 +258,9 @@ impl State {
                     (true, true) => None,
                 };
                 let mut message = explain::rule_set(&rule.rule, once);
+                if let Some(caveat) = kinds::rule_caveat(self, &rule.rule) {
+                    message = format!("{message} {caveat}");
+                }
                 if !self.pilot {
                     message.push_str(RULE_WAITS_FOR_PILOT);
                 }
@@ -481,6 +487,7 @@ answer, call setup=true with dialog_type=\"{}\" before the action that opens the
             extension_version: self.extension_version.as_deref(),
             file_access: self.file_access,
             asks_where_to_save: self.browser.asks_where_to_save(),
+            devtools_connection: self.answerer.held(),
             pilot_enabled: self.pilot,
             tracked_tab: self.tracked,
             tabs: self.tabs.len(),

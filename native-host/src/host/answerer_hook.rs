@@ -32,7 +32,7 @@ pub async fn run(shared: &Shared, args: Value) -> Result<Value, ToolError> {
     };
     match args["op"].as_str().unwrap_or_default() {
         "want" => {
-            let want = Want { devices: args["devices"] == true, accounts: args["accounts"] == true };
+            let want = Want { devices: args["devices"] == true, accounts: args["accounts"] == true, ..Want::NONE };
             let mut s = shared.state();
             s.answer_want = want;
             shared.send(&s, Vec::new());
@@ -67,6 +67,14 @@ pub async fn run(shared: &Shared, args: Value) -> Result<Value, ToolError> {
             answerer.watch_transfers(args["on"] == true);
             let until = Instant::now() + Duration::from_secs(10);
             while answerer.transfers_watched() != (args["on"] == true) && Instant::now() < until {
+                answerer.next_change(Duration::from_millis(100)).await;
+            }
+            Ok(json!({"watched": answerer.transfers_watched()}))
+        }
+        // Until downloads are reported to the host's connection, by what the kinds want.
+        "downloads_watched" => {
+            let until = Instant::now() + Duration::from_secs(10);
+            while !answerer.transfers_watched() && Instant::now() < until {
                 answerer.next_change(Duration::from_millis(100)).await;
             }
             Ok(json!({"watched": answerer.transfers_watched()}))

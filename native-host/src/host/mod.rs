@@ -113,6 +113,20 @@ impl Shared {
         }
     }
 
+    /// The copies the kinds asked of the transport go to it (a remote download's file). Only
+    /// a download's end asks for one: reports pay nothing for it.
+    fn hand_over_fetches(&self, state: &mut State) {
+        if state.fetches.is_empty() {
+            return;
+        }
+        let fetches = std::mem::take(&mut state.fetches);
+        if let Some(tx) = self.fetch.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            for job in fetches {
+                let _ = tx.send(job);
+            }
+        }
+    }
+
     /// Waits (at most `limit`) until `done` holds of the state, checking after each message
     /// from the browser; whether it did.
     async fn wait_until(&self, limit: std::time::Duration, done: impl Fn(&State) -> bool) -> bool {
@@ -283,15 +297,10 @@ impl transport::Sink for HostSink {
         Some(self.shared.state().answerer.clone())
     }
 
-    fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>) {
-        self.shared.state().file_fetched(record, result);
-        self.shared.changed.notify_one();
-    }
-
-    fn upload_failed(&self, tab_id: i64, id: u64, record: u64, why: &str) {
+    fn report(&self, report: transport::Report) {
         {
             let mut state = self.shared.state();
-            let msgs = state.upload_failed(tab_id, id, record, why);
+            let msgs = kinds::transport_report(&mut state, &report);
             self.shared.send(&state, msgs);
         }
         // An agent waiting for its answer's outcome learns it now.
@@ -407,6 +416,7 @@ async fn answerer_changes(shared: Arc<Shared>) {
         let (mut out, armed) = {
             let mut state = shared.state();
             let out = kinds::answerer_seen(&mut state, &seen);
+            shared.hand_over_fetches(&mut state);
             shared.send(&state, Vec::new());
             (out, std::mem::take(&mut state.armed))
         };
@@ -458,15 +468,7 @@ fn on_browser_message(shared: &Arc<Shared>, rt: &tokio::runtime::Handle, msg: Fr
             Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
         }
         let snapshot = if urgent { shared.snapshot_locked(&state) } else { None };
-        // Only a remote download's end asks for a copy: reports pay nothing for it.
-        if !state.fetches.is_empty() {
-            let fetches = std::mem::take(&mut state.fetches);
-            if let Some(tx) = shared.fetch.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                for job in fetches {
-                    let _ = tx.send(job);
-                }
-            }
-        }
+        shared.hand_over_fetches(&mut state);
         (std::mem::take(&mut state.armed), snapshot)
     };
     shared.browser_spoke.notify_waiters();

@@ -704,12 +704,16 @@ mod tests {
     }
 }
 
-/// A file a remote browser downloaded, to copy into `dir` on this machine: what the state
-/// asks of the CDP bridge (`transport/remote_files.rs`), which has the only way to it.
+/// A file a remote browser downloaded, to copy into `dir` on this machine: what a kind
+/// asks of the CDP bridge (`transport/remote_files.rs`), which has the only way to it. The
+/// copy's outcome goes back to `kind` (`transport::Report`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FetchJob {
+    pub kind: crate::kind::Kind,
     pub record: u64,
     /// Its path on the browser's machine.
     pub remote: String,
+    /// The copy's name, when the file's own is not the download's (a driver's GUID-named file).
+    pub name: Option<String>,
     pub dir: std::path::PathBuf,
 }

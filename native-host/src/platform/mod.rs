@@ -333,6 +333,31 @@ pub fn move_held(
     os::move_held(file.0, to, names)
 }
 
+/// Copies the held file into directory `to` under the first of `names` nothing has (never
+/// written over or through a symlink), private to the user; its path there. The file held
+/// stays where it is (someone else's: a driver's download).
+pub fn copy_held(
+    file: &HeldFile,
+    to: &Path,
+    names: &mut dyn Iterator<Item = std::ffi::OsString>,
+) -> io::Result<PathBuf> {
+    for name in names {
+        let path = to.join(&name);
+        let mut out = match create_private_new(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        };
+        if let Err(e) = io::copy(&mut file.0.reader(), &mut out).and_then(|_| out.sync_all()) {
+            drop(out);
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+        return Ok(path);
+    }
+    Err(no_free_name())
+}
+
 /// Why a file is not one to open: it is a symlink, or not a regular file.
 fn not_regular(symlink: bool) -> io::Error {
     let what = if symlink { "a symbolic link" } else { "not a regular file" };

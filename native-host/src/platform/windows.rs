@@ -404,6 +404,11 @@ pub fn open_held(dir: &Path, name: &std::ffi::OsStr) -> io::Result<HeldFile> {
 }
 
 impl HeldFile {
+    /// Its bytes, from where reading last stopped.
+    pub fn reader(&self) -> &File {
+        &self.file
+    }
+
     pub fn facts(&self) -> super::HeldFacts {
         let m = &self.meta;
         super::HeldFacts {

@@ -11,6 +11,16 @@ const { spawn } = require('child_process');
 
 const CHROMIUM = process.env.UNMODAL_CHROMIUM || '/usr/bin/chromium';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/// Polls `cond` (sync or async) until it holds or `ms` pass; whether it held. A limit, not
+/// a wait: what is looked for ends it at once, and only a measured "nothing" waits it out.
+async function until(cond, ms) {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await cond()) return true;
+    if (Date.now() >= end) return false;
+    await sleep(25);
+  }
+}
 const out = (k, v) => console.log(JSON.stringify({ [k]: v }));
 
 function serve(routes) {
@@ -32,7 +42,7 @@ async function launch(extra = []) {
     '--remote-debugging-port=0', `--user-data-dir=${dir}`, ...extra, 'about:blank'], { stdio: 'ignore' });
   const file = path.join(dir, 'DevToolsActivePort');
   const read = () => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '').split('\n');
-  for (let i = 0; i < 200 && !(read()[1] || '').startsWith('/devtools'); i++) await sleep(50);
+  await until(() => (read()[1] || '').startsWith('/devtools'), 10000);
   const [port, wsPath] = read();
   return { proc: p, dir, ws: `ws://127.0.0.1:${port}${wsPath}`, close: () => p.kill() };
 }
@@ -62,7 +72,8 @@ async function downloads() {
       await page.goto(`http://127.0.0.1:${port}/`);
       const [d] = await Promise.all([page.waitForEvent('download'), page.click('#d')]);
       const p = await d.path();
-      await sleep(500);
+      // The second client's word on it, if it hears any (the asking-nothing one does not).
+      await until(() => seen.some((e) => e[0] === 'progress'), 2000);
       out(label, { driver_got: path.basename(p), driver_dir: path.dirname(p), second_client_saw: seen.slice() });
     };
     await drive('a_client_that_asked_nothing');
@@ -78,7 +89,7 @@ async function downloads() {
       Promise.all([page.waitForEvent('download'), page.click('#d')]).then(([d]) => d.path()).then((p) => 'driver got ' + p),
       sleep(5000).then(() => 'driver got nothing in 5 s'),
     ]);
-    await sleep(500);
+    await until(() => seen.some((e) => e[0] === 'progress'), 2000);
     out('events_asked_for_the_default_context', { driver: got, second_client_saw: seen.slice() });
   } finally { br.close(); server.close(); }
 }
@@ -103,7 +114,8 @@ async function rph() {
       const ms = Date.now() - t0;
       const runs = await page.evaluate(() => 1 + 1).then(() => true);
       await page.evaluate((sc) => { location.href = sc + ':abc'; }, scheme).catch(() => {});
-      await sleep(1000);
+      // Registered: the navigation goes to the handler; otherwise it stays (the limit).
+      await until(() => page.url().includes('/h?'), 2000);
       out('rph_' + mode, { call: r, call_ms: ms, page_runs_after: runs, navigated_to: page.url() });
       await page.close();
     }
@@ -182,13 +194,13 @@ async function frames() {
       out('frame_session_enable', await fs_.send('DeviceAccess.enable').then(() => 'ok', (e) => e.message));
     } catch (e) { out('frame_session', e.message); }
     await frame.click('#b');
-    await sleep(1500);
+    await until(() => events.length > 0, 5000);
     out('device_events', events);
     if (events.length) {
       const [who, id, devs] = events[events.length - 1];
       const s = who === 'page session' ? ps : fs_;
       await s.send('DeviceAccess.selectPrompt', { id, deviceId: devs[0].id });
-      await sleep(500);
+      await until(async () => (await frame.title()) !== '', 5000);
       out('frame_title_after_select', await frame.title());
     }
   } finally { br.close(); server.close(); s2.close(); }
@@ -210,11 +222,21 @@ async function late() {
     const one = await ctx.newCDPSession(page);
     const ev1 = [];
     one.on('DeviceAccess.deviceRequestPrompted', (e) => ev1.push(e));
-    // Opened before anyone enabled the domain.
+    // A probe on a connection of its own says when the chooser is open (events are per
+    // client: `one` hears nothing of it).
+    const probeBrowser = await chromium.connectOverCDP(br.ws, { noDefaults: true });
+    const probePage = probeBrowser.contexts()[0].pages().find((p) => p.url().includes(String(port)));
+    const probe = await probeBrowser.contexts()[0].newCDPSession(probePage);
+    const probed = [];
+    probe.on('DeviceAccess.deviceRequestPrompted', (e) => probed.push(e));
+    await probe.send('DeviceAccess.enable');
+    // Opened before `one` enabled the domain.
     await page.click('#b');
-    await sleep(500);
+    await until(() => probed.length > 0, 5000);
     await one.send('DeviceAccess.enable');
-    await sleep(1000);
+    await until(() => ev1.length > 0, 2000);
+    await probe.send('DeviceAccess.disable');
+    await probeBrowser.close();
     out('late_enable_events', ev1.length);
     await page.evaluate(() => { document.title = ''; });
     // Two clients with the domain on; one answers.
@@ -227,12 +249,12 @@ async function late() {
     await page.reload();
     ev1.length = 0;
     await page.click('#b');
-    await sleep(1000);
+    await until(() => ev1.length > 0 && ev2.length > 0, 3000);
     out('two_clients_events', { one: ev1.length, two: ev2.length });
     if (ev2.length) {
       const id = ev2[0].id;
       await two.send('DeviceAccess.selectPrompt', { id, deviceId: '09:09:09:09:09:09' });
-      await sleep(300);
+      await until(async () => (await page.title()) !== '', 3000);
       out('after_other_answered', { title: await page.title(),
         select_again: await one.send('DeviceAccess.selectPrompt', { id, deviceId: '09:09:09:09:09:09' }).then(() => 'ok', (e) => e.message),
         cancel_again: await one.send('DeviceAccess.cancelPrompt', { id }).then(() => 'ok', (e) => e.message) });
@@ -241,9 +263,10 @@ async function late() {
     await page.reload();
     ev1.length = 0;
     await page.click('#b');
-    await sleep(1000);
+    await until(() => ev1.length > 0, 3000);
     if (ev1.length) out('gone_device', await one.send('DeviceAccess.selectPrompt', { id: ev1[0].id, deviceId: '01:02:03:04:05:06' }).then(() => 'ok', (e) => e.message));
-    await sleep(500);
+    // The chooser stays open: the title stays as it is (the limit).
+    await until(async () => (await page.title()) !== '', 1000);
     out('title_after_gone_pick', await page.title());
   } finally { br.close(); server.close(); }
 }

@@ -84,6 +84,11 @@ impl Book {
         self.pilot
     }
 
+    /// The URL of page or frame target `id`, as the browser last said.
+    pub fn target_url(&self, id: &str) -> Option<String> {
+        self.targets.get(id).map(|t| t.url.clone())
+    }
+
     /// A new connection (or none): nothing of the old one counts; its prompts are closed.
     pub fn reset(&mut self, live: bool, seen: &mut Vec<Seen>) {
         for (id, _) in std::mem::take(&mut self.prompts) {

@@ -51,11 +51,14 @@ pub enum Which {
 pub struct Want {
     pub devices: bool,
     pub accounts: bool,
+    /// Every download reported (`Seen::Transfer`), through a browser context of the
+    /// answerer's own (`watch_transfers`); nothing is attached for it.
+    pub transfers: bool,
 }
 
 impl Want {
-    pub const NONE: Want = Want { devices: false, accounts: false };
-    pub const ALL: Want = Want { devices: true, accounts: true };
+    pub const NONE: Want = Want { devices: false, accounts: false, transfers: false };
+    pub const ALL: Want = Want { devices: true, accounts: true, transfers: true };
 
     pub fn any(self) -> bool {
         self.devices || self.accounts
@@ -72,7 +75,11 @@ impl Want {
 impl std::ops::BitOr for Want {
     type Output = Want;
     fn bitor(self, o: Want) -> Want {
-        Want { devices: self.devices || o.devices, accounts: self.accounts || o.accounts }
+        Want {
+            devices: self.devices || o.devices,
+            accounts: self.accounts || o.accounts,
+            transfers: self.transfers || o.transfers,
+        }
     }
 }
 
@@ -303,7 +310,9 @@ impl Answerer {
     /// An event of the connection (any: what is not the answerer's is skipped at once).
     pub fn event(&self, ev: &Event) {
         if ev.session.is_none() && ev.method.starts_with("Browser.download") {
-            let d = self.transfers().on_event(&ev.method, &ev.params);
+            // The page that started it, by the answerer's own view of the targets.
+            let page = self.book().target_url(ev.params["frameId"].as_str().unwrap_or_default());
+            let d = self.transfers().on_event(&ev.method, &ev.params, page);
             return self.said(d.map(Seen::Transfer).into_iter().collect());
         }
         let interesting = match ev.session {
@@ -328,6 +337,7 @@ impl Answerer {
         let steps = self.book().set(pilot, want, &mut seen);
         self.said(seen);
         self.run(steps);
+        self.transfers().kinds_want = want.transfers;
         self.sync_transfers();
     }
 
@@ -361,7 +371,7 @@ impl Answerer {
         if d.asking {
             return;
         }
-        let on = pilot && d.wanted;
+        let on = pilot && (d.wanted || d.kinds_want);
         match (on, d.context.take()) {
             (true, None) => {
                 d.asking = true;

@@ -2,68 +2,40 @@
 
 use super::*;
 use crate::cdp::Endpoint;
-use futures_util::{SinkExt, StreamExt};
-use std::time::{Duration, Instant};
+use crate::cdp::fake::{FakeBrowser, until};
+use std::time::Duration;
 use tokio::sync::mpsc;
-use tokio_tungstenite::tungstenite::Message;
 
-type Command = (String, Option<String>, Value);
-
-/// A browser over one WebSocket: every command logged and answered (`attachToTarget` with
-/// session `S-<target>`; a command in `refuse` with an error).
+/// A browser over one WebSocket (`cdp::fake`): every command answered (`attachToTarget`
+/// with session `S-<target>`; a command in `refuse` with an error).
 struct Peer {
-    commands: Arc<Mutex<Vec<Command>>>,
-    events: mpsc::UnboundedSender<Value>,
+    browser: FakeBrowser,
     refuse: Arc<Mutex<Vec<String>>>,
 }
 
 impl Peer {
     async fn start() -> (Self, Answerer, mpsc::UnboundedReceiver<Event>) {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("ws://{}/devtools/browser/fake", listener.local_addr().unwrap());
-        let commands = Arc::new(Mutex::new(Vec::new()));
         let refuse: Arc<Mutex<Vec<String>>> = Arc::default();
-        let (events, mut events_rx) = mpsc::unbounded_channel::<Value>();
-        let (log, no) = (commands.clone(), refuse.clone());
-        tokio::spawn(async move {
-            let (tcp, _) = listener.accept().await.unwrap();
-            let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
-            loop {
-                tokio::select! {
-                    Some(ev) = events_rx.recv() => ws.send(Message::Text(ev.to_string().into())).await.unwrap(),
-                    m = ws.next() => {
-                        let Some(Ok(Message::Text(text))) = m else { return };
-                        let cmd: Value = serde_json::from_str(&text).unwrap();
-                        let method = cmd["method"].as_str().unwrap_or_default().to_owned();
-                        let session = cmd["sessionId"].as_str().map(str::to_owned);
-                        let mut answer = if no.lock().unwrap().contains(&method) {
-                            json!({"id": cmd["id"], "error": {"code": -32000, "message": "No such prompt"}})
-                        } else if method == "Target.attachToTarget" {
-                            json!({"id": cmd["id"], "result": {"sessionId": format!("S-{}", cmd["params"]["targetId"].as_str().unwrap())}})
-                        } else {
-                            json!({"id": cmd["id"], "result": {}})
-                        };
-                        log.lock().unwrap().push((method, session, cmd["params"].clone()));
-                        if let Some(s) = cmd.get("sessionId") {
-                            answer["sessionId"] = s.clone();
-                        }
-                        ws.send(Message::Text(answer.to_string().into())).await.unwrap();
-                    }
-                }
+        let no = refuse.clone();
+        let browser = FakeBrowser::start(move |method, cmd| {
+            if no.lock().unwrap().iter().any(|m| m == method) {
+                Err("No such prompt".into())
+            } else if method == "Target.attachToTarget" {
+                Ok(json!({"sessionId": format!("S-{}", cmd["params"]["targetId"].as_str().unwrap())}))
+            } else {
+                Ok(json!({}))
             }
-        });
+        })
+        .await;
+        let url = browser.url.clone();
         let (conn, rx) = Conn::open(&Endpoint::new(&url, &[], None).unwrap(), &url).await.unwrap();
         let a = Answerer::new();
         a.connected(&conn);
-        (Self { commands, events, refuse }, a, rx)
+        (Self { browser, refuse }, a, rx)
     }
 
     fn send(&self, method: &str, params: Value, session: Option<&str>) {
-        let mut ev = json!({"method": method, "params": params});
-        if let Some(s) = session {
-            ev["sessionId"] = json!(s);
-        }
-        self.events.send(ev).unwrap();
+        self.browser.send(method, params, session);
     }
 
     fn page(&self, id: &str, kind: &str, url: &str) {
@@ -71,12 +43,12 @@ impl Peer {
     }
 
     fn sent(&self) -> Vec<String> {
-        let log = self.commands.lock().unwrap();
+        let log = self.browser.commands();
         log.iter().map(|(m, s, _)| format!("{m}{}", s.as_ref().map(|s| format!(" @{s}")).unwrap_or_default())).collect()
     }
 
     fn params(&self, method: &str) -> Vec<Value> {
-        self.commands.lock().unwrap().iter().filter(|(m, ..)| m == method).map(|(.., p)| p.clone()).collect()
+        self.browser.commands().into_iter().filter(|(m, ..)| m == method).map(|(.., p)| p).collect()
     }
 }
 
@@ -88,14 +60,6 @@ fn feed(a: &Answerer, mut rx: mpsc::UnboundedReceiver<Event>) {
             a.event(&ev);
         }
     });
-}
-
-async fn until(what: &str, f: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 fn on() -> PilotOn {
@@ -116,7 +80,7 @@ async fn nothing_is_attached_until_something_is_wanted_with_the_pilot_on() {
     a.set(true, Want::NONE);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(peer.sent().is_empty(), "pilot off or nothing wanted: nothing sent: {:?}", peer.sent());
-    a.set(true, Want { devices: true, accounts: false });
+    a.set(true, Want { devices: true, ..Want::NONE });
     until("attached and enabled", || peer.sent().iter().filter(|c| c.starts_with("DeviceAccess.enable")).count() == 2)
         .await;
     let sent = peer.sent();

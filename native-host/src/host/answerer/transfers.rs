@@ -21,6 +21,9 @@ pub struct TransferView {
     pub suggested_filename: String,
     /// The frame that started it (a CDP frame id: the target's, for a top frame).
     pub frame_id: String,
+    /// That frame's URL as the answerer's own view of the targets had it when it began
+    /// (empty: not a target it knows, such as a frame in its parent's process).
+    pub page_url: String,
     /// `in_progress`, `completed`, `canceled`.
     pub state: String,
     pub received_bytes: u64,
@@ -31,7 +34,9 @@ pub struct TransferView {
 
 #[derive(Debug, Default)]
 pub struct Transfers {
+    /// Wanted by the test hook (`watch_transfers`); by the kinds (`Want::transfers`).
     pub wanted: bool,
+    pub kinds_want: bool,
     /// The answerer's own browser context, once the browser made it.
     pub context: Option<String>,
     pub asking: bool,
@@ -45,7 +50,7 @@ fn text(v: &Value) -> String {
 
 impl Transfers {
     /// A browser-level download event: the download as it stands now, if it is one.
-    pub fn on_event(&mut self, method: &str, p: &Value) -> Option<TransferView> {
+    pub fn on_event(&mut self, method: &str, p: &Value, page_url: Option<String>) -> Option<TransferView> {
         let guid = text(&p["guid"]);
         if guid.is_empty() {
             return None;
@@ -64,6 +69,7 @@ impl Transfers {
                     url: text(&p["url"]),
                     suggested_filename: text(&p["suggestedFilename"]),
                     frame_id: text(&p["frameId"]),
+                    page_url: page_url.unwrap_or_default(),
                     state: "in_progress".into(),
                     received_bytes: 0,
                     total_bytes: 0,

@@ -24,6 +24,7 @@ use crate::host::protocol::{KindFields, PromptDecision, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord};
 use crate::host::rules::RuleStore;
 use crate::host::state::State;
+use crate::host::transport::Outcome;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer as _;
@@ -268,6 +269,14 @@ accept: false to cancel it."
         let FileChooserRule { files, .. } = rule.of()?;
         let will = if files.is_empty() { "cancel it (as a person's cancel)" } else { "give the page the rule's files" };
         Some(configured("file chooser", will, once))
+    }
+
+    /// An answer's files could not be copied to a remote browser's machine: it did not go.
+    fn transport_done(&self, s: &mut State, done: &Outcome) -> Vec<ToBrowser> {
+        match done {
+            Outcome::NotDelivered { tab_id, id, record, why } => s.upload_failed(*tab_id, *id, *record, why),
+            Outcome::Fetched { .. } => Vec::new(),
+        }
     }
 }
 

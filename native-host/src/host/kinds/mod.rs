@@ -27,6 +27,7 @@ use crate::host::record::{DecidedBy, Details, DialogRecord};
 use crate::host::rules::{self, RuleStore};
 use crate::host::state::Rule;
 use crate::host::state::State;
+use crate::host::transport::{Outcome, Report};
 use crate::kind::Kind;
 use crate::redact::Redactor;
 pub(crate) use args::Api;
@@ -353,6 +354,11 @@ pub(in crate::host) trait Spec: Sync {
     }
     /// What a new rule will do, as the setup answers it, if `rule` is of this kind.
     fn rule_set(&self, rule: &RuleSpec, once: bool) -> Option<String>;
+    /// What the setup's answer adds about where the rule cannot act in this set-up, if
+    /// `rule` is of this kind (the host's own view of the browser, never the worker's).
+    fn rule_caveat(&self, _s: &State, _rule: &RuleSpec) -> Option<String> {
+        None
+    }
     /// What it wants the host's CDP answerer to see (`answerer/`), from what is in force:
     /// its rules, policies and held prompts. Nothing, by default: nothing is attached.
     fn answerer_want(&self, _s: &State) -> Want {
@@ -369,6 +375,16 @@ pub(in crate::host) trait Spec: Sync {
     fn answered_on_connection(&self, _s: &State, _record: u64) -> bool {
         false
     }
+    /// How a job it gave the host's own transport went (a copy from or to a remote
+    /// browser's machine): the host's word, never the browser's. What to send the browser.
+    fn transport_done(&self, _s: &mut State, _done: &Outcome) -> Vec<ToBrowser> {
+        Vec::new()
+    }
+}
+
+/// The kind that gave the transport its job hears how it went.
+pub(in crate::host) fn transport_report(s: &mut State, report: &Report) -> Vec<ToBrowser> {
+    spec(report.kind).map(|k| k.transport_done(s, &report.done)).unwrap_or_default()
 }
 
 /// What the kinds make of a change the CDP answerer saw.
@@ -437,6 +453,11 @@ pub(in crate::host) fn carrier(with: &With) -> Option<(Kind, Carries)> {
 /// What a new rule of a browser prompt's kind will do, as the setup answers it.
 pub(in crate::host) fn rule_set(rule: &RuleSpec, once: bool) -> String {
     ALL.iter().find_map(|k| k.rule_set(rule, once)).unwrap_or_default()
+}
+
+/// What the setup's answer adds about where a new rule cannot act now.
+pub(in crate::host) fn rule_caveat(s: &State, rule: &RuleSpec) -> Option<String> {
+    ALL.iter().find_map(|k| k.rule_caveat(s, rule))
 }
 
 /// The setup's sentence for a rule: `what` it answers and what it `will` do.

@@ -31,7 +31,7 @@
 //!   `unmodal mcp` answers every call with `browser_gone`.
 
 use super::super::protocol::{Carried, FetchJob, ToBrowser};
-use super::{Inbox, Outbox, remote_files, remote_uploads};
+use super::{Inbox, Outbox, Outcome, Report, remote_files, remote_uploads};
 use crate::cdp::{Conn, Endpoint, Event};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, VecDeque};
@@ -475,7 +475,7 @@ impl Connection {
                 if let Err(e) = &result {
                     tracing::warn!(error = %e, "a remote download was not copied here");
                 }
-                inbox.fetched(job.record, result);
+                inbox.report(Report { kind: job.kind, done: Outcome::Fetched { record: job.record, result } });
             }
         });
         let _copier = AbortOnDrop(copier);
@@ -510,7 +510,8 @@ impl Connection {
                     }
                     Err(why) => {
                         tracing::warn!(error = %why, "files not copied to the remote browser");
-                        inbox.upload_failed(*tab_id, *id, *record, &why);
+                        let done = Outcome::NotDelivered { tab_id: *tab_id, id: *id, record: *record, why };
+                        inbox.report(Report { kind: *kind, done });
                     }
                 }
             }
@@ -860,9 +861,8 @@ async fn ask(conn: &Conn, session: &str, number: u64) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use futures_util::{SinkExt, StreamExt};
+    use crate::cdp::fake::{self, until};
     use std::sync::Mutex;
-    use tokio_tungstenite::tungstenite::Message;
 
     const OURS: &str = "aaaabbbbccccddddeeeeffffgggghhhh";
     const ROGUE: &str = "ppppoooonnnnmmmmllllkkkkjjjjiiii";
@@ -953,67 +953,33 @@ mod tests {
         fn frame(&self, bytes: &[u8]) {
             self.0.lock().unwrap().push(String::from_utf8_lossy(bytes).into_owned());
         }
-        fn fetched(&self, _: u64, _: Result<(std::path::PathBuf, u64), String>) {}
-        fn upload_failed(&self, _: i64, _: u64, _: u64, _: &str) {}
+        fn report(&self, _: super::super::Report) {}
         fn sites(&self, _: crate::host::sites::Change) {}
     }
 
-    /// A command the bridge sent: method, session, params.
-    type Command = (String, Option<String>, Value);
-
-    /// A browser over one WebSocket: every command logged as (method, session, params) and
-    /// answered; every worker answers `unmodalBridgeUp` as Unmodal's (a rogue would).
-    struct FakeBrowser {
-        url: String,
-        commands: Arc<Mutex<Vec<Command>>>,
-        events: mpsc::UnboundedSender<Value>,
-    }
+    /// A browser over one WebSocket (`cdp::fake`): every worker answers `unmodalBridgeUp`
+    /// as Unmodal's (a rogue would).
+    struct FakeBrowser(fake::FakeBrowser);
 
     impl FakeBrowser {
         async fn start() -> Self {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let url = format!("ws://{}/devtools/browser/fake", listener.local_addr().unwrap());
-            let commands = Arc::new(Mutex::new(Vec::new()));
-            let (events, mut events_rx) = mpsc::unbounded_channel::<Value>();
-            let log = commands.clone();
-            tokio::spawn(async move {
-                let (tcp, _) = listener.accept().await.unwrap();
-                let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
-                loop {
-                    tokio::select! {
-                        Some(ev) = events_rx.recv() => ws.send(Message::Text(ev.to_string().into())).await.unwrap(),
-                        m = ws.next() => {
-                            let Some(Ok(Message::Text(text))) = m else { return };
-                            let cmd: Value = serde_json::from_str(&text).unwrap();
-                            let method = cmd["method"].as_str().unwrap_or_default().to_owned();
-                            let session = cmd["sessionId"].as_str().map(str::to_owned);
-                            let expression = cmd["params"]["expression"].as_str().unwrap_or_default();
-                            let result = if expression.contains(HELLO) {
-                                json!({"result": {"type": "object", "value": {"unmodal": 1, "version": "0.1.0"}}})
-                            } else if expression.contains(RECEIVER) {
-                                json!({"result": {"type": "number", "value": 0}})
-                            } else {
-                                json!({})
-                            };
-                            log.lock().unwrap().push((method, session, cmd["params"].clone()));
-                            let mut answer = json!({"id": cmd["id"], "result": result});
-                            if let Some(s) = cmd.get("sessionId") {
-                                answer["sessionId"] = s.clone();
-                            }
-                            ws.send(Message::Text(answer.to_string().into())).await.unwrap();
-                        }
-                    }
-                }
-            });
-            Self { url, commands, events }
+            Self(
+                fake::FakeBrowser::start(|_, cmd| {
+                    let expression = cmd["params"]["expression"].as_str().unwrap_or_default();
+                    Ok(if expression.contains(HELLO) {
+                        json!({"result": {"type": "object", "value": {"unmodal": 1, "version": "0.1.0"}}})
+                    } else if expression.contains(RECEIVER) {
+                        json!({"result": {"type": "number", "value": 0}})
+                    } else {
+                        json!({})
+                    })
+                })
+                .await,
+            )
         }
 
         fn send(&self, method: &str, params: Value, session: Option<&str>) {
-            let mut ev = json!({"method": method, "params": params});
-            if let Some(s) = session {
-                ev["sessionId"] = json!(s);
-            }
-            self.events.send(ev).unwrap();
+            self.0.send(method, params, session);
         }
 
         fn call(&self, session: &str, payload: &str) {
@@ -1022,19 +988,11 @@ mod tests {
 
         /// The commands sent to `session`'s target, and those naming it at the browser level.
         fn to(&self, session: &str) -> Vec<String> {
-            let log = self.commands.lock().unwrap();
+            let log = self.0.commands();
             log.iter()
                 .filter(|(_, s, p)| s.as_deref() == Some(session) || p["sessionId"] == session)
                 .map(|(m, _, p)| format!("{m} {}", p["expression"].as_str().unwrap_or_default()).trim().to_owned())
                 .collect()
-        }
-    }
-
-    async fn until(what: &str, f: impl Fn() -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !f() {
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
-            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
@@ -1048,7 +1006,7 @@ mod tests {
         let (_out_tx, outbox) = mpsc::unbounded_channel();
         let (_fetch_tx, fetches) = mpsc::unbounded_channel();
         let link = LinkState::new(OURS);
-        let endpoint = Endpoint::new(&browser.url, &[], None).unwrap();
+        let endpoint = Endpoint::new(&browser.0.url, &[], None).unwrap();
         let bridge = tokio::spawn(run(
             endpoint,
             Inbox(frames.clone()),
@@ -1057,7 +1015,7 @@ mod tests {
             link.clone(),
             Arc::new(remote_files::Budget::new(u64::MAX)),
         ));
-        until("auto-attach", || browser.commands.lock().unwrap().iter().any(|c| c.0 == "Target.setAutoAttach")).await;
+        until("auto-attach", || browser.0.commands().iter().any(|c| c.0 == "Target.setAutoAttach")).await;
 
         // The rogue first, paused at its start as auto-attach holds a new worker.
         let rogue = format!("chrome-extension://{ROGUE}/background.js");

@@ -18,22 +18,41 @@ use tokio::sync::mpsc;
 pub type Outbox = mpsc::UnboundedReceiver<ToBrowser>;
 
 /// What the host does with what a transport brings in (`host/mod.rs` implements it): the
-/// transports know nothing of the state above them.
+/// transports know nothing of the state above them, nor of any kind.
 pub trait Sink: Send + Sync {
     /// One message from the extension, as its bytes came: parsed once, then applied. A
     /// frame that is not a message is logged and skipped, never fatal.
     fn frame(&self, bytes: &[u8]);
-    /// A remote download's copy on this machine is made (or failed).
-    fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>);
-    /// The files an answer gives a remote browser's chooser could not be copied there: the
-    /// answer to prompt `id` of tab `tab_id` (record `record`) did not go.
-    fn upload_failed(&self, tab_id: i64, id: u64, record: u64, why: &str);
+    /// How a job the host gave its transport went, for the kind that gave it. Apart from
+    /// `frame` on purpose: the browser's messages (the worker's included) are untrusted, and
+    /// none of them can be read as one of these.
+    fn report(&self, report: Report);
     /// What the host's own DevTools connection saw of the pages open (`host/sites.rs`).
     fn sites(&self, change: super::sites::Change);
     /// The host's CDP answerer, which the connection's owner feeds (`host/answerer/`).
     fn answerer(&self) -> Option<super::answerer::Answerer> {
         None
     }
+}
+
+/// A report of the host's own transport on a job a kind gave it (a `FetchJob`, an answer
+/// that carries files): made here only, never parsed from anything the browser sent (no
+/// `Deserialize`), and routed through the registry to `kind` alone (`kinds::transport_report`).
+#[derive(Debug)]
+pub struct Report {
+    pub kind: crate::kind::Kind,
+    pub done: Outcome,
+}
+
+/// What became of the job.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The file of `record` on the browser's machine is copied here: where, how many bytes;
+    /// or why not (`remote_files.rs`).
+    Fetched { record: u64, result: Result<(PathBuf, u64), String> },
+    /// The files the answer to prompt `id` of tab `tab_id` (record `record`) carries could not
+    /// be copied to the browser's machine: the answer did not go (`remote_uploads.rs`).
+    NotDelivered { tab_id: i64, id: u64, record: u64, why: String },
 }
 
 /// Where a transport puts what the browser sent. Cheap to clone; callable from any thread.
@@ -45,12 +64,8 @@ impl Inbox {
         self.0.frame(bytes);
     }
 
-    pub fn fetched(&self, record: u64, result: Result<(PathBuf, u64), String>) {
-        self.0.fetched(record, result);
-    }
-
-    pub fn upload_failed(&self, tab_id: i64, id: u64, record: u64, why: &str) {
-        self.0.upload_failed(tab_id, id, record, why);
+    pub fn report(&self, report: Report) {
+        self.0.report(report);
     }
 
     pub fn sites(&self, change: super::sites::Change) {

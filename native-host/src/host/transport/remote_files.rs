@@ -113,7 +113,8 @@ pub async fn fetch(
     job: &FetchJob,
     budget: &Budget,
 ) -> Result<(PathBuf, u64), String> {
-    let name = last_name(&job.remote).ok_or("the browser's path has no file name")?.to_owned();
+    let name = job.name.as_deref().and_then(last_name).or_else(|| last_name(&job.remote));
+    let name = name.ok_or("the browser's path has no file name")?.to_owned();
     budget.limit(None)?;
     let session = helper.session(conn).await?;
     let s = Some(session.as_str());
@@ -267,7 +268,13 @@ mod tests {
     use super::*;
 
     fn job(dir: &Path, record: u64) -> FetchJob {
-        FetchJob { record, remote: "/remote/Downloads/r.csv".into(), dir: dir.to_path_buf() }
+        FetchJob {
+            kind: crate::host::kinds::download::KIND,
+            record,
+            remote: "/remote/Downloads/r.csv".into(),
+            name: None,
+            dir: dir.to_path_buf(),
+        }
     }
 
     fn names(dir: &Path) -> Vec<String> {

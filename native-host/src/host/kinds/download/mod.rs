@@ -11,19 +11,23 @@
 //! The worker reports what became of it (`download_done`); the record then says the file's
 //! name, type, size, path and state. Pilot off: the browser's way, recorded as well.
 
+mod seen;
+
 use super::args::{self, Api, Given, NoFields, Owned};
 use super::rule::{Carry, CarryOf};
 use super::{
-    Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
+    Answered, Carries, Described, EXPIRED_CANCELLED, Policies, PromptKind, RuleSpec, Says, Spec, Verdict, With, Words,
     configured, pilot_off, url_fits,
 };
 use crate::api::{MatchArg, ParamError, absolute_path, bad};
+use crate::host::answerer::{Seen, Want};
 use crate::host::protocol::Carried;
 use crate::host::protocol::{FetchJob, PromptDecision};
 use crate::host::protocol::{KindFields, ToBrowser};
 use crate::host::record::{self, Details, DialogRecord, FileJob};
 use crate::host::rules::RuleStore;
 use crate::host::state::State;
+use crate::host::transport::Outcome;
 use crate::kind::Kind;
 use crate::redact::Redactor;
 use ringbuf::traits::Consumer;
@@ -45,6 +49,11 @@ them all through.";
 /// Why a remote download stays on the browser's machine while the pilot is off.
 const LEFT_PILOT_OFF: &str = "left on the browser's machine: AI Web Pilot is off, and only with the pilot on are \
 downloads copied to this machine";
+
+/// Why a rule cannot reach a download a DevTools client took over, where the host holds no
+/// DevTools connection of its own (`seen.rs` needs one).
+pub(crate) const NOT_SEEN: &str = "Unmodal holds no DevTools connection to this browser: a download a driver \
+takes over (Playwright's connectOverCDP) is neither recorded nor given this rule (docs/kinds/download.md).";
 
 /// Where files a remote browser downloaded are copied to on this machine (no `save_dir`),
 /// inside the data directory.
@@ -223,6 +232,30 @@ dialog_type:\"download\", save_dir}.",
             _ => configured("download", "cancel it (nothing written)", once),
         })
     }
+
+    /// Without the host's own DevTools connection a download a driver took is never seen.
+    fn rule_caveat(&self, s: &State, rule: &RuleSpec) -> Option<String> {
+        rule.of::<DownloadRule>()?;
+        (!s.answerer.held()).then(|| NOT_SEEN.to_owned())
+    }
+
+    /// Every download, with the pilot on and a DevTools connection held: one a driver took
+    /// is seen only there (`seen.rs`).
+    fn answerer_want(&self, _s: &State) -> Want {
+        Want { transfers: true, ..Want::NONE }
+    }
+
+    fn answerer_seen(&self, s: &mut State, seen: &Seen, out: &mut Answered) {
+        seen::on_seen(s, seen, out);
+    }
+
+    /// A remote download's copy here is made, or could not be (the job `on_download_done` gave).
+    fn transport_done(&self, s: &mut State, done: &Outcome) -> Vec<ToBrowser> {
+        if let Outcome::Fetched { record, result } = done {
+            s.file_fetched(*record, result.clone());
+        }
+        Vec::new()
+    }
 }
 
 impl PromptKind for DownloadAsk {
@@ -348,7 +381,7 @@ impl State {
             match to {
                 _ if !self.pilot => note = Some(LEFT_PILOT_OFF.into()),
                 Some(dir) => {
-                    self.fetches.push(FetchJob { record: job.record, remote: from, dir });
+                    self.fetches.push(FetchJob { kind: KIND, record: job.record, remote: from, name: None, dir });
                     note = Some("being copied to this machine".into());
                 }
                 None => note = Some("not copied here: no data directory".into()),
@@ -451,6 +484,19 @@ downloads is not known to Unmodal)",
             if known.is_empty() { "unknown".into() } else { known.join(", ") }
         ));
     };
+    let Some(since) = since else { return Err("the time the download was asked for is unknown".into()) };
+    let held = open_as_download(dir, name, since)?;
+    Ok(Checked { held, name: name.to_owned() })
+}
+
+/// `name` in `dir`, opened once (never through a symlink), if it is a regular file of this
+/// user's with no other name, last written or changed no earlier than `since` (the download
+/// was asked for or began).
+fn open_as_download(
+    dir: &Path,
+    name: &std::ffi::OsStr,
+    since: std::time::SystemTime,
+) -> Result<crate::platform::HeldFile, String> {
     let held = crate::platform::open_held(dir, name).map_err(|e| format!("the download cannot be opened: {e}"))?;
     let f = held.facts();
     if !f.regular {
@@ -462,9 +508,8 @@ downloads is not known to Unmodal)",
     if f.links.is_some_and(|n| n != 1) {
         return Err("the file has other names (hard links)".into());
     }
-    let Some(since) = since else { return Err("the time the download was asked for is unknown".into()) };
     match f.touched {
-        Some(t) if t + TIME_SLACK >= since => Ok(Checked { held, name: name.to_owned() }),
+        Some(t) if t + TIME_SLACK >= since => Ok(held),
         _ => Err("the file is older than the download: it was last written before the browser asked for it".into()),
     }
 }
@@ -610,7 +655,13 @@ mod tests {
         let rec = s.history.iter().last().unwrap().id;
         assert_eq!(
             jobs,
-            [FetchJob { record: rec, remote: "/remote/Downloads/report.csv".into(), dir: keep.path().into() }]
+            [FetchJob {
+                kind: KIND,
+                record: rec,
+                remote: "/remote/Downloads/report.csv".into(),
+                name: None,
+                dir: keep.path().into()
+            }]
         );
         let d = s.history.iter().last().unwrap().details.read::<DownloadDetails>().expect("its kind's details");
         assert_eq!((d.path.as_deref(), d.remote_path.as_deref()), (None, Some("/remote/Downloads/report.csv")));
