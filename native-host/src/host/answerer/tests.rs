@@ -11,14 +11,14 @@ type Command = (String, Option<String>, Value);
 
 /// A browser over one WebSocket: every command logged and answered (`attachToTarget` with
 /// session `S-<target>`; a command in `refuse` with an error).
-struct Peer {
+pub(in crate::host) struct Peer {
     commands: Arc<Mutex<Vec<Command>>>,
     events: mpsc::UnboundedSender<Value>,
     refuse: Arc<Mutex<Vec<String>>>,
 }
 
 impl Peer {
-    async fn start() -> (Self, Answerer, mpsc::UnboundedReceiver<Event>) {
+    pub(in crate::host) async fn start() -> (Self, Answerer, mpsc::UnboundedReceiver<Event>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("ws://{}/devtools/browser/fake", listener.local_addr().unwrap());
         let commands = Arc::new(Mutex::new(Vec::new()));
@@ -58,7 +58,7 @@ impl Peer {
         (Self { commands, events, refuse }, a, rx)
     }
 
-    fn send(&self, method: &str, params: Value, session: Option<&str>) {
+    pub(in crate::host) fn send(&self, method: &str, params: Value, session: Option<&str>) {
         let mut ev = json!({"method": method, "params": params});
         if let Some(s) = session {
             ev["sessionId"] = json!(s);
@@ -66,7 +66,7 @@ impl Peer {
         self.events.send(ev).unwrap();
     }
 
-    fn page(&self, id: &str, kind: &str, url: &str) {
+    pub(in crate::host) fn page(&self, id: &str, kind: &str, url: &str) {
         self.send("Target.targetCreated", json!({"targetInfo": {"targetId": id, "type": kind, "url": url}}), None);
     }
 
@@ -75,13 +75,13 @@ impl Peer {
         log.iter().map(|(m, s, _)| format!("{m}{}", s.as_ref().map(|s| format!(" @{s}")).unwrap_or_default())).collect()
     }
 
-    fn params(&self, method: &str) -> Vec<Value> {
+    pub(in crate::host) fn params(&self, method: &str) -> Vec<Value> {
         self.commands.lock().unwrap().iter().filter(|(m, ..)| m == method).map(|(.., p)| p.clone()).collect()
     }
 }
 
 /// Feeds the connection's events to the answerer, as `watch_local` and the bridge do.
-fn feed(a: &Answerer, mut rx: mpsc::UnboundedReceiver<Event>) {
+pub(in crate::host) fn feed(a: &Answerer, mut rx: mpsc::UnboundedReceiver<Event>) {
     let a = a.clone();
     tokio::spawn(async move {
         while let Some(ev) = rx.recv().await {
@@ -90,7 +90,7 @@ fn feed(a: &Answerer, mut rx: mpsc::UnboundedReceiver<Event>) {
     });
 }
 
-async fn until(what: &str, f: impl Fn() -> bool) {
+pub(in crate::host) async fn until(what: &str, f: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
