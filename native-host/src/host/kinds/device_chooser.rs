@@ -436,9 +436,16 @@ impl Spec for DeviceChooser {
     }
 
     fn view(&self, rule: &RuleSpec, v: &mut serde_json::Map<String, serde_json::Value>) {
-        if let Some(DeviceChooserRule { chooser: Some(c), .. }) = rule.of() {
+        let Some(DeviceChooserRule { chooser, pick, .. }) = rule.of() else { return };
+        if let Some(c) = chooser {
             v.insert("chooser".into(), c.as_str().into());
         }
+        match pick {
+            Some(DevicePick::Id(id)) => v.insert("device_id".into(), id.as_str().into()),
+            Some(DevicePick::NameContains(part)) => v.insert("device_name_contains".into(), part.as_str().into()),
+            Some(DevicePick::First) => v.insert("pick".into(), "first".into()),
+            None => None,
+        };
     }
 
     fn gone(&self, settled: bool) -> &'static str {
