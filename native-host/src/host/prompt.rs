@@ -240,7 +240,11 @@ impl State {
         }
         record.explanation = format!("{}. {summary}", record.explanation);
         self.logs.closed(&record, summary);
+        let id = record.id;
         self.remember(record);
+        if let Some(k) = spec {
+            k.prompt_closed(self, id);
+        }
     }
 
     /// Held prompts of tabs that are gone close as `remote`.

@@ -63,7 +63,7 @@ const WORDS: Words = Words {
     kind: KIND,
     group: "device chooser",
     closed: (
-        "cancelled (the page got the browser's cancel result)",
+        "a device picked (the page gets the browser's own result with it)",
         "cancelled (the page got the browser's cancel result)",
     ),
     expired: EXPIRED_CANCELLED,
@@ -271,7 +271,7 @@ fn device_answer(g: &Given) -> Result<Carry, ParamError> {
         }
     }
     match f.device_id {
-        Some(id) if !id.trim().is_empty() => Ok(Carry::new(Chosen::Agent(id))),
+        Some(id) if !id.trim().is_empty() => Ok(Carry::new(Chosen::Pick(id))),
         _ => Err(bad("device_id", "names no device (empty)")),
     }
 }
@@ -279,11 +279,9 @@ fn device_answer(g: &Given) -> Result<Carry, ParamError> {
 /// What an answer to a held chooser does on the host's connection.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Chosen {
-    /// The agent picks this device (given on the connection as the page hook is told to
-    /// leave the browser's call alone).
-    Agent(String),
-    /// A rule picked this device already.
-    Given(String),
+    /// The agent or a rule picks this device (given on the connection once the page hook is
+    /// told to leave the browser's call alone).
+    Pick(String),
     /// A cancel (the agent's, the watchdog's): the browser's chooser is cancelled too.
     Cancel,
 }
@@ -296,11 +294,13 @@ impl CarryOf for Chosen {
         let link = s.kinds.get::<Links>().0.get(&record).copied();
         if let Some(link) = link {
             match *self {
-                Chosen::Agent(device_id) if accept => {
+                // Given once the worker says the page hook leaves the browser's call alone
+                // (`prompt_closed`): the page's result, which comes at once, then finds the
+                // request answered.
+                Chosen::Pick(device_id) if accept => {
                     s.kinds.get::<Links>().0.insert(record, Link { picking: true, ..link });
-                    s.answerer_asks.push((KIND, Act::SelectDevice { prompt: link.prompt, device_id }));
+                    s.kinds.get::<Picks>().0.insert(record, (link.prompt, device_id));
                 }
-                Chosen::Given(_) => {}
                 _ => {
                     s.kinds.get::<Links>().0.remove(&record);
                     s.answerer_asks.push((KIND, Act::CancelDevice { prompt: link.prompt }));
@@ -310,7 +310,7 @@ impl CarryOf for Chosen {
         Carried::default()
     }
     fn name_on(&self, details: &mut Details) {
-        if let Chosen::Agent(id) | Chosen::Given(id) = self
+        if let Chosen::Pick(id) = self
             && let Some(mut d) = details.read::<ChooserDetails>()
         {
             d.picked = Some(id.clone());
@@ -332,6 +332,10 @@ struct Link {
     /// A pick was asked for and has not come back yet.
     picking: bool,
 }
+
+/// Picks to give once the worker applied the accept: record → (prompt, device).
+#[derive(Debug, Default)]
+struct Picks(BTreeMap<u64, (u64, String)>);
 
 /// What picks a held chooser on its own: (record, the rule that held it, what it picks).
 #[derive(Debug, Default)]
@@ -376,28 +380,32 @@ fn note(s: &mut State, record: u64, devices: Option<&PromptView>, no_choice: Opt
     s.held[pos].record.details = Details::of(&d);
 }
 
-/// The rule's pick for held chooser `record`, if a device it names is offered now: asked for.
-fn rule_pick(s: &mut State, record: u64, view: &PromptView, acts: &mut Vec<(Kind, Act)>) {
-    let Some((_, pick)) = s.kinds.get::<RulePicks>().0.get(&record).cloned() else { return };
-    let Some(link) = s.kinds.get::<Links>().0.get(&record).copied() else { return };
-    if link.picking || held_pos(s, record).is_none_or(|p| s.held[p].closing.is_some()) {
+/// The rule's pick for held chooser `record`, if a device it names is offered now: the page
+/// hook is told to leave the browser's call alone, then the answerer picks (in that order,
+/// so the page's result, which comes at once, finds the request answered).
+fn rule_pick(s: &mut State, record: u64, view: &PromptView, to_browser: &mut Vec<ToBrowser>) {
+    let Some((rule, pick)) = s.kinds.get::<RulePicks>().0.get(&record).cloned() else { return };
+    if held_pos(s, record).is_none_or(|p| s.held[p].closing.is_some()) {
         return;
     }
     if let Some(id) = pick.among(&view.devices) {
-        s.kinds.get::<Links>().0.insert(record, Link { picking: true, ..link });
-        acts.push((KIND, Act::SelectDevice { prompt: view.prompt, device_id: id.to_owned() }));
+        if let Some(p) = held_pos(s, record) {
+            s.held[p].record.rule_id = Some(rule);
+        }
+        let with = With::own(Chosen::Pick(id.to_owned()));
+        to_browser.extend(s.answer_held(record, true, None, with, DecidedBy::Rule).ok());
     }
 }
 
 /// Links held chooser `record` to answerer prompt `view` (claimed), notes its devices and
 /// lets its rule pick.
-fn link(s: &mut State, record: u64, view: &PromptView, acts: &mut Vec<(Kind, Act)>) -> bool {
+fn link(s: &mut State, record: u64, view: &PromptView, to_browser: &mut Vec<ToBrowser>) -> bool {
     if !s.answerer.claim(view.prompt) {
         return false;
     }
     s.kinds.get::<Links>().0.insert(record, Link { prompt: view.prompt, picking: false });
     note(s, record, Some(view), None);
-    rule_pick(s, record, view, acts);
+    rule_pick(s, record, view, to_browser);
     true
 }
 
@@ -480,7 +488,7 @@ the page got the browser's answer."
 
     fn accept_check(&self, s: &State, held: &DialogRecord, with: &With) -> Option<String> {
         let With::Own(c) = with else { return None };
-        let Some(Chosen::Agent(device_id)) = c.of::<Chosen>() else { return None };
+        let Some(Chosen::Pick(device_id)) = c.of::<Chosen>() else { return None };
         let id = held.id;
         let Some(link) = s.kinds.peek::<Links>().and_then(|l| l.0.get(&id)) else {
             let why = if s.answerer.held() { NOT_SEEN } else { NO_CONNECTION };
@@ -563,7 +571,6 @@ tab's watchdog, which cancels; other choosers are cancelled)",
             }
             return out;
         }
-        let mut acts = Vec::new();
         let found = match s.answerer.find(Which::Devices, &url, hint.as_deref()) {
             Found::None if page_url != url => s.answerer.find(Which::Devices, &page_url, hint.as_deref()),
             found => found,
@@ -571,7 +578,7 @@ tab's watchdog, which cancels; other choosers are cancelled)",
         match found {
             Found::One(n) => {
                 if let Some(view) = s.answerer.prompt(n) {
-                    link(s, record, &view, &mut acts);
+                    link(s, record, &view, &mut out);
                 }
             }
             Found::Several(_) => note(s, record, None, Some(SEVERAL)),
@@ -582,7 +589,6 @@ tab's watchdog, which cancels; other choosers are cancelled)",
                 }
             }
         }
-        s.answerer_asks.extend(acts);
         out
     }
 
@@ -593,7 +599,7 @@ tab's watchdog, which cancels; other choosers are cancelled)",
                 match linked {
                     Some(record) => {
                         note(s, record, Some(v), None);
-                        rule_pick(s, record, v, &mut out.acts);
+                        rule_pick(s, record, v, &mut out.to_browser);
                     }
                     None => {
                         // The held requests at its URL: one is it; of several, the one whose
@@ -609,7 +615,7 @@ tab's watchdog, which cancels; other choosers are cancelled)",
                             many => many.iter().copied().find(|r| hints.get(r) == Some(&v.target)),
                         };
                         if let Some(record) = record {
-                            link(s, record, v, &mut out.acts);
+                            link(s, record, v, &mut out.to_browser);
                         }
                     }
                 }
@@ -647,32 +653,27 @@ tab's watchdog, which cancels; other choosers are cancelled)",
         }
     }
 
-    fn answerer_acted(&self, s: &mut State, act: &Act, result: &Result<(), PickError>, out: &mut Answered) {
-        let Act::SelectDevice { prompt, device_id } = act else { return };
+    fn prompt_closed(&self, s: &mut State, record: u64) {
+        let Some((prompt, device_id)) = s.kinds.get::<Picks>().0.remove(&record) else { return };
+        if s.record(record).is_some_and(|r| r.accepted == Some(true)) {
+            s.answerer_asks.push((KIND, Act::SelectDevice { prompt, device_id }));
+        } else {
+            // Not applied (the page went, or the browser's chooser settled first).
+            s.kinds.get::<Links>().0.remove(&record);
+        }
+    }
+
+    fn answerer_acted(&self, s: &mut State, act: &Act, result: &Result<(), PickError>, _out: &mut Answered) {
+        let Act::SelectDevice { prompt, .. } = act else { return };
         let Some(record) = s.kinds.get::<Links>().0.iter().find(|(_, l)| l.prompt == *prompt).map(|(r, _)| *r) else {
             return;
         };
-        let by_rule = s.kinds.get::<RulePicks>().0.get(&record).map(|(id, _)| *id);
-        match result {
-            Ok(()) => {
-                s.kinds.get::<Links>().0.remove(&record);
-                s.kinds.get::<RulePicks>().0.remove(&record);
-                let Some(pos) = held_pos(s, record) else { return };
-                if s.held[pos].closing.is_none() && by_rule.is_some() {
-                    s.held[pos].record.rule_id = by_rule;
-                    let with = With::own(Chosen::Given(device_id.clone()));
-                    out.to_browser.extend(s.answer_held(record, true, None, with, DecidedBy::Rule).ok());
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "a device pick was not given");
-                if let Some(l) = s.kinds.get::<Links>().0.get_mut(&record) {
-                    l.picking = false;
-                }
-                if let (Some(view), true) = (s.answerer.prompt(*prompt), matches!(e, PickError::NoSuchDevice(..))) {
-                    rule_pick(s, record, &view, &mut out.acts);
-                }
-            }
+        s.kinds.get::<Links>().0.remove(&record);
+        s.kinds.get::<RulePicks>().0.remove(&record);
+        if let Err(e) = result {
+            // The page hook was told to leave the browser's call alone: the browser's
+            // chooser stays open (another client may answer it), and the page waits.
+            tracing::warn!(error = %e, record, "a device pick was not given");
         }
     }
 }
@@ -1098,15 +1099,15 @@ mod picks {
         // The pick: the page hook is told to leave the browser's call alone, the answerer picks.
         let done = pick(&mut s, id, "08:08").unwrap();
         assert_eq!(to_json(&done.msgs)[0]["decision"], "accept");
-        let acts = std::mem::take(&mut s.answerer_asks);
-        assert_eq!(acts, [(KIND, Act::SelectDevice { prompt: a.prompts()[0].prompt, device_id: "08:08".into() })]);
-        give(&mut s, &a, acts).await;
-        assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":"R1","deviceId":"08:08"})]);
         feed(
             &mut s,
             json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}),
         )
         .unwrap();
+        let acts = std::mem::take(&mut s.answerer_asks);
+        assert_eq!(acts, [(KIND, Act::SelectDevice { prompt: a.prompts()[0].prompt, device_id: "08:08".into() })]);
+        give(&mut s, &a, acts).await;
+        assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":"R1","deviceId":"08:08"})]);
         let rec = s.record(id).unwrap();
         assert_eq!((rec.closed_by, rec.accepted), (Some(DecidedBy::Agent), Some(true)));
         assert_eq!(details(&s, id).picked.as_deref(), Some("08:08"));
@@ -1130,7 +1131,8 @@ mod picks {
         assert!(s.held[0].record.rule_id.is_some());
         peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
         until("opened", || a.prompts().len() == 1).await;
-        assert!(hear(&mut s, &mut seen).acts.is_empty(), "an empty name matches no name rule");
+        assert!(hear(&mut s, &mut seen).to_browser.is_empty(), "an empty name matches no name rule");
+        assert!(s.answerer_asks.is_empty());
         peer.send(
             BT,
             json!({"id":"R1","devices":[{"id":"09:09","name":""},{"id":"08:08","name":"Heart Rate"}]}),
@@ -1138,14 +1140,17 @@ mod picks {
         );
         until("updated", || a.prompts()[0].devices.len() == 2).await;
         let out = hear(&mut s, &mut seen);
-        assert_eq!(out.acts, [(KIND, Act::SelectDevice { prompt: a.prompts()[0].prompt, device_id: "08:08".into() })]);
-        let msgs = give(&mut s, &a, out.acts).await;
-        assert_eq!(msgs[0]["decision"], "accept");
+        // The page hook is told first, then the answerer picks.
+        assert_eq!(to_json(&out.to_browser)[0]["decision"], "accept");
         feed(
             &mut s,
             json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}),
         )
         .unwrap();
+        let acts = std::mem::take(&mut s.answerer_asks);
+        assert_eq!(acts, [(KIND, Act::SelectDevice { prompt: a.prompts()[0].prompt, device_id: "08:08".into() })]);
+        give(&mut s, &a, acts).await;
+        assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":"R1","deviceId":"08:08"})]);
         let rec = s.record(id).unwrap();
         assert_eq!((rec.closed_by, rec.decided_by, rec.accepted), (Some(DecidedBy::Rule), DecidedBy::Rule, Some(true)));
         assert!(rec.rule_id.is_some());
@@ -1172,6 +1177,11 @@ mod picks {
         let right = s.held[1].record.id;
         assert!(details(&s, right).no_choice.is_none());
         pick(&mut s, right, "09:09").unwrap();
+        feed(
+            &mut s,
+            json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":2,"ok":true,"accepted":true}),
+        )
+        .unwrap();
         let acts = std::mem::take(&mut s.answerer_asks);
         give(&mut s, &a, acts).await;
         assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":"B","deviceId":"09:09"})]);

@@ -369,6 +369,8 @@ pub(in crate::host) trait Spec: Sync {
     fn prompt_held(&self, _s: &mut State, _record: u64) -> Vec<ToBrowser> {
         Vec::new()
     }
+    /// A prompt of its own that was held closed as the worker reported (record `record`).
+    fn prompt_closed(&self, _s: &mut State, _record: u64) {}
     /// How an answer it asked for (`Answered::acts`) went.
     fn answerer_acted(&self, _s: &mut State, _act: &Act, _result: &Result<(), PickError>, _out: &mut Answered) {}
 }
