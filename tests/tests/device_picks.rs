@@ -272,3 +272,86 @@ async fn behind_the_proxy_the_agent_pairs_an_emulated_device() -> Result<()> {
     ensure!(recs.iter().any(|x| x["closed_by"] == "agent"), "{recs:?}");
     Ok(())
 }
+
+/// The done-when of issue 52 in a browser Unmodal started: `unmodal mcp --browser` on a
+/// fresh login (installed, the browser found on PATH), the test's own DevTools client on
+/// its DevTools port (`--port 0`) for the emulated adapter and the tab; the agent pairs the device it read.
+#[tokio::test(flavor = "multi_thread")]
+async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    use unmodal_e2e::browser::chromium_binary;
+    let _slot = unmodal_e2e::browser::slot().await;
+    let dir = tempfile::Builder::new().prefix("unmodal-picks-").tempdir()?;
+    for d in ["home", "run"] {
+        std::fs::create_dir(dir.path().join(d))?;
+    }
+    std::fs::set_permissions(dir.path().join("run"), std::fs::Permissions::from_mode(0o700))?;
+    let art = unmodal_e2e::artifacts::Artifacts::find()?;
+    let chromium = chromium_binary()?;
+    let path = format!("{}:/usr/bin:/bin", chromium.parent().context("chromium's directory")?.display());
+    let (home, run) = (dir.path().join("home"), dir.path().join("run"));
+    let command = |args: &[&str]| {
+        let mut cmd = tokio::process::Command::new(&art.host);
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .env("UNMODAL_RUNTIME_DIR", &run)
+            // The host's test hook, as a barrier only (`watched`).
+            .env("UNMODAL_TEST_ANSWERER", "1")
+            .kill_on_drop(true);
+        cmd
+    };
+    let out = command(&["install"]).stdin(std::process::Stdio::null()).output().await?;
+    ensure!(out.status.success(), "install: {}", String::from_utf8_lossy(&out.stderr));
+    // Port 0: the browser picks one and writes it in the profile's DevToolsActivePort.
+    let agent =
+        unmodal_e2e::Agent::start_command(command(&["mcp", "--browser", "--headless", "--port", "0"]), &[]).await?;
+    agent.ok("observe", json!({"what": "tabs"})).await?;
+    let profile = home.join(".local/share/unmodal/profiles/default");
+    let out = command(&["pilot", "on", "--user-data-dir", &profile.display().to_string()]).output().await?;
+    ensure!(String::from_utf8_lossy(&out.stdout).contains("AI Web Pilot is on"), "{out:?}");
+    let ws = devtools_url(&profile).await?;
+    let cdp = unmodal_e2e::cdp::Cdp::connect(&ws).await?;
+    let bt = Bluetooth::emulate(&cdp).await?;
+    bt.preconnected(HEART, "Heart Rate").await?;
+    let web = unmodal_e2e::WebServer::start()?;
+    let url = web.page("/bt.html", PAGE, &[]);
+    let t = cdp.call(None, "Target.createTarget", json!({"url": url})).await?;
+    let page =
+        unmodal_e2e::page::Page::attach(cdp.clone(), t["targetId"].as_str().context("no target")?.to_owned()).await?;
+    let tab = agent.wait_for_tab_listed(&url).await?;
+    let v = agent
+        .ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60, "tab_id": tab}))
+        .await?;
+    ensure!(v["policy_in_force"] == true, "{v}");
+    watched(&run, &url).await?;
+    page.click("#b").await?;
+    let id = eventually(LIMIT, "held", || async {
+        let v = agent.ok("observe", json!({"what": "tabs"})).await?;
+        let held = v["dialogs_blocking"]["dialogs"].as_array().cloned().unwrap_or_default();
+        Ok(held.into_iter().find(|d| d["tab_id"] == tab).map(|d| d["dialog_id"].clone()))
+    })
+    .await?;
+    let rec = pending_where(&agent, Some(tab), &id, |r| !device_ids(r).is_empty()).await?;
+    ensure!(device_ids(&rec) == [HEART], "the record listed the choice first: {rec}");
+    agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
+    title_is(&page, "got Heart Rate").await?;
+    agent.close().await
+}
+
+/// The browser's DevTools WebSocket, from its profile's `DevToolsActivePort`.
+async fn devtools_url(profile: &std::path::Path) -> Result<String> {
+    let file = profile.join("DevToolsActivePort");
+    eventually(LIMIT, "the browser's DevToolsActivePort", || async {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let mut lines = text.lines();
+        Ok(match (lines.next(), lines.next()) {
+            (Some(port), Some(path)) if path.starts_with("/devtools/browser/") => {
+                Some(format!("ws://127.0.0.1:{}{}", port.trim(), path.trim()))
+            }
+            _ => None,
+        })
+    })
+    .await
+}
