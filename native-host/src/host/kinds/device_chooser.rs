@@ -63,7 +63,7 @@ const WORDS: Words = Words {
     kind: KIND,
     group: "device chooser",
     closed: (
-        "a device picked (the page gets the browser's own result with it)",
+        "left to the browser's chooser, where a device was picked (the page gets the browser's own result)",
         "cancelled (the page got the browser's cancel result)",
     ),
     expired: EXPIRED_CANCELLED,
