@@ -1,7 +1,9 @@
 // Device choosers (WebUSB, WebHID, Web Serial, Web Bluetooth, the screen-share picker): the
 // page hook (inject/46-choosers.js) saw one open and asks here; the host (the state of
-// record) decides — cancel now, or hold for the agent (whose only answer is cancel: no
-// extension can pick a device) — or, pilot off, the browser's chooser stands. prompts.js
+// record) decides — cancel now, or hold for the agent or a rule that picks — or, pilot off,
+// the browser's chooser stands. No extension can pick a device: where the host holds a
+// DevTools connection of its own it picks a Bluetooth device there, and the accept it sends
+// here only leaves the browser's call alone (the page gets the browser's result). prompts.js
 // waits for the host: with no host, or no answer in time, the chooser is cancelled.
 // Message shapes: native-host/src/host/protocol.rs.
 const CHOOSERS = ['usb', 'hid', 'serial', 'bluetooth', 'display'];
@@ -21,13 +23,21 @@ function createChoosers(prompts) {
       if (chooser === null || pageRequest === null) return reply('refuse');
       const fields = prompts.fromPage('device_chooser', sender, reply, { chooser, method: msg.method });
       if (fields === null) return;
-      // Nobody can pick a device: anything but `native` cancels.
+      // An accept leaves the browser's call alone (the host picked on its own connection);
+      // anything else but `native` cancels.
       const apply = (decision) => {
-        reply(decision === 'native' ? 'native' : 'refuse');
-        return false;
+        reply(decision === 'native' || decision === 'accept' ? decision : 'refuse');
+        return decision === 'accept';
       };
       const tag = { tabId: sender.tab.id, frameId: sender.frameId ?? 0, documentId: sender.documentId, pageRequest };
-      prompts.ask('device_chooser', fields, { apply, tag });
+      // The tab's page target, as a hint for matching the host's own view of the chooser
+      // (the host only chooses among the candidates it saw itself).
+      const ask = (target) => prompts.ask('device_chooser', target ? { ...fields, target } : fields, { apply, tag });
+      if (chooser !== 'bluetooth' || !chrome.debugger?.getTargets) return void ask(null);
+      chrome.debugger.getTargets().then(
+        (ts) => ask(ts.find((t) => t.type === 'page' && t.tabId === sender.tab.id)?.id ?? null),
+        () => ask(null),
+      );
     },
     // The page got the browser's own answer first (its frame says so; the browser names the
     // frame): the hook keeps it.

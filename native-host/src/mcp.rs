@@ -544,8 +544,10 @@ passwords are never shown or stored. Prompts for a permission (camera, microphon
 geolocation, clipboard-read) are dialog_type \"permission\" (optional permission names one): accept \
 grants, accept:false denies; without a rule they are denied. Device choosers (WebUSB, WebHID, Web \
 Serial, Web Bluetooth, and getDisplayMedia's screen-share picker) are dialog_type \
-\"device_chooser\": no extension can pick a device, so the only answer is accept:false (cancel; the \
-page gets the browser's own cancel result), which is also the default. Links to schemes the OS \
+\"device_chooser\": the default is accept:false (cancel; the page gets the browser's own cancel \
+result). A Bluetooth chooser can be picked where Unmodal holds a DevTools connection (unmodal mcp \
+--browser or --cdp-endpoint): held, its record lists the devices offered, and device_id picks one; a \
+rule may pick by device_id or pick:\"first\". Links to schemes the OS \
 handles (mailto:, tel:, myapp://, web+x:) are dialog_type \"app_link\": cancelled by default (in \
 headless any but mailto: would block the tab's input); accept:true opens them (match.scheme or \
 match.url_contains narrows a rule). WebAuthn requests (passkeys: create/get) are dialog_type \

@@ -117,6 +117,8 @@ impl RemoteBrowser {
                 .arg("--headless=new")
                 .args(QUIET_ARGS)
                 .args(["--remote-debugging-port=0", "--window-size=1024,768"])
+                // `navigator.bluetooth` on Linux, as Chrome has it elsewhere (device picks).
+                .arg(crate::bluetooth::SWITCH)
                 .arg(format!("--user-data-dir={}", profile.path().display()))
                 .arg(format!("--load-extension={loaded}"))
                 .arg(format!("--disable-extensions-except={loaded}"))

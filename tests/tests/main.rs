@@ -19,6 +19,7 @@ mod conformance;
 mod conformance_kinds;
 mod csp_frames;
 mod device_chooser;
+mod device_picks;
 mod docs_examples;
 mod docs_links;
 mod downloads;

@@ -413,9 +413,10 @@ async fn answerer_changes(shared: Arc<Shared>) {
         let _ = tx.send(seen.clone());
     });
     while let Some(seen) = rx.recv().await {
-        let (mut out, armed) = {
+        let (out, armed) = {
             let mut state = shared.state();
-            let out = kinds::answerer_seen(&mut state, &seen);
+            let mut out = kinds::answerer_seen(&mut state, &seen);
+            out.acts.extend(std::mem::take(&mut state.answerer_asks));
             shared.hand_over_fetches(&mut state);
             shared.send(&state, Vec::new());
             (out, std::mem::take(&mut state.armed))
@@ -424,27 +425,46 @@ async fn answerer_changes(shared: Arc<Shared>) {
         for (id, after) in armed {
             tokio::spawn(watchdog(shared.clone(), id, after));
         }
-        while !out.to_browser.is_empty() || !out.acts.is_empty() {
-            let acts = std::mem::take(&mut out.acts);
-            {
-                let state = shared.state();
-                shared.send(&state, std::mem::take(&mut out.to_browser));
-            }
-            for (kind, act) in acts {
-                let gate = answerer::PilotOn::of(shared.state().pilot);
-                let result = match &gate {
-                    Some(g) => answerer.act(g, &act).await,
-                    None => Err(answerer::PickError::PilotOff),
-                };
-                let mut state = shared.state();
-                let more = kinds::answerer_acted(&mut state, kind, &act, &result);
-                out.to_browser.extend(more.to_browser);
-                out.acts.extend(more.acts);
-            }
-        }
-        shared.browser_spoke.notify_waiters();
-        shared.changed.notify_one();
+        give_answers(&shared, out).await;
     }
+}
+
+/// Sends what the kinds made of a change and gives the answers they asked for on the
+/// connection, each kind hearing how its own went (and asking for more, maybe).
+async fn give_answers(shared: &Shared, mut out: kinds::Answered) {
+    let answerer = shared.state().answerer.clone();
+    while !out.to_browser.is_empty() || !out.acts.is_empty() {
+        let acts = std::mem::take(&mut out.acts);
+        {
+            let state = shared.state();
+            shared.send(&state, std::mem::take(&mut out.to_browser));
+        }
+        for (kind, act) in acts {
+            let gate = answerer::PilotOn::of(shared.state().pilot);
+            let result = match &gate {
+                Some(g) => answerer.act(g, &act).await,
+                None => Err(answerer::PickError::PilotOff),
+            };
+            let mut state = shared.state();
+            let more = kinds::answerer_acted(&mut state, kind, &act, &result);
+            out.to_browser.extend(more.to_browser);
+            out.acts.extend(more.acts);
+            out.acts.extend(std::mem::take(&mut state.answerer_asks));
+        }
+    }
+    shared.browser_spoke.notify_waiters();
+    shared.changed.notify_one();
+}
+
+/// Answers the kinds asked for outside the answerer's changes (`State::answerer_asks`),
+/// given on a task of their own.
+fn give_asked(shared: &Arc<Shared>, rt: &tokio::runtime::Handle, state: &mut State) {
+    if state.answerer_asks.is_empty() {
+        return;
+    }
+    let acts = std::mem::take(&mut state.answerer_asks);
+    let shared = shared.clone();
+    rt.spawn(async move { give_answers(&shared, kinds::Answered { to_browser: Vec::new(), acts }).await });
 }
 
 async fn terminated() {
@@ -467,6 +487,7 @@ fn on_browser_message(shared: &Arc<Shared>, rt: &tokio::runtime::Handle, msg: Fr
             Ok(msgs) => shared.send(&state, msgs),
             Err(e) => tracing::warn!(error = %e, "message from the browser refused"),
         }
+        give_asked(shared, rt, &mut state);
         let snapshot = if urgent { shared.snapshot_locked(&state) } else { None };
         shared.hand_over_fetches(&mut state);
         (std::mem::take(&mut state.armed), snapshot)

@@ -108,8 +108,12 @@ impl State {
                 }
             }
             Some(Verdict::Hold { .. }) => {
+                let id = record.id;
                 let wait_ms = self.hold_prompt(record, m.id, tab.timeout_s);
                 out.push(ToBrowser::PromptHold { kind, tab_id: m.tab_id, id: m.id, wait_ms });
+                if let Some(k) = spec {
+                    out.extend(k.prompt_held(self, id));
+                }
             }
             Some(Verdict::Answer { decision, with, rule, .. }) => {
                 out.push(answer(self, decision, with, record.id));
@@ -167,6 +171,10 @@ impl State {
         if accept && let Some(why) = spec.and_then(|k| k.accept_refused(&h.record, carrying)) {
             return Err(ToolError::new(ErrorCode::InvalidParams, why));
         }
+        if accept && let Some(why) = spec.and_then(|k| k.accept_check(self, &self.held[pos].record, &with)) {
+            return Err(ToolError::new(ErrorCode::InvalidParams, why));
+        }
+        let h = &mut self.held[pos];
         h.closing = Some(by);
         h.answer = Some((accept, None));
         h.answer_error = None;
@@ -238,7 +246,11 @@ impl State {
         }
         record.explanation = format!("{}. {summary}", record.explanation);
         self.logs.closed(&record, summary);
+        let id = record.id;
         self.remember(record);
+        if let Some(k) = spec {
+            k.prompt_closed(self, id);
+        }
     }
 
     /// Held prompts of tabs that are gone close as `remote`.

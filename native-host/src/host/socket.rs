@@ -109,13 +109,18 @@ async fn run(shared: &Shared, req: Request) -> Result<Value, ToolError> {
         Tool::Interact => {
             let call = crate::call::interact(req.args)?.call;
             super::barrier::barrier(shared).await;
-            let (done, rules) = {
+            let (done, rules, asked) = {
                 let mut state = shared.state();
                 let mut done = state.interact(call)?;
                 let rules = config_rev(&done.msgs);
                 shared.send(&state, std::mem::take(&mut done.msgs));
-                (done, rules)
+                let asked = std::mem::take(&mut state.answerer_asks);
+                (done, rules, asked)
             };
+            // An agent's pick is given on the connection before its answer is awaited.
+            if !asked.is_empty() {
+                super::give_answers(shared, super::kinds::Answered { to_browser: Vec::new(), acts: asked }).await;
+            }
             if let Some(id) = done.answering {
                 wait_for_answer(shared, id).await;
                 return shared.state().answered(id);

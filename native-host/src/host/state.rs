@@ -92,6 +92,9 @@ pub struct State {
     /// (passed on, with the pilot's switch, at every change: `Shared::send`).
     pub answerer: super::answerer::Answerer,
     pub answer_want: super::answerer::Want,
+    /// Answers a kind asked for outside `Spec::answerer_seen` (an agent's pick, a prompt that
+    /// came after its chooser opened): the host takes them and gives them on the connection.
+    pub answerer_asks: Vec<(crate::kind::Kind, super::answerer::Act)>,
     /// Pilot switches sent to the browser, and the newest it confirmed (`pilot_switch.rs`).
     pub(super) pilot_sent: u64,
     pub(super) pilot_seen: u64,
@@ -151,6 +154,7 @@ impl State {
             sites: Default::default(),
             answerer: Default::default(),
             answer_want: Default::default(),
+            answerer_asks: Vec::new(),
             pilot_sent: 0,
             pilot_seen: 0,
             extension_version: None,

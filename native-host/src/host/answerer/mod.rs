@@ -25,7 +25,7 @@
 
 mod book;
 #[cfg(test)]
-mod tests;
+pub(in crate::host) mod tests;
 mod transfers;
 
 use crate::cdp::{Conn, Event};

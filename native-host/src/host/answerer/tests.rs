@@ -2,19 +2,20 @@
 
 use super::*;
 use crate::cdp::Endpoint;
-use crate::cdp::fake::{FakeBrowser, until};
+use crate::cdp::fake::FakeBrowser;
+pub(in crate::host) use crate::cdp::fake::until;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// A browser over one WebSocket (`cdp::fake`): every command answered (`attachToTarget`
 /// with session `S-<target>`; a command in `refuse` with an error).
-struct Peer {
+pub(in crate::host) struct Peer {
     browser: FakeBrowser,
     refuse: Arc<Mutex<Vec<String>>>,
 }
 
 impl Peer {
-    async fn start() -> (Self, Answerer, mpsc::UnboundedReceiver<Event>) {
+    pub(in crate::host) async fn start() -> (Self, Answerer, mpsc::UnboundedReceiver<Event>) {
         let refuse: Arc<Mutex<Vec<String>>> = Arc::default();
         let no = refuse.clone();
         let browser = FakeBrowser::start(move |method, cmd| {
@@ -34,26 +35,26 @@ impl Peer {
         (Self { browser, refuse }, a, rx)
     }
 
-    fn send(&self, method: &str, params: Value, session: Option<&str>) {
+    pub(in crate::host) fn send(&self, method: &str, params: Value, session: Option<&str>) {
         self.browser.send(method, params, session);
     }
 
-    fn page(&self, id: &str, kind: &str, url: &str) {
+    pub(in crate::host) fn page(&self, id: &str, kind: &str, url: &str) {
         self.send("Target.targetCreated", json!({"targetInfo": {"targetId": id, "type": kind, "url": url}}), None);
     }
 
-    fn sent(&self) -> Vec<String> {
+    pub(in crate::host) fn sent(&self) -> Vec<String> {
         let log = self.browser.commands();
         log.iter().map(|(m, s, _)| format!("{m}{}", s.as_ref().map(|s| format!(" @{s}")).unwrap_or_default())).collect()
     }
 
-    fn params(&self, method: &str) -> Vec<Value> {
+    pub(in crate::host) fn params(&self, method: &str) -> Vec<Value> {
         self.browser.commands().into_iter().filter(|(m, ..)| m == method).map(|(.., p)| p).collect()
     }
 }
 
 /// Feeds the connection's events to the answerer, as `watch_local` and the bridge do.
-fn feed(a: &Answerer, mut rx: mpsc::UnboundedReceiver<Event>) {
+pub(in crate::host) fn feed(a: &Answerer, mut rx: mpsc::UnboundedReceiver<Event>) {
     let a = a.clone();
     tokio::spawn(async move {
         while let Some(ev) = rx.recv().await {

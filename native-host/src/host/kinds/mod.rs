@@ -367,6 +367,17 @@ pub(in crate::host) trait Spec: Sync {
     /// A change the CDP answerer saw (a prompt opened, its choices changed, it closed; a
     /// download): the kind records it and says what to send and which answers to give.
     fn answerer_seen(&self, _s: &mut State, _seen: &Seen, _out: &mut Answered) {}
+    /// Why the agent's accept of `held` with `with` cannot be given now, from what the host
+    /// knows (a device the chooser does not offer): the prompt stays held.
+    fn accept_check(&self, _s: &State, _held: &DialogRecord, _with: &With) -> Option<String> {
+        None
+    }
+    /// A prompt of its own was just held (record `record`): what to send the browser at once.
+    fn prompt_held(&self, _s: &mut State, _record: u64) -> Vec<ToBrowser> {
+        Vec::new()
+    }
+    /// A prompt of its own that was held closed as the worker reported (record `record`).
+    fn prompt_closed(&self, _s: &mut State, _record: u64) {}
     /// How an answer it asked for (`Answered::acts`) went.
     fn answerer_acted(&self, _s: &mut State, _act: &Act, _result: &Result<(), PickError>, _out: &mut Answered) {}
     /// Whether held record `record` is a prompt the host's own CDP connection answers (a
@@ -726,6 +737,12 @@ pub(in crate::host) mod tests {
             }),
             RuleSpec::own(crate::host::kinds::device_chooser::DeviceChooserRule {
                 chooser: Some(ChooserApi::Usb),
+                pick: None,
+                matcher: m(),
+            }),
+            RuleSpec::own(crate::host::kinds::device_chooser::DeviceChooserRule {
+                chooser: None,
+                pick: Some(crate::host::kinds::device_chooser::DevicePick::First),
                 matcher: m(),
             }),
             RuleSpec::own(crate::host::kinds::app_link::AppLinkRule { accept: true, matcher: m() }),

@@ -1,0 +1,357 @@
+//! Bluetooth device choosers picked where Unmodal holds a DevTools connection (issue 52):
+//! the record lists the devices the browser offers (kept current), the agent picks one over
+//! MCP with `device_id`, a rule picks by id or takes the first; a device not offered is an
+//! error and the chooser stays held; `must_respond` waits for the agent, then the watchdog
+//! cancels; the pilot off picks nothing; USB is still cancelled. Devices are emulated
+//! (`BluetoothEmulation`, `unmodal_e2e::bluetooth`). A browser with a DevTools port (the
+//! host's own connection through the profile's `DevToolsActivePort`, as `unmodal mcp
+//! --browser` has it), and a remote browser behind the WS-only proxy (`remote.rs`).
+//!
+//! The answerer watches a page only from before its chooser opens; the tests wait for that
+//! through the host's test hook (`UNMODAL_TEST_ANSWERER`), as a barrier only.
+
+use anyhow::{Context, Result, ensure};
+use serde_json::{Value, json};
+use std::time::Duration;
+use unmodal_e2e::bluetooth::{self, Bluetooth, answerer_hook};
+use unmodal_e2e::{Options, Session, eventually};
+
+const PAGE: &str = r#"<!doctype html><title>bt</title>
+<button id=b style="position: fixed; top: 10px; left: 10px; width: 100px; height: 40px"
+  onclick="navigator.bluetooth.requestDevice({acceptAllDevices: true}).then((d) => document.title = 'got ' + d.name, (e) => document.title = 'error ' + e.name)">pair</button>
+<button id=u style="position: fixed; top: 80px; left: 10px; width: 100px; height: 40px"
+  onclick="navigator.usb.requestDevice({filters: []}).then(() => document.title = 'usb got', (e) => document.title = 'usb ' + e.name)">usb</button>"#;
+
+const HEART: &str = "09:09:09:09:09:09";
+const THERMO: &str = "08:08:08:08:08:08";
+const LIMIT: Duration = Duration::from_secs(15);
+
+async fn session() -> Result<(Session, String, Bluetooth)> {
+    let s = Session::start_with(Options {
+        args: vec![bluetooth::SWITCH.into()],
+        env: vec![("UNMODAL_TEST_ANSWERER".into(), "1".into())],
+        ..Options::default()
+    })
+    .await?;
+    let url = s.open("/bt.html", PAGE, &[]).await?;
+    s.enable_pilot().await?;
+    let bt = Bluetooth::emulate(&s.browser.cdp).await?;
+    bt.preconnected(HEART, "Heart Rate").await?;
+    Ok((s, url, bt))
+}
+
+/// Waits until the host's answerer watches `url` for choosers (a barrier: the rule or
+/// policy just set asked for it).
+async fn watched(runtime: &std::path::Path, url: &str) -> Result<()> {
+    answerer_hook(runtime, json!({"op": "wait", "which": "devices", "for": "covered", "url": url})).await.map(drop)
+}
+
+async fn title(page: &unmodal_e2e::page::Page) -> Result<String> {
+    Ok(page.eval("document.title").await?.as_str().unwrap_or_default().to_owned())
+}
+
+async fn title_is(page: &unmodal_e2e::page::Page, want: &str) -> Result<()> {
+    let got = eventually(LIMIT, &format!("the page's title {want:?}"), || async {
+        Ok((title(page).await? == want).then_some(()))
+    })
+    .await;
+    ensure!(got.is_ok(), "the page's title: {:?} (wanted {want:?})", title(page).await);
+    Ok(())
+}
+
+/// The held record `id` among `dialogs`' pending ones, once `ready` holds of it.
+async fn pending_where(
+    agent: &unmodal_e2e::Agent,
+    tab: Option<i64>,
+    id: &Value,
+    ready: impl Fn(&Value) -> bool,
+) -> Result<Value> {
+    eventually(LIMIT, "the held chooser's record", || async {
+        let mut args = json!({"what": "dialogs"});
+        if let Some(t) = tab {
+            args["tab_id"] = json!(t);
+        }
+        let d = agent.ok("observe", args).await?;
+        let rec = d["pending_dialogs"].as_array().into_iter().flatten().find(|r| r["dialog_id"] == *id).cloned();
+        Ok(rec.filter(|r| ready(r)))
+    })
+    .await
+}
+
+fn device_ids(rec: &Value) -> Vec<String> {
+    let mut ids: Vec<String> = rec["devices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d["device_id"].as_str().map(str::to_owned))
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The agent's whole flow over MCP: held under must_respond, the record lists the device,
+/// then also one that advertises later; a device not offered is an error naming the
+/// offered ones and the chooser stays held; the pick reaches the page.
+#[tokio::test]
+async fn the_agent_picks_a_device_the_record_listed() -> Result<()> {
+    let (s, url, bt) = session().await?;
+    s.policy("must_respond", 60).await?;
+    watched(&s.browser.runtime, &url).await?;
+    s.page.click("#b").await?;
+    let held = s.held(1).await?;
+    let id = held[0]["dialog_id"].clone();
+    let rec = pending_where(&s.agent, None, &id, |r| !device_ids(r).is_empty()).await?;
+    ensure!(device_ids(&rec) == [HEART], "{rec}");
+    ensure!(rec["chooser"] == "bluetooth" && rec["no_choice"].is_null(), "{rec}");
+    bt.advertise(THERMO, "Thermo").await?;
+    let rec = pending_where(&s.agent, None, &id, |r| device_ids(r).len() == 2).await?;
+    ensure!(device_ids(&rec) == [THERMO, HEART], "kept current: {rec}");
+    // Not offered: invalid_params naming the offered ids; still held.
+    let gone = s
+        .agent
+        .call("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": "07:07:07:07:07:07"}))
+        .await?;
+    let text = format!("{gone:?}");
+    ensure!(text.contains("invalid_params") && text.contains("is not offered") && text.contains(HEART), "{text}");
+    let bare = s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "accept": true})).await?;
+    ensure!(format!("{bare:?}").contains("device_id"), "accept alone names no device: {bare:?}");
+    ensure!(s.held(1).await?[0]["dialog_id"] == id, "still held");
+    ensure!(title(&s.page).await? == "bt", "the page's call still waits");
+    let done = s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
+    ensure!(done["agent_answer_applied"] == true, "{done}");
+    title_is(&s.page, "got Heart Rate").await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
+    let last = recs.last().context("a record")?;
+    ensure!(last["closed_by"] == "agent" && last["accepted"] == true && last["picked"] == HEART, "{last}");
+    Ok(())
+}
+
+/// A rule picks by id once its device is offered (it advertises after the chooser opened);
+/// a rule that takes the first device picks at once.
+#[tokio::test]
+async fn rules_pick_by_id_when_offered_and_the_first_device() -> Result<()> {
+    let (s, url, bt) = session().await?;
+    let v = s
+        .agent
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser", "device_id": THERMO}),
+        )
+        .await?;
+    ensure!(v["rules_in_force"] == true && v["accept"] == true, "{v}");
+    ensure!(v["auto_responses"][0]["device_id"] == THERMO, "the rule shows its device: {v}");
+    watched(&s.browser.runtime, &url).await?;
+    s.page.click("#b").await?;
+    let held = s.held(1).await?;
+    let rec = pending_where(&s.agent, None, &held[0]["dialog_id"], |r| device_ids(r) == [HEART]).await?;
+    ensure!(rec["rule_id"].is_u64(), "held for its rule: {rec}");
+    ensure!(title(&s.page).await? == "bt", "Heart Rate is not the rule's device");
+    bt.advertise(THERMO, "Thermo").await?;
+    // An advertised-only device reaches the page with no name (measured).
+    title_is(&s.page, "got null").await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
+    ensure!(recs[0]["closed_by"] == "rule" && recs[0]["picked"] == THERMO && recs[0]["rule_id"].is_u64(), "{recs:?}");
+    // pick: "first"
+    s.page.eval("document.title = 'bt'").await?;
+    s.agent
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser", "pick": "first"}),
+        )
+        .await?;
+    s.page.click("#b").await?;
+    let got =
+        eventually(LIMIT, "picked", || async { Ok(title(&s.page).await?.starts_with("got ").then_some(())) }).await;
+    ensure!(got.is_ok(), "{:?}", title(&s.page).await);
+    let recs = s.closed_records("device_chooser", 2).await?;
+    ensure!(recs[1]["closed_by"] == "rule" && recs[1]["picked"].is_string(), "{recs:?}");
+    Ok(())
+}
+
+/// Under must_respond with nobody answering, the watchdog cancels (the page gets the
+/// browser's cancel); a by-name rule never matches the empty names Chromium gives, so its
+/// chooser waits for the watchdog too.
+#[tokio::test]
+async fn the_watchdog_cancels_what_nobody_picked() -> Result<()> {
+    let (s, url, _bt) = session().await?;
+    s.policy("must_respond", 2).await?;
+    watched(&s.browser.runtime, &url).await?;
+    s.page.click("#b").await?;
+    title_is(&s.page, "error NotFoundError").await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
+    ensure!(recs[0]["closed_by"] == "watchdog" && recs[0]["accepted"] == false, "{recs:?}");
+    s.page.eval("document.title = 'bt'").await?;
+    s.agent
+        .ok(
+            "interact",
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser", "device_name_contains": "Heart"}),
+        )
+        .await?;
+    s.page.click("#b").await?;
+    title_is(&s.page, "error NotFoundError").await?;
+    let recs = s.closed_records("device_chooser", 2).await?;
+    ensure!(
+        recs[1]["closed_by"] == "watchdog" && recs[1]["picked"].is_null() && device_ids(&recs[1]) == [HEART],
+        "{recs:?}"
+    );
+    Ok(())
+}
+
+/// USB beside a rule that picks: cancelled by it, saying why; and held, accept: true is
+/// refused with the reason.
+#[tokio::test]
+async fn usb_is_still_only_cancelled() -> Result<()> {
+    let (s, _url, _bt) = session().await?;
+    s.agent
+        .ok("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser", "pick": "first", "once": false}))
+        .await?;
+    s.page.click("#u").await?;
+    title_is(&s.page, "usb NotFoundError").await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
+    let why = recs[0]["explanation"].as_str().unwrap_or_default();
+    ensure!(recs[0]["accepted"] == false && why.contains("only Bluetooth"), "{recs:?}");
+    let refused = s
+        .agent
+        .call("interact", json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser", "chooser": "usb", "pick": "first"}))
+        .await?;
+    ensure!(format!("{refused:?}").contains("only a Bluetooth chooser"), "{refused:?}");
+    Ok(())
+}
+
+/// Pilot off: a rule that picks waits (not in force); nothing is attached or picked, the
+/// record says pilot_off and the browser's chooser stands.
+#[tokio::test]
+async fn with_the_pilot_off_nothing_is_picked() -> Result<()> {
+    let s = Session::start_with(Options {
+        args: vec![bluetooth::SWITCH.into()],
+        env: vec![("UNMODAL_TEST_ANSWERER".into(), "1".into())],
+        ..Options::default()
+    })
+    .await?;
+    s.open("/bt.html", PAGE, &[]).await?;
+    let bt = Bluetooth::emulate(&s.browser.cdp).await?;
+    bt.preconnected(HEART, "Heart Rate").await?;
+    let rule = json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser", "pick": "first", "once": false});
+    let v = s.agent.ok("interact", rule).await?;
+    ensure!(v["rules_in_force"] == false, "the pilot is off: {v}");
+    s.page.click("#b").await.context("click")?;
+    let rec = s.last_dialog_where(1, |r| r["type"] == "device_chooser").await.context("record")?;
+    ensure!(rec["decided_by"] == "pilot_off" && rec["picked"].is_null(), "{rec}");
+    s.host_caught_up().await.context("caught up")?;
+    // No device reached the page. (The barrier's alert closes the browser's own chooser, so
+    // the page may have the browser's cancel by now.)
+    let t = title(&s.page).await.context("title")?;
+    ensure!(t == "bt" || t == "error NotFoundError", "nothing picked: {t}");
+    let none = answerer_hook(&s.browser.runtime, json!({"op": "prompts"})).await?;
+    ensure!(none["prompts"].as_array().is_some_and(Vec::is_empty), "nothing attached: {none}");
+    Ok(())
+}
+
+/// The done-when of issue 52 in a remote browser: behind the WS-only proxy, over
+/// `unmodal mcp --cdp-endpoint`, the record lists the device and the agent pairs it.
+#[tokio::test]
+async fn behind_the_proxy_the_agent_pairs_an_emulated_device() -> Result<()> {
+    use super::remote::{Remote, Via};
+    let (r, url, page, tab) = Remote::with_page(Via::Query, "/bt.html", PAGE).await?;
+    let bt = Bluetooth::emulate(r.browser.cdp()).await?;
+    bt.preconnected(HEART, "Heart Rate").await?;
+    let v = r
+        .agent
+        .ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60, "tab_id": tab}))
+        .await?;
+    ensure!(v["policy_in_force"] == true, "{v}");
+    watched(r.runtime.path(), &url).await?;
+    page.click("#b").await?;
+    let held = r.held(tab).await?;
+    let id = held["dialog_id"].clone();
+    let rec = pending_where(&r.agent, Some(tab), &id, |r| !device_ids(r).is_empty()).await?;
+    ensure!(device_ids(&rec) == [HEART], "{rec}");
+    r.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
+    title_is(&page, "got Heart Rate").await?;
+    let recs = r.records(tab, "the pick recorded", |recs| recs.iter().any(|x| x["picked"] == HEART)).await?;
+    ensure!(recs.iter().any(|x| x["closed_by"] == "agent"), "{recs:?}");
+    Ok(())
+}
+
+/// The done-when of issue 52 in a browser Unmodal started: `unmodal mcp --browser` on a
+/// fresh login (installed, the browser found on PATH), the test's own DevTools client on
+/// its DevTools port (`--port 0`) for the emulated adapter and the tab; the agent pairs the device it read.
+#[tokio::test(flavor = "multi_thread")]
+async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    use unmodal_e2e::browser::chromium_binary;
+    let _slot = unmodal_e2e::browser::slot().await;
+    let dir = tempfile::Builder::new().prefix("unmodal-picks-").tempdir()?;
+    for d in ["home", "run"] {
+        std::fs::create_dir(dir.path().join(d))?;
+    }
+    std::fs::set_permissions(dir.path().join("run"), std::fs::Permissions::from_mode(0o700))?;
+    let art = unmodal_e2e::artifacts::Artifacts::find()?;
+    let chromium = chromium_binary()?;
+    let path = format!("{}:/usr/bin:/bin", chromium.parent().context("chromium's directory")?.display());
+    let (home, run) = (dir.path().join("home"), dir.path().join("run"));
+    let command = |args: &[&str]| {
+        let mut cmd = tokio::process::Command::new(&art.host);
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .env("UNMODAL_RUNTIME_DIR", &run)
+            // The host's test hook, as a barrier only (`watched`).
+            .env("UNMODAL_TEST_ANSWERER", "1")
+            .kill_on_drop(true);
+        cmd
+    };
+    let out = command(&["install"]).stdin(std::process::Stdio::null()).output().await?;
+    ensure!(out.status.success(), "install: {}", String::from_utf8_lossy(&out.stderr));
+    // Port 0: the browser picks one and writes it in the profile's DevToolsActivePort.
+    let agent =
+        unmodal_e2e::Agent::start_command(command(&["mcp", "--browser", "--headless", "--port", "0"]), &[]).await?;
+    agent.ok("observe", json!({"what": "tabs"})).await?;
+    let profile = home.join(".local/share/unmodal/profiles/default");
+    let out = command(&["pilot", "on", "--user-data-dir", &profile.display().to_string()]).output().await?;
+    ensure!(String::from_utf8_lossy(&out.stdout).contains("AI Web Pilot is on"), "{out:?}");
+    let ws = devtools_url(&profile).await?;
+    let cdp = unmodal_e2e::cdp::Cdp::connect(&ws).await?;
+    let bt = Bluetooth::emulate(&cdp).await?;
+    bt.preconnected(HEART, "Heart Rate").await?;
+    let web = unmodal_e2e::WebServer::start()?;
+    let url = web.page("/bt.html", PAGE, &[]);
+    let t = cdp.call(None, "Target.createTarget", json!({"url": url})).await?;
+    let page =
+        unmodal_e2e::page::Page::attach(cdp.clone(), t["targetId"].as_str().context("no target")?.to_owned()).await?;
+    let tab = agent.wait_for_tab_listed(&url).await?;
+    let v = agent
+        .ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60, "tab_id": tab}))
+        .await?;
+    ensure!(v["policy_in_force"] == true, "{v}");
+    watched(&run, &url).await?;
+    page.click("#b").await?;
+    let id = eventually(LIMIT, "held", || async {
+        let v = agent.ok("observe", json!({"what": "tabs"})).await?;
+        let held = v["dialogs_blocking"]["dialogs"].as_array().cloned().unwrap_or_default();
+        Ok(held.into_iter().find(|d| d["tab_id"] == tab).map(|d| d["dialog_id"].clone()))
+    })
+    .await?;
+    let rec = pending_where(&agent, Some(tab), &id, |r| !device_ids(r).is_empty()).await?;
+    ensure!(device_ids(&rec) == [HEART], "the record listed the choice first: {rec}");
+    agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
+    title_is(&page, "got Heart Rate").await?;
+    agent.close().await
+}
+
+/// The browser's DevTools WebSocket, from its profile's `DevToolsActivePort`.
+async fn devtools_url(profile: &std::path::Path) -> Result<String> {
+    let file = profile.join("DevToolsActivePort");
+    eventually(LIMIT, "the browser's DevToolsActivePort", || async {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let mut lines = text.lines();
+        Ok(match (lines.next(), lines.next()) {
+            (Some(port), Some(path)) if path.starts_with("/devtools/browser/") => {
+                Some(format!("ws://127.0.0.1:{}{}", port.trim(), path.trim()))
+            }
+            _ => None,
+        })
+    })
+    .await
+}
