@@ -31,6 +31,10 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
             if path.extension().is_none_or(|e| e != "rs") || (folder.is_none() && stem == "mod") {
                 continue;
             }
+            // A test module's own file (`tests.rs`, `picks_tests.rs`) is test code whole.
+            if folder.is_some() && (stem == "tests" || stem.ends_with("_tests")) {
+                continue;
+            }
             sources.push((folder.map_or(stem, str::to_owned), folder.is_some(), path));
         }
     }

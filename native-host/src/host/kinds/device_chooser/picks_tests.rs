@@ -1,0 +1,214 @@
+//! Picks against the answerer's fake CDP peer (`answerer/tests.rs`): what the record lists,
+//! what the agent and rules may pick, and a worker's forged target hint.
+
+use super::*;
+use crate::host::answerer::tests::{Peer, feed as feed_peer, until};
+use crate::host::answerer::{Answerer, PilotOn};
+use crate::host::kinds::{self, DialogCall};
+use crate::host::state::tests::{feed, state_with, to_json};
+use crate::reply::ErrorCode;
+use ringbuf::traits::Consumer;
+use serde_json::{Value, json};
+
+const BT: &str = "DeviceAccess.deviceRequestPrompted";
+const URL: &str = "http://a/flash";
+
+/// A state whose answerer is on a fake peer with pages `targets` at `URL`, attached.
+async fn connected(
+    policy: Policy,
+    targets: &[&str],
+) -> (State, Peer, Answerer, tokio::sync::mpsc::UnboundedReceiver<Seen>) {
+    let (peer, a, rx) = Peer::start().await;
+    feed_peer(&a, rx);
+    let (tx, seen) = tokio::sync::mpsc::unbounded_channel();
+    a.on_change(move |s| {
+        let _ = tx.send(s.clone());
+    });
+    let mut s = state_with(policy);
+    s.answerer = a.clone();
+    assert!(kinds::answerer_want(&s).devices, "must_respond or a picking rule: watched");
+    a.set(true, kinds::answerer_want(&s));
+    for t in targets {
+        peer.page(t, "page", URL);
+    }
+    until("attached", || peer.params("DeviceAccess.enable").len() == targets.len()).await;
+    (s, peer, a, seen)
+}
+
+fn ask(s: &mut State, id: u64, target: Option<&str>) -> Vec<Value> {
+    let mut m = json!({"type":"prompt_request","kind":"device_chooser","tab_id":3,"id":id,"frame_id":0,"url":URL,
+        "chooser":"bluetooth","method":"requestDevice"});
+    if let Some(t) = target {
+        m["target"] = json!(t);
+    }
+    to_json(&feed(s, m).unwrap())
+}
+
+/// Every change the answerer saw so far, through the kinds (as the host's loop does).
+fn hear(s: &mut State, seen: &mut tokio::sync::mpsc::UnboundedReceiver<Seen>) -> Answered {
+    let mut out = Answered::default();
+    while let Ok(x) = seen.try_recv() {
+        let more = kinds::answerer_seen(s, &x);
+        out.to_browser.extend(more.to_browser);
+        out.acts.extend(more.acts);
+    }
+    out
+}
+
+/// Gives `acts` and lets the kind hear how they went.
+async fn give(s: &mut State, a: &Answerer, acts: Vec<(Kind, Act)>) -> Vec<Value> {
+    let mut msgs = Vec::new();
+    for (kind, act) in acts {
+        let r = a.act(&PilotOn::of(true).unwrap(), &act).await;
+        let more = kinds::answerer_acted(s, kind, &act, &r);
+        msgs.extend(to_json(&more.to_browser));
+    }
+    msgs
+}
+
+fn details(s: &State, id: u64) -> ChooserDetails {
+    let r = s.held.iter().map(|h| &h.record).find(|r| r.id == id).or_else(|| s.record(id)).unwrap();
+    r.details.read().unwrap()
+}
+
+fn pick(s: &mut State, id: u64, device: &str) -> Result<crate::host::agent_calls::Done, crate::reply::ToolError> {
+    let call = crate::call::interact(json!({"action":"handle_dialog","dialog_id":id,"device_id":device})).unwrap().call;
+    s.interact(call)
+}
+
+#[tokio::test]
+async fn the_record_lists_the_devices_and_the_agent_picks_one_offered() {
+    let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
+    // The chooser opens before the page hook's request comes.
+    peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":"Heart <b>Rate</b>"}]}), Some("S-P1"));
+    until("opened", || a.prompts().len() == 1).await;
+    assert!(hear(&mut s, &mut seen).acts.is_empty(), "nothing held yet: nothing to link");
+    let out = ask(&mut s, 1, Some("P1"));
+    assert_eq!(out[1]["type"], "prompt_hold");
+    let id = s.held[0].record.id;
+    let d = details(&s, id);
+    assert_eq!(d.devices.iter().map(|d| d.device_id.as_str()).collect::<Vec<_>>(), ["09:09"]);
+    assert_eq!(d.no_choice, None);
+    // A device that appears later: listed.
+    peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""},{"id":"08:08","name":""}]}), Some("S-P1"));
+    until("updated", || a.prompts()[0].devices.len() == 2).await;
+    hear(&mut s, &mut seen);
+    assert_eq!(details(&s, id).devices.len(), 2);
+    // accept without a device, and a device not offered: errors naming the offered ids; held.
+    let e = s.interact(DialogCall::Respond { tab: None, accept: true, text: None, dialog_id: Some(id) }).unwrap_err();
+    assert!(e.message.contains("device_id") && e.message.contains("09:09, 08:08"), "{}", e.message);
+    let e = pick(&mut s, id, "07:07").map(|_| ()).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidParams);
+    assert!(e.message.contains("\"07:07\" is not offered") && e.message.contains("09:09, 08:08"), "{}", e.message);
+    assert!(s.held[0].closing.is_none(), "still held");
+    // The pick: the page hook is told to leave the browser's call alone, the answerer picks.
+    let done = pick(&mut s, id, "08:08").unwrap();
+    assert_eq!(to_json(&done.msgs)[0]["decision"], "accept");
+    feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}))
+        .unwrap();
+    let acts = std::mem::take(&mut s.answerer_asks);
+    assert_eq!(acts, [(KIND, Act::SelectDevice { prompt: a.prompts()[0].prompt, device_id: "08:08".into() })]);
+    give(&mut s, &a, acts).await;
+    assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":"R1","deviceId":"08:08"})]);
+    let rec = s.record(id).unwrap();
+    assert_eq!((rec.closed_by, rec.accepted), (Some(DecidedBy::Agent), Some(true)));
+    assert_eq!(details(&s, id).picked.as_deref(), Some("08:08"));
+}
+
+#[tokio::test]
+async fn a_rule_picks_when_its_device_appears_and_a_name_rule_skips_empty_names() {
+    let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
+    let rule =
+        |pick| RuleSpec::own(DeviceChooserRule { chooser: None, pick: Some(pick), matcher: MatchArg::default() });
+    s.interact(DialogCall::Setup { tab: Some(3), once: true, rule: rule(DevicePick::NameContains("heart".into())) })
+        .unwrap();
+    // The request first, then the chooser: linked when the answerer sees it.
+    let out = ask(&mut s, 1, None);
+    assert_eq!(out[1]["type"], "prompt_hold");
+    let id = s.held[0].record.id;
+    assert!(s.held[0].record.rule_id.is_some());
+    peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
+    until("opened", || a.prompts().len() == 1).await;
+    assert!(hear(&mut s, &mut seen).to_browser.is_empty(), "an empty name matches no name rule");
+    assert!(s.answerer_asks.is_empty());
+    peer.send(
+        BT,
+        json!({"id":"R1","devices":[{"id":"09:09","name":""},{"id":"08:08","name":"Heart Rate"}]}),
+        Some("S-P1"),
+    );
+    until("updated", || a.prompts()[0].devices.len() == 2).await;
+    let out = hear(&mut s, &mut seen);
+    // The page hook is told first, then the answerer picks.
+    assert_eq!(to_json(&out.to_browser)[0]["decision"], "accept");
+    feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}))
+        .unwrap();
+    let acts = std::mem::take(&mut s.answerer_asks);
+    assert_eq!(acts, [(KIND, Act::SelectDevice { prompt: a.prompts()[0].prompt, device_id: "08:08".into() })]);
+    give(&mut s, &a, acts).await;
+    assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":"R1","deviceId":"08:08"})]);
+    let rec = s.record(id).unwrap();
+    assert_eq!((rec.closed_by, rec.decided_by, rec.accepted), (Some(DecidedBy::Rule), DecidedBy::Rule, Some(true)));
+    assert!(rec.rule_id.is_some());
+    assert!(s.rules_of(3).is_empty(), "a once-rule is spent");
+}
+
+/// The worker names a target that is none of the answerer's candidates: nothing is
+/// linked or picked, and the record says why; the right hint chooses among them.
+#[tokio::test]
+async fn a_forged_target_hint_picks_nothing() {
+    let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1", "P2"]).await;
+    peer.send(BT, json!({"id":"A","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
+    peer.send(BT, json!({"id":"B","devices":[{"id":"09:09","name":""}]}), Some("S-P2"));
+    until("two", || a.prompts().len() == 2).await;
+    hear(&mut s, &mut seen);
+    ask(&mut s, 1, Some("P9"));
+    let forged = s.held[0].record.id;
+    assert_eq!(details(&s, forged).no_choice.as_deref(), Some(SEVERAL));
+    assert!(s.answerer_asks.is_empty());
+    let e = pick(&mut s, forged, "09:09").map(|_| ()).unwrap_err();
+    assert!(e.message.contains("several open choosers"), "{}", e.message);
+    assert!(s.answerer_asks.is_empty() && peer.params("DeviceAccess.selectPrompt").is_empty());
+    ask(&mut s, 2, Some("P2"));
+    let right = s.held[1].record.id;
+    assert!(details(&s, right).no_choice.is_none());
+    pick(&mut s, right, "09:09").unwrap();
+    feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":2,"ok":true,"accepted":true}))
+        .unwrap();
+    let acts = std::mem::take(&mut s.answerer_asks);
+    give(&mut s, &a, acts).await;
+    assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":"B","deviceId":"09:09"})]);
+}
+
+#[tokio::test]
+async fn without_a_connection_a_picking_rule_cancels_and_says_why() {
+    let mut s = state_with(Policy::Auto);
+    let rule =
+        RuleSpec::own(DeviceChooserRule { chooser: None, pick: Some(DevicePick::First), matcher: MatchArg::default() });
+    s.interact(DialogCall::Setup { tab: Some(3), once: false, rule }).unwrap();
+    let out = ask(&mut s, 1, None);
+    assert_eq!(out.last().unwrap()["decision"], "refuse", "{out:?}");
+    feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true})).unwrap();
+    let rec = s.history.iter().last().unwrap();
+    assert_eq!((rec.closed_by, rec.accepted), (Some(DecidedBy::Rule), Some(false)));
+    assert!(rec.explanation.contains("no DevTools connection"), "{}", rec.explanation);
+    // Under must_respond the agent's accept says why too.
+    let mut s = state_with(Policy::MustRespond);
+    ask(&mut s, 1, None);
+    let id = s.held[0].record.id;
+    let e = pick(&mut s, id, "09:09").map(|_| ()).unwrap_err();
+    assert!(e.message.contains("no DevTools connection"), "{}", e.message);
+    // A USB chooser: a cancel is the only answer, on its record and in the error.
+    let out = to_json(
+        &feed(
+            &mut s,
+            json!({"type":"prompt_request","kind":"device_chooser","tab_id":3,"id":2,"url":URL,
+        "chooser":"usb","method":"requestDevice"}),
+        )
+        .unwrap(),
+    );
+    assert_eq!(out[1]["type"], "prompt_hold");
+    let usb = s.held[1].record.id;
+    assert_eq!(details(&s, usb).no_choice.as_deref(), Some(ONLY_CANCEL));
+    let e = pick(&mut s, usb, "09:09").map(|_| ()).unwrap_err();
+    assert!(e.message.contains("can only be cancelled"), "{}", e.message);
+}
