@@ -466,7 +466,17 @@ impl Answerer {
                 Err(PickError::NoSuchDevice(device_id.to_owned(), ids(p.devices.iter().map(|d| d.id.as_str()))))
             }
         })?;
-        self.answer(n, &session, "DeviceAccess.selectPrompt", json!({"id": id, "deviceId": device_id})).await
+        let picked =
+            self.answer(n, &session, "DeviceAccess.selectPrompt", json!({"id": &id, "deviceId": device_id})).await;
+        if picked.is_err()
+            && let Some(conn) = self.conn()
+        {
+            // A refused pick may leave the chooser open (its device went between the list and
+            // the pick), and the page hook already leaves the call to the browser: cancelled,
+            // so the page never waits. Refused again where another client answered first.
+            let _ = conn.call("DeviceAccess.cancelPrompt", json!({"id": id}), Some(&session)).await;
+        }
+        picked
     }
 
     /// Gives `act` (one of the answers below).

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 /// with session `S-<target>`; a command in `refuse` with an error).
 pub(in crate::host) struct Peer {
     browser: FakeBrowser,
-    refuse: Arc<Mutex<Vec<String>>>,
+    pub(in crate::host) refuse: Arc<Mutex<Vec<String>>>,
 }
 
 impl Peer {

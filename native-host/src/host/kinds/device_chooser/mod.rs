@@ -524,8 +524,8 @@ tab's watchdog, which cancels; other choosers are cancelled)",
         s.kinds.get::<Links>().0.remove(&record);
         s.kinds.get::<RulePicks>().0.remove(&record);
         if let Err(e) = result {
-            // The page hook was told to leave the browser's call alone: the browser's
-            // chooser stays open (another client may answer it), and the page waits.
+            // The answerer cancelled the chooser if it was still open (`select_device`): the
+            // page got the browser's cancel, never waits.
             tracing::warn!(error = %e, record, "a device pick was not given");
         }
     }

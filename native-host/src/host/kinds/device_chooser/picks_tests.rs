@@ -212,3 +212,23 @@ async fn without_a_connection_a_picking_rule_cancels_and_says_why() {
     let e = pick(&mut s, usb, "09:09").map(|_| ()).unwrap_err();
     assert!(e.message.contains("can only be cancelled"), "{}", e.message);
 }
+
+#[tokio::test]
+async fn a_pick_the_browser_refuses_cancels_the_chooser_so_the_page_never_waits() {
+    let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
+    peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
+    until("opened", || a.prompts().len() == 1).await;
+    ask(&mut s, 1, Some("P1"));
+    hear(&mut s, &mut seen);
+    let id = s.held[0].record.id;
+    pick(&mut s, id, "09:09").unwrap();
+    feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}))
+        .unwrap();
+    // The browser refuses the pick (the device went between the list and the pick).
+    peer.refuse.lock().unwrap().push("DeviceAccess.selectPrompt".into());
+    let acts = std::mem::take(&mut s.answerer_asks);
+    let r = a.act(&PilotOn::of(true).unwrap(), &acts[0].1).await;
+    assert!(matches!(r, Err(PickError::Refused(_))), "{r:?}");
+    kinds::answerer_acted(&mut s, KIND, &acts[0].1, &r);
+    assert_eq!(peer.params("DeviceAccess.cancelPrompt"), [json!({"id":"R1"})], "cancelled, not left open");
+}
