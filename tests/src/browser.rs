@@ -238,7 +238,7 @@ impl Browser {
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log)?);
         let child = crate::chromium_group::spawn(&mut cmd).context("starting Chromium")?;
-        let ws = devtools_url(&profile, &log).await?;
+        let ws = devtools_url_or_log(&profile, &log).await?;
         let cdp = Cdp::connect(&ws).await?;
         let browser = Self { child, cdp, profile, runtime, log, art, _slot: slot };
         if opts.extension {
@@ -333,18 +333,27 @@ impl Drop for Browser {
     }
 }
 
-async fn devtools_url(profile: &TempDir, log: &std::path::Path) -> Result<String> {
-    let file = profile.path().join("DevToolsActivePort");
-    let url = eventually(Duration::from_secs(30), "Chromium opening DevTools", || async {
-        let text = std::fs::read_to_string(&file).unwrap_or_default();
-        let mut lines = text.lines();
-        Ok(match (lines.next(), lines.next()) {
-            (Some(port), Some(path)) => Some(format!("ws://127.0.0.1:{port}{path}")),
-            _ => None,
-        })
-    });
-    match url.await {
+/// The browser's DevTools WebSocket, or its log saying why not.
+async fn devtools_url_or_log(profile: &TempDir, log: &std::path::Path) -> Result<String> {
+    match devtools_url(profile.path(), Duration::from_secs(30)).await {
         Ok(url) => Ok(url),
         Err(e) => bail!("{e}; its log:\n{}", std::fs::read_to_string(log).unwrap_or_default()),
     }
+}
+
+/// The browser's DevTools WebSocket, from `DevToolsActivePort` in its profile (the port
+/// `--remote-debugging-port=0` picked and the browser endpoint's path), once it is written.
+pub async fn devtools_url(profile: &std::path::Path, limit: Duration) -> Result<String> {
+    let file = profile.join("DevToolsActivePort");
+    eventually(limit, "the browser's DevToolsActivePort", || async {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let mut lines = text.lines();
+        Ok(match (lines.next(), lines.next()) {
+            (Some(port), Some(path)) if path.starts_with("/devtools/browser/") => {
+                Some(format!("ws://127.0.0.1:{}{}", port.trim(), path.trim()))
+            }
+            _ => None,
+        })
+    })
+    .await
 }

@@ -357,22 +357,11 @@ async fn worker_target(cdp: &Cdp, id: &str) -> Result<Option<Value>> {
         .cloned())
 }
 
-/// `DevToolsActivePort` in the profile: the port `--remote-debugging-port=0` picked and
-/// the browser endpoint's path.
+/// `DevToolsActivePort` in the profile, or the browser's log saying why not.
 async fn devtools_url(profile: &Path, log: &Path) -> Result<String> {
-    let file = profile.join("DevToolsActivePort");
-    eventually(Duration::from_secs(30), "Chromium opening DevTools", || async {
-        let text = std::fs::read_to_string(&file).unwrap_or_default();
-        let mut lines = text.lines();
-        Ok(match (lines.next(), lines.next()) {
-            (Some(port), Some(path)) if path.starts_with("/devtools/browser/") => {
-                Some(format!("ws://127.0.0.1:{}{}", port.trim(), path.trim()))
-            }
-            _ => None,
-        })
-    })
-    .await
-    .with_context(|| format!("its log:\n{}", log_tail(log, 40)))
+    crate::browser::devtools_url(profile, Duration::from_secs(30))
+        .await
+        .with_context(|| format!("its log:\n{}", log_tail(log, 40)))
 }
 
 fn random_hex() -> Result<String> {

@@ -311,7 +311,7 @@ async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device() -> Result<(
     let profile = home.join(".local/share/unmodal/profiles/default");
     let out = command(&["pilot", "on", "--user-data-dir", &profile.display().to_string()]).output().await?;
     ensure!(String::from_utf8_lossy(&out.stdout).contains("AI Web Pilot is on"), "{out:?}");
-    let ws = devtools_url(&profile).await?;
+    let ws = unmodal_e2e::browser::devtools_url(&profile, LIMIT).await?;
     let cdp = unmodal_e2e::cdp::Cdp::connect(&ws).await?;
     let bt = Bluetooth::emulate(&cdp).await?;
     bt.preconnected(HEART, "Heart Rate").await?;
@@ -338,20 +338,4 @@ async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device() -> Result<(
     agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
     title_is(&page, "got Heart Rate").await?;
     agent.close().await
-}
-
-/// The browser's DevTools WebSocket, from its profile's `DevToolsActivePort`.
-async fn devtools_url(profile: &std::path::Path) -> Result<String> {
-    let file = profile.join("DevToolsActivePort");
-    eventually(LIMIT, "the browser's DevToolsActivePort", || async {
-        let text = std::fs::read_to_string(&file).unwrap_or_default();
-        let mut lines = text.lines();
-        Ok(match (lines.next(), lines.next()) {
-            (Some(port), Some(path)) if path.starts_with("/devtools/browser/") => {
-                Some(format!("ws://127.0.0.1:{}{}", port.trim(), path.trim()))
-            }
-            _ => None,
-        })
-    })
-    .await
 }
