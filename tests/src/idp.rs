@@ -40,6 +40,33 @@ impl Idp {
     }
 }
 
+/// A relying party's page whose button asks the provider at `config_url` for a token; the
+/// title says what the page got (`token token-for-u1`, `error NetworkError`).
+pub fn rp_page(config_url: &str) -> String {
+    format!(
+        r#"<!doctype html><title>rp</title>
+<button id=b style="position: fixed; top: 10px; left: 10px; width: 100px; height: 40px"
+  onclick="navigator.credentials.get({{identity: {{providers: [{{configURL: '{config_url}', clientId: 'c1', nonce: 'n1'}}]}}}}).then((c) => document.title = 'token ' + c.token, (e) => document.title = 'error ' + e.name)">sign in</button>"#
+    )
+}
+
+/// A relying party (another site than the test pages) and its provider: a fresh pair each
+/// time, since an account once signed in is a returning one for that pair.
+pub struct Rp {
+    _web: crate::web::WebServer,
+    pub idp: Idp,
+    pub url: String,
+}
+
+impl Rp {
+    pub fn start(path: &str) -> Result<Self> {
+        let web = crate::web::WebServer::other_site()?;
+        let idp = Idp::start(&web.origin)?;
+        let url = web.page(path, &rp_page(&idp.config_url()), &[]);
+        Ok(Rp { _web: web, idp, url })
+    }
+}
+
 fn serve(
     stream: TcpStream,
     origin: &str,

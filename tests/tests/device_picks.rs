@@ -275,9 +275,9 @@ async fn behind_the_proxy_the_agent_pairs_an_emulated_device() -> Result<()> {
 
 /// The done-when of issue 52 in a browser Unmodal started: `unmodal mcp --browser` on a
 /// fresh login (installed, the browser found on PATH), the test's own DevTools client on
-/// its DevTools port (`--port 0`) for the emulated adapter and the tab; the agent pairs the device it read.
+/// its DevTools port (`--port 0`) for the emulated adapter and the tab; the agent pairs the device it read, then signs in with the account its rule names.
 #[tokio::test(flavor = "multi_thread")]
-async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device() -> Result<()> {
+async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device_and_signs_in_with_its_account() -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     use unmodal_e2e::browser::chromium_binary;
     let _slot = unmodal_e2e::browser::slot().await;
@@ -337,5 +337,28 @@ async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device() -> Result<(
     ensure!(device_ids(&rec) == [HEART], "the record listed the choice first: {rec}");
     agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
     title_is(&page, "got Heart Rate").await?;
+
+    // And signs in with the account it chose: a rule naming it picks it in the browser's
+    // FedCM account chooser, which the record lists first.
+    let rp = unmodal_e2e::idp::Rp::start("/rp.html")?;
+    let t = cdp.call(None, "Target.createTarget", json!({"url": rp.url})).await?;
+    let signing =
+        unmodal_e2e::page::Page::attach(cdp.clone(), t["targetId"].as_str().context("no target")?.to_owned()).await?;
+    let tab = agent.wait_for_tab_listed(&rp.url).await?;
+    let set = json!({"action": "handle_dialog", "setup": true, "dialog_type": "sign_in", "once": true,
+        "account_id": "u2", "tab_id": tab});
+    agent.ok("interact", set).await?;
+    answerer_hook(&run, json!({"op": "wait", "which": "accounts", "for": "covered", "url": rp.url})).await?;
+    signing.click("#b").await?;
+    title_is(&signing, "token token-for-u2").await?;
+    ensure!(*rp.idp.asserted.lock().unwrap() == ["u2"], "the provider was asked for u2 alone");
+    let rec = eventually(LIMIT, "the sign-in recorded", || async {
+        let v = agent.ok("observe", json!({"what": "dialogs"})).await?;
+        Ok(v["recent_dialogs"].as_array().into_iter().flatten().find(|r| r["type"] == "sign_in").cloned())
+    })
+    .await?;
+    let listed: Vec<&str> =
+        rec["accounts"].as_array().into_iter().flatten().filter_map(|a| a["account_id"].as_str()).collect();
+    ensure!(listed == ["u1", "u2"] && rec["picked_account"] == "u2", "{rec}");
     agent.close().await
 }

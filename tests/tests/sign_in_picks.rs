@@ -13,8 +13,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::agent::Reply;
 use unmodal_e2e::bluetooth::answerer_hook;
-use unmodal_e2e::idp::Idp;
-use unmodal_e2e::web::WebServer;
+use unmodal_e2e::idp::Rp;
 use unmodal_e2e::{Options, Session, eventually};
 
 const LIMIT: Duration = Duration::from_secs(15);
@@ -25,29 +24,8 @@ async fn session() -> Result<Session> {
     Session::start_with(Options { env: vec![("UNMODAL_TEST_ANSWERER".into(), "1".into())], ..Options::default() }).await
 }
 
-/// A relying party whose button asks its loopback provider for a token; the title says
-/// what the page got.
-fn rp_page(config_url: &str) -> String {
-    format!(
-        r#"<!doctype html><title>rp</title>
-<button id=b style="position: fixed; top: 10px; left: 10px; width: 100px; height: 40px"
-  onclick="navigator.credentials.get({{identity: {{providers: [{{configURL: '{config_url}', clientId: 'c1', nonce: 'n1'}}]}}}}).then((c) => document.title = 'token ' + c.token, (e) => document.title = 'error ' + e.name)">sign in</button>"#
-    )
-}
-
-/// A relying party and its provider (a fresh pair each time: an account once signed in
-/// is a returning one for that pair).
-struct Rp {
-    _web: WebServer,
-    idp: Idp,
-    url: String,
-}
-
 fn rp(path: &str) -> Result<Rp> {
-    let web = WebServer::other_site()?;
-    let idp = Idp::start(&web.origin)?;
-    let url = web.page(path, &rp_page(&idp.config_url()), &[]);
-    Ok(Rp { _web: web, idp, url })
+    Rp::start(path)
 }
 
 async fn show(s: &Session, url: &str) -> Result<()> {
