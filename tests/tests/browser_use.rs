@@ -89,10 +89,11 @@ const DOWNLOAD: &str =
     "<!doctype html><title>report</title><a href=\"/report.txt\" download>Get the report</a><p id=out>none</p>";
 
 /// browser-use takes the browser's downloads over on connect (`Browser.setDownloadBehavior`
-/// allow, into a temporary directory of its own): the file lands there and Unmodal hears of
-/// no download (the browser's download events do not reach extensions then). With
-/// `downloads_path=''` browser-use leaves downloads to the browser, and Unmodal records the
-/// download where the browser saved it.
+/// allow, into a temporary directory of its own): the file lands there and the extension is
+/// not told, but the host sees it on its own DevTools connection and records it as the
+/// driver's (`remote`, its path in browser-use's directory). With `downloads_path=''`
+/// browser-use leaves downloads to the browser, and Unmodal records the download where the
+/// browser saved it.
 #[tokio::test(flavor = "multi_thread")]
 async fn its_downloads_are_its_own_unless_left_to_the_browser() -> Result<()> {
     let (b, web) = with_pilot().await?;
@@ -100,21 +101,28 @@ async fn its_downloads_are_its_own_unless_left_to_the_browser() -> Result<()> {
     let url = web.page("/report", DOWNLOAD, &[]);
     let found = run(&b, &["download", &b.cdp_url(), &url]).await?;
     assert_eq!(found["files"], json!(["report.txt"]), "{found}");
-    let listed = b.call_ok("observe", json!({"what": "dialogs"})).await?;
-    let downloads =
-        |v: &Value| v["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["type"] == "download").count();
-    assert_eq!(downloads(&listed), 0, "{listed}");
+    let download = |path: Option<std::path::PathBuf>| {
+        let b = &b;
+        async move {
+            let v = b.call_ok("observe", json!({"what": "dialogs"})).await?;
+            let mine = |r: &&Value| {
+                r["type"] == "download"
+                    && r["download_state"] == "complete"
+                    && path.as_ref().is_none_or(|p| r["path"].as_str() == p.to_str())
+            };
+            Ok(v["recent_dialogs"].as_array().into_iter().flatten().find(mine).cloned())
+        }
+    };
+    let theirs = eventually(Duration::from_secs(30), "browser-use's download recorded", || download(None)).await?;
+    ensure!(theirs["closed_by"] == "remote" && theirs["decided_by"] == "remote", "{theirs}");
+    let path = theirs["path"].as_str().unwrap_or_default();
+    ensure!(path.ends_with("/report.txt") && !path.starts_with(b.home().to_str().unwrap_or("/")), "{theirs}");
 
     let found = run(&b, &["download", &b.cdp_url(), &url, "--leave-downloads-to-the-browser"]).await?;
     assert_eq!(found["downloads_path"], "", "{found}");
-    let rec = eventually(Duration::from_secs(30), "the download recorded", || async {
-        let v = b.call_ok("observe", json!({"what": "dialogs"})).await?;
-        let r = v["recent_dialogs"].as_array().into_iter().flatten().find(|r| r["type"] == "download").cloned();
-        Ok(r.filter(|r| r["download_state"] == "complete"))
-    })
-    .await?;
     let saved = b.home().join("Downloads/report.txt");
-    assert_eq!(rec["path"].as_str(), Some(saved.to_str().unwrap_or_default()), "{rec}");
+    let rec = eventually(Duration::from_secs(30), "the download recorded", || download(Some(saved.clone()))).await?;
+    ensure!(rec["dialog_id"] != theirs["dialog_id"], "{rec}");
     assert_eq!(std::fs::read_to_string(&saved)?, "the report\n");
     Ok(())
 }
