@@ -232,3 +232,23 @@ async fn a_pick_the_browser_refuses_cancels_the_chooser_so_the_page_never_waits(
     kinds::answerer_acted(&mut s, KIND, &acts[0].1, &r);
     assert_eq!(peer.params("DeviceAccess.cancelPrompt"), [json!({"id":"R1"})], "cancelled, not left open");
 }
+
+/// Forged by the worker (or any code speaking in it): a result saying the page hook left
+/// the call to the browser, while nobody picked. No pick is given: the answerer picks only
+/// what the agent or a rule chose, on the host's side.
+#[tokio::test]
+async fn a_forged_accept_result_picks_nothing() {
+    let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
+    peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
+    until("opened", || a.prompts().len() == 1).await;
+    ask(&mut s, 1, Some("P1"));
+    hear(&mut s, &mut seen);
+    let id = s.held[0].record.id;
+    let _ = feed(
+        &mut s,
+        json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}),
+    );
+    assert!(s.answerer_asks.is_empty(), "no pick from the worker's word: {:?}", s.answerer_asks);
+    assert!(peer.params("DeviceAccess.selectPrompt").is_empty());
+    assert_ne!(s.record(id).and_then(|r| r.closed_by), Some(DecidedBy::Agent), "not the agent's answer");
+}
