@@ -7,8 +7,10 @@
 //! host's own connection through the profile's `DevToolsActivePort`, as `unmodal mcp
 //! --browser` has it), and a remote browser behind the WS-only proxy (`remote.rs`).
 //!
-//! The answerer watches a page only from before its chooser opens; the tests wait for that
-//! through the host's test hook (`UNMODAL_TEST_ANSWERER`), as a barrier only.
+//! The answerer watches a page only from before its chooser opens. The agent's setup answer
+//! comes once it does (`Answerer::settled`): the test of issue 52's done-when in a browser
+//! `unmodal mcp --browser` started relies on that alone, as an agent must. The other tests
+//! also wait through the host's test hook (`UNMODAL_TEST_ANSWERER`), as a barrier only.
 
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
@@ -297,8 +299,6 @@ async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device_and_signs_in_
             .env("PATH", &path)
             .env("HOME", &home)
             .env("UNMODAL_RUNTIME_DIR", &run)
-            // The host's test hook, as a barrier only (`watched`).
-            .env("UNMODAL_TEST_ANSWERER", "1")
             .kill_on_drop(true);
         cmd
     };
@@ -325,7 +325,8 @@ async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device_and_signs_in_
         .ok("configure", json!({"action": "dialog_policy", "policy": "must_respond", "timeout_s": 60, "tab_id": tab}))
         .await?;
     ensure!(v["policy_in_force"] == true, "{v}");
-    watched(&run, &url).await?;
+    // No barrier but the answer itself: an agent has no other (the host answers once its
+    // answerer watches the tab's page).
     page.click("#b").await?;
     let id = eventually(LIMIT, "held", || async {
         let v = agent.ok("observe", json!({"what": "tabs"})).await?;
@@ -348,7 +349,6 @@ async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device_and_signs_in_
     let set = json!({"action": "handle_dialog", "setup": true, "dialog_type": "sign_in", "once": true,
         "account_id": "u2", "tab_id": tab});
     agent.ok("interact", set).await?;
-    answerer_hook(&run, json!({"op": "wait", "which": "accounts", "for": "covered", "url": rp.url})).await?;
     signing.click("#b").await?;
     title_is(&signing, "token token-for-u2").await?;
     ensure!(*rp.idp.asserted.lock().unwrap() == ["u2"], "the provider was asked for u2 alone");

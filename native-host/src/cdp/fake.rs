@@ -15,6 +15,8 @@ pub struct FakeBrowser {
     pub url: String,
     commands: Arc<Mutex<Vec<Command>>>,
     events: mpsc::UnboundedSender<Value>,
+    /// Methods whose replies wait for `release`, and the replies kept meanwhile.
+    hold: Arc<Mutex<(Vec<String>, Vec<Value>)>>,
 }
 
 impl FakeBrowser {
@@ -27,6 +29,8 @@ impl FakeBrowser {
         let commands = Arc::new(Mutex::new(Vec::new()));
         let (events, mut events_rx) = mpsc::unbounded_channel::<Value>();
         let log = commands.clone();
+        let hold: Arc<Mutex<(Vec<String>, Vec<Value>)>> = Arc::default();
+        let held = hold.clone();
         tokio::spawn(async move {
             let (tcp, _) = listener.accept().await.unwrap();
             let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
@@ -46,12 +50,36 @@ impl FakeBrowser {
                         if let Some(s) = cmd.get("sessionId") {
                             reply["sessionId"] = s.clone();
                         }
+                        {
+                            let mut h = held.lock().unwrap();
+                            if h.0.iter().any(|m| cmd["method"] == m.as_str()) {
+                                h.1.push(reply);
+                                continue;
+                            }
+                        }
                         ws.send(Message::Text(reply.to_string().into())).await.unwrap();
                     }
                 }
             }
         });
-        Self { url, commands, events }
+        Self { url, commands, events, hold }
+    }
+
+    /// From now on, replies to `method` wait until `release`.
+    pub fn hold(&self, method: &str) {
+        self.hold.lock().unwrap().0.push(method.to_owned());
+    }
+
+    /// Sends every reply kept back, and holds nothing more.
+    pub fn release(&self) {
+        let kept = {
+            let mut h = self.hold.lock().unwrap();
+            h.0.clear();
+            std::mem::take(&mut h.1)
+        };
+        for reply in kept {
+            self.events.send(reply).unwrap();
+        }
     }
 
     /// Sends an event (to `session`'s target, or at the browser level).

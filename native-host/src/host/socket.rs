@@ -109,13 +109,13 @@ async fn run(shared: &Shared, req: Request) -> Result<Value, ToolError> {
         Tool::Interact => {
             let call = crate::call::interact(req.args)?.call;
             super::barrier::barrier(shared).await;
-            let (done, rules, asked) = {
+            let (done, rules, asked, answerer) = {
                 let mut state = shared.state();
                 let mut done = state.interact(call)?;
                 let rules = config_rev(&done.msgs);
                 shared.send(&state, std::mem::take(&mut done.msgs));
                 let asked = std::mem::take(&mut state.answerer_asks);
-                (done, rules, asked)
+                (done, rules, asked, state.answerer.clone())
             };
             // An agent's pick is given on the connection before its answer is awaited.
             if !asked.is_empty() {
@@ -126,6 +126,8 @@ async fn run(shared: &Shared, req: Request) -> Result<Value, ToolError> {
                 return shared.state().answered(id);
             }
             let mut value = done.value;
+            // A rule that picks put the answerer to work: in force once it watches.
+            answerer.settled(RULES_WAIT).await;
             if let Some((tab, rev, session)) = rules {
                 wait_for_delivery(shared, tab, rev).await;
                 // A file chooser rule works through the tab's debugger session: in force with it.
@@ -143,13 +145,15 @@ scripts, or still loading). Documents that load from now on get them."
         }
         Tool::Configure => {
             let call = crate::call::configure(req.args)?.call;
-            let (mut value, rules) = {
+            let (mut value, rules, answerer) = {
                 let mut state = shared.state();
                 let (value, msgs) = state.configure(call)?;
                 let rules = config_rev(&msgs);
                 shared.send(&state, msgs);
-                (value, rules)
+                (value, rules, state.answerer.clone())
             };
+            // `must_respond` put the answerer to work: in force once it watches.
+            answerer.settled(RULES_WAIT).await;
             let Some((tab, rev, _)) = rules else { return Ok(value) };
             wait_for_delivery(shared, tab, rev).await;
             // The ack and the policy it left, read together: an ack that came as the wait

@@ -32,6 +32,7 @@ use crate::cdp::{Conn, Event};
 use book::{Book, Step};
 use serde::Serialize;
 use serde_json::{Value, json};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 pub use transfers::TransferView;
@@ -227,6 +228,8 @@ struct Inner {
     conn: Mutex<Option<Arc<Conn>>>,
     changed: Notify,
     on_change: Mutex<Option<OnChange>>,
+    /// Attaches and domain enables sent and not answered yet (`settled`).
+    in_flight: AtomicUsize,
 }
 
 /// The answerer: cheap to clone; one per host.
@@ -256,6 +259,7 @@ impl Answerer {
                 conn: Mutex::default(),
                 changed: Notify::new(),
                 on_change: Mutex::default(),
+                in_flight: AtomicUsize::new(0),
             }),
         }
     }
@@ -427,6 +431,22 @@ impl Answerer {
         self.book().view(n)
     }
 
+    /// Waits (at most `limit`) until every attach and domain enable sent so far has its
+    /// answer: from then on a prompt in a page the answerer knew is seen. The agent's setup
+    /// answer waits on this, so a chooser opened right after it is not missed.
+    pub async fn settled(&self, limit: std::time::Duration) -> bool {
+        let wait = async {
+            loop {
+                let changed = self.inner.changed.notified();
+                if self.inner.in_flight.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                changed.await;
+            }
+        };
+        tokio::time::timeout(limit, wait).await.is_ok()
+    }
+
     /// Waits for the next change (a prompt opened, changed or closed), at most `limit`.
     pub async fn next_change(&self, limit: std::time::Duration) -> bool {
         tokio::time::timeout(limit, self.inner.changed.notified()).await.is_ok()
@@ -595,7 +615,18 @@ impl Answerer {
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
         for step in steps {
             let (me, conn) = (self.clone(), conn.clone());
-            rt.spawn(async move { me.send(&conn, step).await });
+            // Counted before the task starts, so `settled` cannot look between the two.
+            let counted = matches!(step, Step::Attach(_) | Step::Enable { .. });
+            if counted {
+                self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
+            }
+            rt.spawn(async move {
+                me.send(&conn, step).await;
+                if counted {
+                    me.inner.in_flight.fetch_sub(1, Ordering::AcqRel);
+                    me.inner.changed.notify_waiters();
+                }
+            });
         }
     }
 

@@ -43,6 +43,15 @@ impl Peer {
         self.send("Target.targetCreated", json!({"targetInfo": {"targetId": id, "type": kind, "url": url}}), None);
     }
 
+    /// Replies to `method` wait until `release`.
+    pub(in crate::host) fn hold(&self, method: &str) {
+        self.browser.hold(method);
+    }
+
+    pub(in crate::host) fn release(&self) {
+        self.browser.release();
+    }
+
     pub(in crate::host) fn sent(&self) -> Vec<String> {
         let log = self.browser.commands();
         log.iter().map(|(m, s, _)| format!("{m}{}", s.as_ref().map(|s| format!(" @{s}")).unwrap_or_default())).collect()
@@ -98,6 +107,27 @@ async fn nothing_is_attached_until_something_is_wanted_with_the_pilot_on() {
     // The pilot goes off: every session let go.
     a.set(false, Want::ALL);
     until("detached", || peer.params("Target.detachFromTarget").len() == 2).await;
+}
+
+/// The agent's setup answer waits on `settled`: it must hold until the browser answered
+/// every attach and every domain enable, not only until they were sent.
+#[tokio::test]
+async fn settled_waits_until_the_browser_answered_every_attach_and_enable() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    assert!(a.settled(Duration::from_secs(10)).await, "nothing sent: settled at once");
+    peer.page("P1", "page", "http://127.0.0.1:1/");
+    // A barrier: the target is known once this set's attach goes out.
+    peer.hold("FedCm.enable");
+    a.set(true, Want { devices: true, ..Want::NONE });
+    until("attached", || a.covers("http://127.0.0.1:1/", Which::Devices)).await;
+    assert!(a.settled(Duration::from_secs(10)).await, "attach and DeviceAccess.enable answered");
+    a.set(true, Want::ALL);
+    until("FedCm.enable sent", || !peer.params("FedCm.enable").is_empty()).await;
+    // Its reply is held back: however long one waits, not settled.
+    assert!(!a.settled(Duration::from_millis(200)).await, "an enable unanswered: not settled");
+    peer.release();
+    assert!(a.settled(Duration::from_secs(10)).await, "the enable answered: settled");
 }
 
 #[tokio::test]
