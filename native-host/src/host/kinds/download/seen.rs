@@ -87,8 +87,17 @@ pub(super) fn on_seen(s: &mut State, seen: &Seen, out: &mut Answered) {
 }
 
 /// The record the worker made of this download, if it reported it (the driver did not take
-/// it): the same URL or file name, asked for since it began.
+/// it): the same URL or file name, asked for since it began. The worker is the browser
+/// side's word, which anyone with code in it can forge, so the browser's own word on the
+/// host's connection rules a pairing out where it can:
+/// - a file named by its GUID was saved by a driver's `allowAndName`, which the extension
+///   is never told of: no worker report can be this download's;
+/// - a worker record that says where its file is must name the same file.
 fn worker_record(s: &State, t: &TransferView, began: SystemTime) -> Option<u64> {
+    let file = t.file_path.as_deref().map(Path::new);
+    if file.and_then(Path::file_name).is_some_and(|n| n == t.guid.as_str()) {
+        return None;
+    }
     let (url, _) = s.redactor.apply(&record::clip(&t.url, 2048).0);
     let (name, _) = s.redactor.apply(&record::clip(&t.suggested_filename, 256).0);
     let paired = s.kinds.peek::<Taken>().map(|k| &k.paired);
@@ -97,7 +106,11 @@ fn worker_record(s: &State, t: &TransferView, began: SystemTime) -> Option<u64> 
         let d = r.details.read::<DownloadDetails>()?;
         let fresh = humantime::parse_rfc3339(&r.timestamp).is_ok_and(|at| at >= since);
         let same = r.url == url || (!name.is_empty() && d.file_name == name);
-        (r.kind == KIND && fresh && same && !paired.is_some_and(|p| p.contains(&r.id))).then_some(r.id)
+        let same_file = match (d.path.as_deref(), file) {
+            (Some(theirs), Some(ours)) => Path::new(theirs) == ours,
+            _ => true,
+        };
+        (r.kind == KIND && fresh && same && same_file && !paired.is_some_and(|p| p.contains(&r.id))).then_some(r.id)
     })
 }
 
@@ -305,6 +318,58 @@ mod tests {
         // The next one of the same URL the worker did not report is recorded.
         driver_saves(&mut s, driver.path(), "g2");
         assert_eq!(taken(&s).len(), 2);
+    }
+
+    /// Trust: a report the worker makes is the browser side's word. One forged for the
+    /// driver's download (same URL and name, just before it) must not stand in for it: the
+    /// driver's GUID-named file is a download the extension was never told of.
+    #[test]
+    fn a_forged_worker_report_does_not_stand_in_for_a_drivers_download() {
+        let (driver, keep) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut s = saving_into(keep.path(), false);
+        answerer_seen(&mut s, &transfer("g1", "http://a/", "in_progress", None));
+        feed(
+            &mut s,
+            json!({"type":"prompt_request","kind":"download","tab_id":3,"id":1,"url":"http://a/report.csv",
+                "file_name":"report.csv","mime":"text/csv","size":5}),
+        )
+        .unwrap();
+        let file = driver.path().join("g1");
+        std::fs::write(&file, b"a,b,c").unwrap();
+        answerer_seen(&mut s, &transfer("g1", "http://a/", "completed", Some(&file)));
+        let recs = taken(&s);
+        assert_eq!(recs.len(), 2, "the worker's record and the host's own: {recs:?}");
+        let own = recs.iter().find(|r| r.explanation.contains("took this browser's downloads")).unwrap();
+        assert_eq!(own.decided_by, DecidedBy::Rule);
+        assert_eq!(std::fs::read(keep.path().join("report.csv")).unwrap(), b"a,b,c", "the rule's copy was made");
+    }
+
+    /// A worker record that names its file pairs only with the download of that file.
+    #[test]
+    fn a_worker_record_of_another_file_does_not_pair() {
+        let driver = tempfile::tempdir().unwrap();
+        let mut s = state_with(Policy::Auto);
+        answerer_seen(&mut s, &transfer("g1", "http://a/", "in_progress", None));
+        feed(
+            &mut s,
+            json!({"type":"prompt_request","kind":"download","tab_id":3,"id":1,"url":"http://a/report.csv",
+                "file_name":"report.csv","mime":"text/csv","size":5}),
+        )
+        .unwrap();
+        let worker = s.history.iter().chain(s.held.iter().map(|h| &h.record)).find(|r| r.kind == KIND).unwrap().id;
+        let elsewhere = driver.path().join("elsewhere.csv");
+        let set = |s: &mut State| {
+            let rec = s.held.iter_mut().map(|h| &mut h.record).chain(s.history.iter_mut()).find(|r| r.id == worker);
+            let rec = rec.unwrap();
+            let mut d = rec.details.read::<DownloadDetails>().unwrap();
+            d.path = Some(elsewhere.display().to_string());
+            rec.details = Details::of(&d);
+        };
+        set(&mut s);
+        let file = driver.path().join("report.csv");
+        std::fs::write(&file, b"a,b,c").unwrap();
+        answerer_seen(&mut s, &transfer("g1", "http://a/", "completed", Some(&file)));
+        assert_eq!(taken(&s).len(), 2, "another file's record does not pair");
     }
 
     #[test]
