@@ -247,6 +247,48 @@ async fn with_the_pilot_off_nothing_is_picked() -> Result<()> {
     Ok(())
 }
 
+/// The pilot switched off while a chooser is held under must_respond, its record listing a
+/// device: the chooser is cancelled (the page gets the browser's NotFoundError, not a wait),
+/// nothing is picked and the agent's late pick is refused; the record says how it closed.
+/// The pilot back on: a new request is held again, with its devices listed, and picked.
+#[tokio::test]
+async fn the_pilot_switched_off_while_a_chooser_is_held_cancels_it() -> Result<()> {
+    let (s, url, _bt) = session().await?;
+    s.policy("must_respond", 60).await?;
+    watched(&s.browser.runtime, &url).await?;
+    s.page.click("#b").await?;
+    let id = s.held(1).await?[0]["dialog_id"].clone();
+    pending_where(&s.agent, None, &id, |r| device_ids(r) == [HEART]).await?;
+    let said = s.pilot_command("off")?;
+    ensure!(said.contains("AI Web Pilot is off"), "{said}");
+    title_is(&s.page, "error NotFoundError").await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
+    let rec = &recs[0];
+    eprintln!("pilot off record: {rec}");
+    ensure!(rec["accepted"] == false && rec["picked"].is_null(), "cancelled, nothing picked: {rec}");
+    ensure!(rec["closed_by"] == "pilot_off" || rec["decided_by"] == "pilot_off", "says the pilot: {rec}");
+    let late = s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
+    ensure!(format!("{late:?}").contains("error") || format!("{late:?}").contains("is_error: Some(true)"), "{late:?}");
+    ensure!(title(&s.page).await? == "error NotFoundError", "no late pick");
+
+    // On again: the policy stands, a new request is held and listed, and the agent picks.
+    s.enable_pilot().await?;
+    watched(&s.browser.runtime, &url).await?;
+    s.page.eval("document.title = 'bt'").await?;
+    s.page.click("#b").await?;
+    let id = eventually(LIMIT, "a new chooser held", || async {
+        let held = s.held(1).await?;
+        Ok(held.into_iter().map(|h| h["dialog_id"].clone()).find(|d| *d != id))
+    })
+    .await?;
+    pending_where(&s.agent, None, &id, |r| device_ids(r) == [HEART]).await?;
+    s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
+    title_is(&s.page, "got Heart Rate").await?;
+    let recs = s.closed_records("device_chooser", 2).await?;
+    ensure!(recs[1]["closed_by"] == "agent" && recs[1]["picked"] == HEART, "{recs:?}");
+    Ok(())
+}
+
 /// The done-when of issue 52 in a remote browser: behind the WS-only proxy, over
 /// `unmodal mcp --cdp-endpoint`, the record lists the device and the agent pairs it.
 #[tokio::test]

@@ -498,6 +498,14 @@ tab's watchdog, which cancels; other choosers are cancelled)",
                         error: None,
                     };
                     s.on_prompt_result(&m);
+                } else if *by == crate::host::answerer::ClosedBy::Left && !s.pilot && s.held[pos].closing.is_none() {
+                    // The pilot went off while it was held: the answerer let the browser's
+                    // chooser go and nothing may pick it now, so the page's call is cancelled
+                    // at once (the browser's cancel) rather than waiting for the watchdog.
+                    let r = &mut s.held[pos].record;
+                    r.explanation = format!("{}. {PILOT_WENT_OFF}", r.explanation);
+                    note(s, record, None, Some(PILOT_WENT_OFF));
+                    out.to_browser.extend(s.answer_held(record, false, None, With::Nothing, DecidedBy::PilotOff).ok());
                 } else {
                     note(s, record, None, Some(NOT_SEEN));
                 }

@@ -82,6 +82,8 @@ Chromium refuses the DeviceAccess domain), so nothing can be picked; start the b
 or connect with --cdp-endpoint, to pick";
 pub(super) const NOT_SEEN: &str = "Unmodal's DevTools connection did not see this chooser open (it watches pages only while a \
 rule picks or a tab is under must_respond, and only from before the chooser opened), so nothing can be picked";
+pub(super) const PILOT_WENT_OFF: &str = "AI Web Pilot was switched off while this chooser was held, so nothing may pick \
+it: it is cancelled";
 pub(super) const SEVERAL: &str = "several open choosers fit this request and nothing Unmodal saw tells them apart, so none is \
 picked";
 

@@ -36,15 +36,16 @@ async fn connected(
 }
 
 /// Under must_respond, one page's chooser (`R1`, offering `09:09`) opened and its request
-/// (1) held and linked to it: the state, the peer, the answerer and the record's id.
-async fn one_held() -> (State, Peer, Answerer, u64) {
+/// (1) held and linked to it: the state, the peer, the answerer, the record's id and what
+/// the answerer sees next.
+async fn one_held() -> (State, Peer, Answerer, u64, tokio::sync::mpsc::UnboundedReceiver<Seen>) {
     let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
     peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
     until("opened", || a.prompts().len() == 1).await;
     ask(&mut s, 1, Some("P1"));
     hear(&mut s, &mut seen);
     let id = s.held[0].record.id;
-    (s, peer, a, id)
+    (s, peer, a, id, seen)
 }
 
 fn ask(s: &mut State, id: u64, target: Option<&str>) -> Vec<Value> {
@@ -231,7 +232,7 @@ async fn without_a_connection_a_picking_rule_cancels_and_says_why() {
 
 #[tokio::test]
 async fn a_pick_the_browser_refuses_cancels_the_chooser_so_the_page_never_waits() {
-    let (mut s, peer, a, id) = one_held().await;
+    let (mut s, peer, a, id, _) = one_held().await;
     pick(&mut s, id, "09:09").unwrap();
     feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}))
         .unwrap();
@@ -249,7 +250,7 @@ async fn a_pick_the_browser_refuses_cancels_the_chooser_so_the_page_never_waits(
 /// what the agent or a rule chose, on the host's side.
 #[tokio::test]
 async fn a_forged_accept_result_picks_nothing() {
-    let (mut s, peer, _a, id) = one_held().await;
+    let (mut s, peer, _a, id, _) = one_held().await;
     let _ = feed(
         &mut s,
         json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}),
@@ -257,4 +258,27 @@ async fn a_forged_accept_result_picks_nothing() {
     assert!(s.answerer_asks.is_empty(), "no pick from the worker's word: {:?}", s.answerer_asks);
     assert!(peer.params("DeviceAccess.selectPrompt").is_empty());
     assert_ne!(s.record(id).and_then(|r| r.closed_by), Some(DecidedBy::Agent), "not the agent's answer");
+}
+
+/// The pilot switched off while a chooser is held: the answerer lets its session go, and the
+/// held chooser is cancelled at once (not left for the watchdog), saying so; nothing picks.
+#[tokio::test]
+async fn the_pilot_off_while_held_cancels_the_chooser() {
+    let (mut s, peer, a, id, mut seen) = one_held().await;
+    s.pilot = false;
+    a.set(false, kinds::answerer_want(&s));
+    until("let go", || a.prompts().is_empty()).await;
+    let out = to_json(&hear(&mut s, &mut seen).to_browser);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!((out[0]["type"].as_str(), out[0]["decision"].as_str()), (Some("prompt_answer"), Some("refuse")));
+    assert_eq!(details(&s, id).no_choice.as_deref(), Some(PILOT_WENT_OFF));
+    feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true})).unwrap();
+    let rec = s.record(id).unwrap();
+    assert_eq!(
+        (rec.closed_by, rec.decided_by, rec.accepted),
+        (Some(DecidedBy::PilotOff), DecidedBy::PilotOff, Some(false))
+    );
+    assert!(rec.explanation.contains("switched off while this chooser was held"), "{}", rec.explanation);
+    assert!(s.answerer_asks.is_empty() && peer.params("DeviceAccess.selectPrompt").is_empty(), "nothing picked");
+    assert!(pick(&mut s, id, "09:09").is_err(), "nothing to pick any more");
 }
