@@ -264,10 +264,13 @@ async fn the_pilot_switched_off_while_a_chooser_is_held_cancels_it() -> Result<(
     title_is(&s.page, "error NotFoundError").await?;
     let recs = s.closed_records("device_chooser", 1).await?;
     let rec = &recs[0];
-    eprintln!("pilot off record: {rec}");
     ensure!(rec["accepted"] == false && rec["picked"].is_null(), "cancelled, nothing picked: {rec}");
-    ensure!(rec["closed_by"] == "pilot_off" || rec["decided_by"] == "pilot_off", "says the pilot: {rec}");
-    let late = s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
+    ensure!(rec["closed_by"] == "pilot_off" && rec["decided_by"] == "pilot_off", "says the pilot: {rec}");
+    let why = rec["explanation"].as_str().unwrap_or_default();
+    ensure!(why.contains("Closed by AI Web Pilot switching off"), "{rec}");
+    ensure!(rec["no_choice"].as_str().is_some_and(|n| n.contains("switched off while this chooser was held")), "{rec}");
+    let late =
+        s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
     ensure!(format!("{late:?}").contains("error") || format!("{late:?}").contains("is_error: Some(true)"), "{late:?}");
     ensure!(title(&s.page).await? == "error NotFoundError", "no late pick");
 

@@ -119,7 +119,9 @@ async fn a_strict_csp_page_gets_its_pick() -> Result<()> {
     let (s, url, bt) = session("/csp", &page, &[("Content-Security-Policy", csp)]).await?;
     // The policy really forbids WebAssembly here (else this test proves nothing).
     let wasm = s
-        .page_value("try { new WebAssembly.Module(new Uint8Array([0,97,115,109,1,0,0,0])); 'allowed' } catch (e) { e.name }")
+        .page_value(
+            "try { new WebAssembly.Module(new Uint8Array([0,97,115,109,1,0,0,0])); 'allowed' } catch (e) { e.name }",
+        )
         .await?;
     ensure!(wasm == json!("CompileError"), "{wasm}");
     s.page_value("violations.length = 0").await?;
@@ -216,7 +218,10 @@ async fn a_hostile_page_gets_no_wrong_pick_no_hang_and_no_leak() -> Result<()> {
     }
     let caught = s.page.eval("caught").await?;
     ensure!(caught == json!(""), "the page's traps saw the hook at work: {caught}");
-    let globals = s.page.eval("Object.getOwnPropertyNames(window).filter((k) => /unmodal|chooser|device_id|secret/i.test(k))").await?;
+    let globals = s
+        .page
+        .eval("Object.getOwnPropertyNames(window).filter((k) => /unmodal|chooser|device_id|secret/i.test(k))")
+        .await?;
     ensure!(globals == json!([]), "{globals}");
     none_left_open(&s).await
 }
@@ -273,7 +278,8 @@ async fn a_picked_device_looks_as_a_persons_pick_does() -> Result<()> {
     ensure!(recs[0]["picked"] == HEART, "{recs:?}");
 
     let baseline =
-        Browser::launch(Options { extension: false, args: vec![bluetooth::SWITCH.into()], ..Options::default() }).await?;
+        Browser::launch(Options { extension: false, args: vec![bluetooth::SWITCH.into()], ..Options::default() })
+            .await?;
     let page = baseline.first_page().await?;
     let bt = Bluetooth::emulate(&baseline.cdp).await?;
     bt.preconnected(HEART, "Heart Rate").await?;
@@ -297,7 +303,10 @@ async fn a_picked_device_looks_as_a_persons_pick_does() -> Result<()> {
     page.call("DeviceAccess.selectPrompt", json!({"id": prompt, "deviceId": HEART})).await?;
     title_is(&page, "got Heart Rate").await?;
     let native = page.eval(PROBE).await?;
-    ensure!(native["device"][0] == "BluetoothDevice" && native["fn"][2] == "requestDevice", "baseline is sane: {native}");
+    ensure!(
+        native["device"][0] == "BluetoothDevice" && native["fn"][2] == "requestDevice",
+        "baseline is sane: {native}"
+    );
     ensure!(ours == native, "differs from a browser without Unmodal:\nours   {ours}\nnative {native}");
     Ok(())
 }

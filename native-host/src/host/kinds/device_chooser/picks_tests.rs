@@ -101,7 +101,7 @@ async fn worker_accepts_then_picked(
     feed(s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":req,"ok":true,"accepted":true}))
         .unwrap();
     let acts = std::mem::take(&mut s.answerer_asks);
-    let prompt = a.prompts().into_iter().find(|p| p.target == target).unwrap().prompt;
+    let prompt = a.prompts().into_iter().filter(|p| p.target == target).map(|p| p.prompt).max().unwrap();
     assert_eq!(acts, [(KIND, Act::SelectDevice { prompt, device_id: device.into() })]);
     give(s, a, acts).await;
     assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":browser_id,"deviceId":device})]);
@@ -281,4 +281,21 @@ async fn the_pilot_off_while_held_cancels_the_chooser() {
     assert!(rec.explanation.contains("switched off while this chooser was held"), "{}", rec.explanation);
     assert!(s.answerer_asks.is_empty() && peer.params("DeviceAccess.selectPrompt").is_empty(), "nothing picked");
     assert!(pick(&mut s, id, "09:09").is_err(), "nothing to pick any more");
+}
+
+/// A page that asks again before its first chooser was answered: the browser's newer
+/// chooser replaced the older (which it cancelled, telling the connection nothing), so the
+/// request is linked to the newer one, and the pick goes there.
+#[tokio::test]
+async fn a_chooser_replaced_by_a_newer_one_in_its_page_is_passed_over() {
+    let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
+    peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
+    peer.send(BT, json!({"id":"R2","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
+    until("two", || a.prompts().len() == 2).await;
+    hear(&mut s, &mut seen);
+    ask(&mut s, 1, Some("P1"));
+    let id = s.held[0].record.id;
+    assert!(details(&s, id).no_choice.is_none(), "{:?}", details(&s, id).no_choice);
+    pick(&mut s, id, "09:09").unwrap();
+    worker_accepts_then_picked((&mut s, &peer, &a), 1, "P1", ("R2", "09:09")).await;
 }
