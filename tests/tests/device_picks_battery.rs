@@ -322,9 +322,12 @@ async fn a_flood_of_requests_under_a_picking_rule_settles() -> Result<()> {
     let page = "<!doctype html><title>bt</title>
 <button id=go style='position: fixed; left: 0; top: 0; width: 120px; height: 40px'>go</button>
 <button id=b style='position: fixed; left: 0; top: 60px; width: 120px; height: 40px'>b</button>
+<button id=one style='position: fixed; left: 0; top: 120px; width: 120px; height: 40px'>one</button>
 <script>window.seen = []; document.getElementById('b').onclick = () => seen.push('click');
   window.tally = {}; window.settled = 0;
   const note = (k) => { tally[k] = (tally[k] || 0) + 1; settled++; };
+  document.getElementById('one').onclick = () => navigator.bluetooth.requestDevice({acceptAllDevices: true})
+    .then((d) => document.title = 'got ' + d.name, (e) => document.title = 'error ' + e.name);
   document.getElementById('go').onclick = () => { for (let i = 0; i < EACH; i++) {
     navigator.bluetooth.requestDevice({acceptAllDevices: true}).then((d) => note('got ' + d.name), (e) => note(e.name)); } };</script>"
         .replace("EACH", &EACH.to_string());
@@ -348,7 +351,12 @@ async fn a_flood_of_requests_under_a_picking_rule_settles() -> Result<()> {
         "only picks and the browser's own errors: {tally}"
     );
     ensure!(tally["got Heart Rate"].as_u64().unwrap_or(0) >= 1, "at least one picked: {tally}");
-    none_left_open(&s).await?;
+    // The connection is told of no chooser a newer one replaced: they stay listed (at most
+    // one per call), and none of them is picked or held.
+    let listed = answerer_hook(&s.browser.runtime, json!({"op": "prompts"})).await?["prompts"]
+        .as_array()
+        .map_or(0, Vec::len) as u64;
+    ensure!(listed <= all, "{listed} choosers listed for {all} calls");
     let held = s.agent.ok("observe", json!({"what": "tabs"})).await?;
     ensure!(held["dialogs_blocking"]["dialogs"].as_array().is_none_or(Vec::is_empty), "nothing held: {held}");
     s.takes_input().await?;
@@ -357,7 +365,14 @@ async fn a_flood_of_requests_under_a_picking_rule_settles() -> Result<()> {
     ensure!(kept <= 50, "{kept} records kept");
     let picked = d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["picked"] == HEART).count() as u64;
     let got = tally["got Heart Rate"].as_u64().unwrap_or(0);
-    ensure!(picked <= got.max(1) + 1 && picked >= 1, "{picked} picks recorded for {got} devices got: {d}");
-    eprintln!("bluetooth flood: {all} calls, tally {tally}, {kept} records kept, {picked} picks recorded");
-    Ok(())
+    // Every device the page got has its record. (A record may say `picked` for a pick the
+    // browser then refused, its chooser replaced meanwhile: more records than devices got;
+    // docs/limits.md.)
+    ensure!(picked >= got, "{picked} picks recorded for {got} devices got: {d}");
+    eprintln!(
+        "bluetooth flood: {all} calls, tally {tally}, {kept} records kept, {picked} picks recorded, {listed} choosers still listed"
+    );
+    // And the next request is picked as ever.
+    s.page.click("#one").await?;
+    title_is(&s.page, "got Heart Rate").await
 }
