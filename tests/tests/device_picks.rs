@@ -22,9 +22,9 @@ const PAGE: &str = r#"<!doctype html><title>bt</title>
 <button id=u style="position: fixed; top: 80px; left: 10px; width: 100px; height: 40px"
   onclick="navigator.usb.requestDevice({filters: []}).then(() => document.title = 'usb got', (e) => document.title = 'usb ' + e.name)">usb</button>"#;
 
-const HEART: &str = "09:09:09:09:09:09";
-const THERMO: &str = "08:08:08:08:08:08";
-const LIMIT: Duration = Duration::from_secs(15);
+pub(super) const HEART: &str = "09:09:09:09:09:09";
+pub(super) const THERMO: &str = "08:08:08:08:08:08";
+pub(super) const LIMIT: Duration = Duration::from_secs(15);
 
 async fn session() -> Result<(Session, String, Bluetooth)> {
     let s = Session::start_with(Options {
@@ -42,15 +42,15 @@ async fn session() -> Result<(Session, String, Bluetooth)> {
 
 /// Waits until the host's answerer watches `url` for choosers (a barrier: the rule or
 /// policy just set asked for it).
-async fn watched(runtime: &std::path::Path, url: &str) -> Result<()> {
+pub(super) async fn watched(runtime: &std::path::Path, url: &str) -> Result<()> {
     answerer_hook(runtime, json!({"op": "wait", "which": "devices", "for": "covered", "url": url})).await.map(drop)
 }
 
-async fn title(page: &unmodal_e2e::page::Page) -> Result<String> {
+pub(super) async fn title(page: &unmodal_e2e::page::Page) -> Result<String> {
     Ok(page.eval("document.title").await?.as_str().unwrap_or_default().to_owned())
 }
 
-async fn title_is(page: &unmodal_e2e::page::Page, want: &str) -> Result<()> {
+pub(super) async fn title_is(page: &unmodal_e2e::page::Page, want: &str) -> Result<()> {
     let got = eventually(LIMIT, &format!("the page's title {want:?}"), || async {
         Ok((title(page).await? == want).then_some(()))
     })
@@ -78,7 +78,7 @@ async fn pending_where(
     .await
 }
 
-fn device_ids(rec: &Value) -> Vec<String> {
+pub(super) fn device_ids(rec: &Value) -> Vec<String> {
     let mut ids: Vec<String> = rec["devices"]
         .as_array()
         .into_iter()

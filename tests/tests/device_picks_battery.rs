@@ -10,12 +10,9 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::bluetooth::{self, Bluetooth, answerer_hook};
 use unmodal_e2e::browser::{Browser, Options};
-use unmodal_e2e::page::Page;
 use unmodal_e2e::{Session, WebServer, eventually};
 
-const HEART: &str = "09:09:09:09:09:09";
-const THERMO: &str = "08:08:08:08:08:08";
-const LIMIT: Duration = Duration::from_secs(15);
+use super::device_picks::{HEART, LIMIT, THERMO, device_ids, title_is};
 
 /// A button that asks for any device; the page's title says what it got.
 const ASK: &str = r#"<button id=b style="position: fixed; top: 10px; left: 10px; width: 100px; height: 40px"
@@ -49,22 +46,7 @@ async fn picking_rule(s: &Session, pick: Value) -> Result<()> {
 
 /// Waits until the host's answerer watches `url` for choosers (a barrier only).
 async fn watched(s: &Session, url: &str) -> Result<()> {
-    answerer_hook(&s.browser.runtime, json!({"op": "wait", "which": "devices", "for": "covered", "url": url}))
-        .await
-        .map(drop)
-}
-
-async fn title(page: &Page) -> Result<String> {
-    Ok(page.eval("document.title").await?.as_str().unwrap_or_default().to_owned())
-}
-
-async fn title_is(page: &Page, want: &str) -> Result<()> {
-    let got = eventually(LIMIT, &format!("the page's title {want:?}"), || async {
-        Ok((title(page).await? == want).then_some(()))
-    })
-    .await;
-    ensure!(got.is_ok(), "the page's title: {:?} (wanted {want:?})", title(page).await);
-    Ok(())
+    super::device_picks::watched(&s.browser.runtime, url).await
 }
 
 /// The open choosers the host's answerer sees, eventually none (nothing left open).
@@ -224,17 +206,6 @@ async fn a_hostile_page_gets_no_wrong_pick_no_hang_and_no_leak() -> Result<()> {
         .await?;
     ensure!(globals == json!([]), "{globals}");
     none_left_open(&s).await
-}
-
-fn device_ids(rec: &Value) -> Vec<String> {
-    let mut ids: Vec<String> = rec["devices"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|d| d["device_id"].as_str().map(str::to_owned))
-        .collect();
-    ids.sort();
-    ids
 }
 
 /// What a page learns of `requestDevice` and of the device it was given (`window.got`): the
