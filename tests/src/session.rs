@@ -350,8 +350,12 @@ impl Session {
                 if native {
                     self.page.call("Page.handleJavaScriptDialog", json!({"accept": true})).await?;
                 }
+                // Closed, not only listed: with the pilot off the host lists the browser's own
+                // alert as it opens, maybe before its event reached this client, and an alert
+                // left open blocks the page's next evaluation.
                 let d = self.agent.ok("observe", json!({"what": "dialogs"})).await?;
-                Ok(d["recent_dialogs"].as_array().into_iter().flatten().any(|r| r["message"] == *text).then_some(()))
+                let closed = |r: &Value| r["message"] == *text && r["state"] == "closed";
+                Ok(d["recent_dialogs"].as_array().into_iter().flatten().any(closed).then_some(()))
             }
         })
         .await

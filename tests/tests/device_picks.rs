@@ -24,9 +24,9 @@ const PAGE: &str = r#"<!doctype html><title>bt</title>
 <button id=u style="position: fixed; top: 80px; left: 10px; width: 100px; height: 40px"
   onclick="navigator.usb.requestDevice({filters: []}).then(() => document.title = 'usb got', (e) => document.title = 'usb ' + e.name)">usb</button>"#;
 
-const HEART: &str = "09:09:09:09:09:09";
-const THERMO: &str = "08:08:08:08:08:08";
-const LIMIT: Duration = Duration::from_secs(15);
+pub(super) const HEART: &str = "09:09:09:09:09:09";
+pub(super) const THERMO: &str = "08:08:08:08:08:08";
+pub(super) const LIMIT: Duration = Duration::from_secs(15);
 
 async fn session() -> Result<(Session, String, Bluetooth)> {
     let s = Session::start_with(Options {
@@ -44,15 +44,15 @@ async fn session() -> Result<(Session, String, Bluetooth)> {
 
 /// Waits until the host's answerer watches `url` for choosers (a barrier: the rule or
 /// policy just set asked for it).
-async fn watched(runtime: &std::path::Path, url: &str) -> Result<()> {
+pub(super) async fn watched(runtime: &std::path::Path, url: &str) -> Result<()> {
     answerer_hook(runtime, json!({"op": "wait", "which": "devices", "for": "covered", "url": url})).await.map(drop)
 }
 
-async fn title(page: &unmodal_e2e::page::Page) -> Result<String> {
+pub(super) async fn title(page: &unmodal_e2e::page::Page) -> Result<String> {
     Ok(page.eval("document.title").await?.as_str().unwrap_or_default().to_owned())
 }
 
-async fn title_is(page: &unmodal_e2e::page::Page, want: &str) -> Result<()> {
+pub(super) async fn title_is(page: &unmodal_e2e::page::Page, want: &str) -> Result<()> {
     let got = eventually(LIMIT, &format!("the page's title {want:?}"), || async {
         Ok((title(page).await? == want).then_some(()))
     })
@@ -80,7 +80,7 @@ async fn pending_where(
     .await
 }
 
-fn device_ids(rec: &Value) -> Vec<String> {
+pub(super) fn device_ids(rec: &Value) -> Vec<String> {
     let mut ids: Vec<String> = rec["devices"]
         .as_array()
         .into_iter()
@@ -246,6 +246,51 @@ async fn with_the_pilot_off_nothing_is_picked() -> Result<()> {
     ensure!(t == "bt" || t == "error NotFoundError", "nothing picked: {t}");
     let none = answerer_hook(&s.browser.runtime, json!({"op": "prompts"})).await?;
     ensure!(none["prompts"].as_array().is_some_and(Vec::is_empty), "nothing attached: {none}");
+    Ok(())
+}
+
+/// The pilot switched off while a chooser is held under must_respond, its record listing a
+/// device: the chooser is cancelled (the page gets the browser's NotFoundError, not a wait),
+/// nothing is picked and the agent's late pick is refused; the record says how it closed.
+/// The pilot back on: a new request is held again, with its devices listed, and picked.
+#[tokio::test]
+async fn the_pilot_switched_off_while_a_chooser_is_held_cancels_it() -> Result<()> {
+    let (s, url, _bt) = session().await?;
+    s.policy("must_respond", 60).await?;
+    watched(&s.browser.runtime, &url).await?;
+    s.page.click("#b").await?;
+    let id = s.held(1).await?[0]["dialog_id"].clone();
+    pending_where(&s.agent, None, &id, |r| device_ids(r) == [HEART]).await?;
+    let said = s.pilot_command("off")?;
+    ensure!(said.contains("AI Web Pilot is off"), "{said}");
+    title_is(&s.page, "error NotFoundError").await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
+    let rec = &recs[0];
+    ensure!(rec["accepted"] == false && rec["picked"].is_null(), "cancelled, nothing picked: {rec}");
+    ensure!(rec["closed_by"] == "pilot_off" && rec["decided_by"] == "pilot_off", "says the pilot: {rec}");
+    let why = rec["explanation"].as_str().unwrap_or_default();
+    ensure!(why.contains("Closed by AI Web Pilot switching off"), "{rec}");
+    ensure!(rec["no_choice"].as_str().is_some_and(|n| n.contains("switched off while this chooser was held")), "{rec}");
+    let late =
+        s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
+    ensure!(format!("{late:?}").contains("error") || format!("{late:?}").contains("is_error: Some(true)"), "{late:?}");
+    ensure!(title(&s.page).await? == "error NotFoundError", "no late pick");
+
+    // On again: the policy stands, a new request is held and listed, and the agent picks.
+    s.enable_pilot().await?;
+    watched(&s.browser.runtime, &url).await?;
+    s.page.eval("document.title = 'bt'").await?;
+    s.page.click("#b").await?;
+    let id = eventually(LIMIT, "a new chooser held", || async {
+        let held = s.held(1).await?;
+        Ok(held.into_iter().map(|h| h["dialog_id"].clone()).find(|d| *d != id))
+    })
+    .await?;
+    pending_where(&s.agent, None, &id, |r| device_ids(r) == [HEART]).await?;
+    s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
+    title_is(&s.page, "got Heart Rate").await?;
+    let recs = s.closed_records("device_chooser", 2).await?;
+    ensure!(recs[1]["closed_by"] == "agent" && recs[1]["picked"] == HEART, "{recs:?}");
     Ok(())
 }
 

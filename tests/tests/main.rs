@@ -20,6 +20,7 @@ mod conformance_kinds;
 mod csp_frames;
 mod device_chooser;
 mod device_picks;
+mod device_picks_battery;
 mod docs_examples;
 mod docs_links;
 mod downloads;

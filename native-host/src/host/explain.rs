@@ -138,9 +138,9 @@ pub fn closed(rec: &DialogRecord, by: DecidedBy, open_for: Duration) -> String {
         DecidedBy::Policy => "the policy",
         DecidedBy::DefaultPolicy => "the default policy",
         DecidedBy::Browser => "the browser",
-        DecidedBy::PilotOff | DecidedBy::Remote => {
-            "someone else (the page navigated, the browser or a human closed it)"
-        }
+        // Only a held chooser the pilot's switch-off cancelled closes so (device choosers).
+        DecidedBy::PilotOff => "AI Web Pilot switching off",
+        DecidedBy::Remote => "someone else (the page navigated, the browser or a human closed it)",
     };
     let answer = match (rec.kind, rec.accepted) {
         (_, None) => "without an answer".to_string(),

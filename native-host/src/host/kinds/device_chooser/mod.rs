@@ -428,7 +428,7 @@ tab's watchdog, which cancels; other choosers are cancelled)",
             Found::None if page_url != url => s.answerer.find(Which::Devices, &page_url, hint.as_deref()),
             found => found,
         };
-        match found {
+        match current(s, found, hint.as_deref()) {
             Found::One(n) => {
                 if let Some(view) = s.answerer.prompt(n) {
                     link(s, record, &view, &mut out);
@@ -463,9 +463,11 @@ tab's watchdog, which cancels; other choosers are cancelled)",
                             .map(|(r, ..)| r)
                             .collect();
                         let hints = &s.kinds.get::<Hint>().1;
+                        // Of several, the newest: a chooser replaces the one open in its page
+                        // (the browser cancels the older), so the newest request is its own.
                         let record = match fit.as_slice() {
                             [one] => Some(*one),
-                            many => many.iter().copied().find(|r| hints.get(r) == Some(&v.target)),
+                            many => many.iter().rev().copied().find(|r| hints.get(r) == Some(&v.target)),
                         };
                         if let Some(record) = record {
                             link(s, record, v, &mut out.to_browser);
@@ -498,6 +500,14 @@ tab's watchdog, which cancels; other choosers are cancelled)",
                         error: None,
                     };
                     s.on_prompt_result(&m);
+                } else if *by == crate::host::answerer::ClosedBy::Left && !s.pilot && s.held[pos].closing.is_none() {
+                    // The pilot went off while it was held: the answerer let the browser's
+                    // chooser go and nothing may pick it now, so the page's call is cancelled
+                    // at once (the browser's cancel) rather than waiting for the watchdog.
+                    let r = &mut s.held[pos].record;
+                    r.explanation = format!("{}. {PILOT_WENT_OFF}", r.explanation);
+                    note(s, record, None, Some(PILOT_WENT_OFF));
+                    out.to_browser.extend(s.answer_held(record, false, None, With::Nothing, DecidedBy::PilotOff).ok());
                 } else {
                     note(s, record, None, Some(NOT_SEEN));
                 }

@@ -35,6 +35,19 @@ async fn connected(
     (s, peer, a, seen)
 }
 
+/// Under must_respond, one page's chooser (`R1`, offering `09:09`) opened and its request
+/// (1) held and linked to it: the state, the peer, the answerer, the record's id and what
+/// the answerer sees next.
+async fn one_held() -> (State, Peer, Answerer, u64, tokio::sync::mpsc::UnboundedReceiver<Seen>) {
+    let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
+    peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
+    until("opened", || a.prompts().len() == 1).await;
+    ask(&mut s, 1, Some("P1"));
+    hear(&mut s, &mut seen);
+    let id = s.held[0].record.id;
+    (s, peer, a, id, seen)
+}
+
 fn ask(s: &mut State, id: u64, target: Option<&str>) -> Vec<Value> {
     let mut m = json!({"type":"prompt_request","kind":"device_chooser","tab_id":3,"id":id,"frame_id":0,"url":URL,
         "chooser":"bluetooth","method":"requestDevice"});
@@ -76,6 +89,24 @@ fn pick(s: &mut State, id: u64, device: &str) -> Result<crate::host::agent_calls
     s.interact(call)
 }
 
+/// The worker says the page hook left request `req` to the browser; the answerer is then
+/// asked to pick `device` on its prompt in target `target`, gives it, and the browser gets
+/// `selectPrompt` on its own prompt `browser_id`.
+async fn worker_accepts_then_picked(
+    (s, peer, a): (&mut State, &Peer, &Answerer),
+    req: u64,
+    target: &str,
+    (browser_id, device): (&str, &str),
+) {
+    feed(s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":req,"ok":true,"accepted":true}))
+        .unwrap();
+    let acts = std::mem::take(&mut s.answerer_asks);
+    let prompt = a.prompts().into_iter().filter(|p| p.target == target).map(|p| p.prompt).max().unwrap();
+    assert_eq!(acts, [(KIND, Act::SelectDevice { prompt, device_id: device.into() })]);
+    give(s, a, acts).await;
+    assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":browser_id,"deviceId":device})]);
+}
+
 #[tokio::test]
 async fn the_record_lists_the_devices_and_the_agent_picks_one_offered() {
     let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
@@ -104,12 +135,7 @@ async fn the_record_lists_the_devices_and_the_agent_picks_one_offered() {
     // The pick: the page hook is told to leave the browser's call alone, the answerer picks.
     let done = pick(&mut s, id, "08:08").unwrap();
     assert_eq!(to_json(&done.msgs)[0]["decision"], "accept");
-    feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}))
-        .unwrap();
-    let acts = std::mem::take(&mut s.answerer_asks);
-    assert_eq!(acts, [(KIND, Act::SelectDevice { prompt: a.prompts()[0].prompt, device_id: "08:08".into() })]);
-    give(&mut s, &a, acts).await;
-    assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":"R1","deviceId":"08:08"})]);
+    worker_accepts_then_picked((&mut s, &peer, &a), 1, "P1", ("R1", "08:08")).await;
     let rec = s.record(id).unwrap();
     assert_eq!((rec.closed_by, rec.accepted), (Some(DecidedBy::Agent), Some(true)));
     assert_eq!(details(&s, id).picked.as_deref(), Some("08:08"));
@@ -140,12 +166,7 @@ async fn a_rule_picks_when_its_device_appears_and_a_name_rule_skips_empty_names(
     let out = hear(&mut s, &mut seen);
     // The page hook is told first, then the answerer picks.
     assert_eq!(to_json(&out.to_browser)[0]["decision"], "accept");
-    feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}))
-        .unwrap();
-    let acts = std::mem::take(&mut s.answerer_asks);
-    assert_eq!(acts, [(KIND, Act::SelectDevice { prompt: a.prompts()[0].prompt, device_id: "08:08".into() })]);
-    give(&mut s, &a, acts).await;
-    assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":"R1","deviceId":"08:08"})]);
+    worker_accepts_then_picked((&mut s, &peer, &a), 1, "P1", ("R1", "08:08")).await;
     let rec = s.record(id).unwrap();
     assert_eq!((rec.closed_by, rec.decided_by, rec.accepted), (Some(DecidedBy::Rule), DecidedBy::Rule, Some(true)));
     assert!(rec.rule_id.is_some());
@@ -172,11 +193,7 @@ async fn a_forged_target_hint_picks_nothing() {
     let right = s.held[1].record.id;
     assert!(details(&s, right).no_choice.is_none());
     pick(&mut s, right, "09:09").unwrap();
-    feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":2,"ok":true,"accepted":true}))
-        .unwrap();
-    let acts = std::mem::take(&mut s.answerer_asks);
-    give(&mut s, &a, acts).await;
-    assert_eq!(peer.params("DeviceAccess.selectPrompt"), [json!({"id":"B","deviceId":"09:09"})]);
+    worker_accepts_then_picked((&mut s, &peer, &a), 2, "P2", ("B", "09:09")).await;
 }
 
 #[tokio::test]
@@ -215,12 +232,7 @@ async fn without_a_connection_a_picking_rule_cancels_and_says_why() {
 
 #[tokio::test]
 async fn a_pick_the_browser_refuses_cancels_the_chooser_so_the_page_never_waits() {
-    let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
-    peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
-    until("opened", || a.prompts().len() == 1).await;
-    ask(&mut s, 1, Some("P1"));
-    hear(&mut s, &mut seen);
-    let id = s.held[0].record.id;
+    let (mut s, peer, a, id, _) = one_held().await;
     pick(&mut s, id, "09:09").unwrap();
     feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}))
         .unwrap();
@@ -238,12 +250,7 @@ async fn a_pick_the_browser_refuses_cancels_the_chooser_so_the_page_never_waits(
 /// what the agent or a rule chose, on the host's side.
 #[tokio::test]
 async fn a_forged_accept_result_picks_nothing() {
-    let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
-    peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
-    until("opened", || a.prompts().len() == 1).await;
-    ask(&mut s, 1, Some("P1"));
-    hear(&mut s, &mut seen);
-    let id = s.held[0].record.id;
+    let (mut s, peer, _a, id, _) = one_held().await;
     let _ = feed(
         &mut s,
         json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true,"accepted":true}),
@@ -251,4 +258,44 @@ async fn a_forged_accept_result_picks_nothing() {
     assert!(s.answerer_asks.is_empty(), "no pick from the worker's word: {:?}", s.answerer_asks);
     assert!(peer.params("DeviceAccess.selectPrompt").is_empty());
     assert_ne!(s.record(id).and_then(|r| r.closed_by), Some(DecidedBy::Agent), "not the agent's answer");
+}
+
+/// The pilot switched off while a chooser is held: the answerer lets its session go, and the
+/// held chooser is cancelled at once (not left for the watchdog), saying so; nothing picks.
+#[tokio::test]
+async fn the_pilot_off_while_held_cancels_the_chooser() {
+    let (mut s, peer, a, id, mut seen) = one_held().await;
+    s.pilot = false;
+    a.set(false, kinds::answerer_want(&s));
+    until("let go", || a.prompts().is_empty()).await;
+    let out = to_json(&hear(&mut s, &mut seen).to_browser);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!((out[0]["type"].as_str(), out[0]["decision"].as_str()), (Some("prompt_answer"), Some("refuse")));
+    assert_eq!(details(&s, id).no_choice.as_deref(), Some(PILOT_WENT_OFF));
+    feed(&mut s, json!({"type":"prompt_result","kind":"device_chooser","tab_id":3,"id":1,"ok":true})).unwrap();
+    let rec = s.record(id).unwrap();
+    assert_eq!(
+        (rec.closed_by, rec.decided_by, rec.accepted),
+        (Some(DecidedBy::PilotOff), DecidedBy::PilotOff, Some(false))
+    );
+    assert!(rec.explanation.contains("switched off while this chooser was held"), "{}", rec.explanation);
+    assert!(s.answerer_asks.is_empty() && peer.params("DeviceAccess.selectPrompt").is_empty(), "nothing picked");
+    assert!(pick(&mut s, id, "09:09").is_err(), "nothing to pick any more");
+}
+
+/// A page that asks again before its first chooser was answered: the browser's newer
+/// chooser replaced the older (which it cancelled, telling the connection nothing), so the
+/// request is linked to the newer one, and the pick goes there.
+#[tokio::test]
+async fn a_chooser_replaced_by_a_newer_one_in_its_page_is_passed_over() {
+    let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
+    peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
+    peer.send(BT, json!({"id":"R2","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
+    until("two", || a.prompts().len() == 2).await;
+    hear(&mut s, &mut seen);
+    ask(&mut s, 1, Some("P1"));
+    let id = s.held[0].record.id;
+    assert!(details(&s, id).no_choice.is_none(), "{:?}", details(&s, id).no_choice);
+    pick(&mut s, id, "09:09").unwrap();
+    worker_accepts_then_picked((&mut s, &peer, &a), 1, "P1", ("R2", "09:09")).await;
 }
