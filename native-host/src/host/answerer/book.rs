@@ -259,11 +259,11 @@ impl Book {
             seen.push(Seen::Updated(self.view(n).expect("just found")));
             return;
         }
-        // A new FedCM dialog in a session replaces one that is still open there (the
-        // browser shows one at a time: the old one went without a `dialogClosed`).
-        if which == Which::Accounts {
-            self.close_where(seen, ClosedBy::Remote, |p| p.session == session && p.which == Which::Accounts);
-        }
+        // A new prompt in a session replaces one of its kind still open there: the browser
+        // shows one FedCM dialog at a time (the old one went without a `dialogClosed`), and
+        // a page's second `requestDevice` cancels its first chooser, which `DeviceAccess`
+        // never reports (measured): a pick sent to the old one is refused, or worse.
+        self.close_where(seen, ClosedBy::Remote, |p| p.session == session && p.which == which);
         if self.prompts.len() >= MAX_PROMPTS {
             return;
         }

@@ -130,6 +130,28 @@ async fn settled_waits_until_the_browser_answered_every_attach_and_enable() {
     assert!(a.settled(Duration::from_secs(10)).await, "the enable answered: settled");
 }
 
+/// A page's second `requestDevice` cancels its first chooser without a word over CDP: the
+/// new prompt in the session closes the old one (`remote`), so nothing picks a chooser gone.
+#[tokio::test]
+async fn a_new_chooser_in_a_page_closes_the_one_it_replaced() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    a.set(true, Want::ALL);
+    peer.page("P1", "page", "http://127.0.0.1:1/bt");
+    peer.page("P2", "page", "http://127.0.0.1:2/bt");
+    until("attached", || peer.params("DeviceAccess.enable").len() == 2).await;
+    peer.send(BT, json!({"id": "R1", "devices": []}), Some("S-P1"));
+    peer.send(BT, json!({"id": "R9", "devices": []}), Some("S-P2"));
+    until("two open", || a.prompts().len() == 2).await;
+    let first = a.prompts().into_iter().find(|p| p.target == "P1").unwrap().prompt;
+    peer.send(BT, json!({"id": "R2", "devices": []}), Some("S-P1"));
+    until("replaced", || a.prompt(first).is_none() && a.prompts().len() == 2).await;
+    let targets: Vec<String> = a.prompts().into_iter().map(|p| p.target).collect();
+    assert_eq!(targets, ["P2", "P1"], "the other page's chooser stays");
+    let r = a.select_device(&on(), first, "x").await;
+    assert_eq!(r, Err(PickError::NotOpen(first)));
+}
+
 #[tokio::test]
 async fn a_chooser_lists_devices_as_they_come_and_a_pick_must_be_offered() {
     let (peer, a, rx) = Peer::start().await;

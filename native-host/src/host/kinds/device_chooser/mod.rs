@@ -34,6 +34,7 @@ use crate::host::record::{self, DecidedBy, Details, DialogRecord};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
+use ringbuf::traits::Consumer as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -428,7 +429,8 @@ tab's watchdog, which cancels; other choosers are cancelled)",
             Found::None if page_url != url => s.answerer.find(Which::Devices, &page_url, hint.as_deref()),
             found => found,
         };
-        match current(s, found, hint.as_deref()) {
+        // One chooser per page: a newer one closed the one it replaced (`answerer/book.rs`).
+        match found {
             Found::One(n) => {
                 if let Some(view) = s.answerer.prompt(n) {
                     link(s, record, &view, &mut out);
@@ -535,8 +537,20 @@ tab's watchdog, which cancels; other choosers are cancelled)",
         s.kinds.get::<RulePicks>().0.remove(&record);
         if let Err(e) = result {
             // The answerer cancelled the chooser if it was still open (`select_device`): the
-            // page got the browser's cancel, never waits.
+            // page got the browser's cancel, never waits. The record said the pick when it
+            // was decided; it now says what the page got.
             tracing::warn!(error = %e, record, "a device pick was not given");
+            let rec = s.held.iter_mut().map(|h| &mut h.record).chain(s.history.iter_mut()).find(|r| r.id == record);
+            if let Some(rec) = rec
+                && let Some(mut d) = rec.details.read::<ChooserDetails>()
+            {
+                d.no_choice = Some(format!(
+                    "the browser refused the pick of {:?} ({e}); the chooser was cancelled",
+                    d.picked.take().unwrap_or_default()
+                ));
+                rec.details = Details::of(&d);
+                rec.accepted = Some(false);
+            }
         }
     }
 }

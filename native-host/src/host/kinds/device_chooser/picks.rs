@@ -155,38 +155,3 @@ pub(super) fn may_pick(s: &State, tab: i64) -> bool {
     s.policy_of(tab).policy == Policy::MustRespond
         || s.rules.any(tab, |r| r.of::<DeviceChooserRule>().is_some_and(|r| r.pick.is_some()))
 }
-
-/// What `found` leaves once the choosers a newer one replaced are set aside: a page shows one
-/// Bluetooth chooser at a time, and a newer one in the same target cancelled the older (the
-/// page got the browser's cancel; measured), though the connection is told of no close. Of
-/// several live ones, the one in the target the worker named (a hint only chooses among them).
-pub(super) fn current(s: &State, found: Found, hint: Option<&str>) -> Found {
-    let open: Vec<PromptView> = s.answerer.prompts().into_iter().filter(|p| p.which == Which::Devices).collect();
-    let live = |n: u64| {
-        open.iter().find(|p| p.prompt == n).is_some_and(|v| !open.iter().any(|p| p.target == v.target && p.prompt > n))
-    };
-    let candidates = match found {
-        Found::One(n) => vec![n],
-        Found::Several(list) => list,
-        Found::None => return Found::None,
-    };
-    // A stale candidate stands for its target's newest chooser.
-    let mut now: Vec<u64> = candidates
-        .iter()
-        .filter_map(|n| {
-            let target = &open.iter().find(|p| p.prompt == *n)?.target;
-            open.iter().filter(|p| p.target == *target).map(|p| p.prompt).max()
-        })
-        .filter(|n| live(*n))
-        .collect();
-    now.sort_unstable();
-    now.dedup();
-    match now.as_slice() {
-        [] => Found::None,
-        [one] => Found::One(*one),
-        many => match many.iter().find(|n| open.iter().any(|p| p.prompt == **n && Some(p.target.as_str()) == hint)) {
-            Some(n) => Found::One(*n),
-            None => Found::Several(many.to_vec()),
-        },
-    }
-}

@@ -243,6 +243,11 @@ async fn a_pick_the_browser_refuses_cancels_the_chooser_so_the_page_never_waits(
     assert!(matches!(r, Err(PickError::Refused(_))), "{r:?}");
     kinds::answerer_acted(&mut s, KIND, &acts[0].1, &r);
     assert_eq!(peer.params("DeviceAccess.cancelPrompt"), [json!({"id":"R1"})], "cancelled, not left open");
+    // The record says what the page got, not the pick that was decided.
+    let d = details(&s, id);
+    assert_eq!(d.picked, None);
+    assert!(d.no_choice.as_deref().is_some_and(|w| w.contains("refused the pick of \"09:09\"")), "{d:?}");
+    assert_eq!(s.record(id).unwrap().accepted, Some(false));
 }
 
 /// Forged by the worker (or any code speaking in it): a result saying the page hook left
@@ -285,13 +290,15 @@ async fn the_pilot_off_while_held_cancels_the_chooser() {
 
 /// A page that asks again before its first chooser was answered: the browser's newer
 /// chooser replaced the older (which it cancelled, telling the connection nothing), so the
-/// request is linked to the newer one, and the pick goes there.
+/// answerer closed the older, the request is linked to the newer one, and the pick goes there.
 #[tokio::test]
 async fn a_chooser_replaced_by_a_newer_one_in_its_page_is_passed_over() {
     let (mut s, peer, a, mut seen) = connected(Policy::MustRespond, &["P1"]).await;
     peer.send(BT, json!({"id":"R1","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
+    until("the first", || a.prompts().len() == 1).await;
+    let first = a.prompts()[0].prompt;
     peer.send(BT, json!({"id":"R2","devices":[{"id":"09:09","name":""}]}), Some("S-P1"));
-    until("two", || a.prompts().len() == 2).await;
+    until("replaced", || a.prompts().len() == 1 && a.prompts()[0].prompt != first).await;
     hear(&mut s, &mut seen);
     ask(&mut s, 1, Some("P1"));
     let id = s.held[0].record.id;
