@@ -331,12 +331,13 @@ async fn a_run_of_requests_under_a_picking_rule_is_each_picked() -> Result<()> {
 
 /// Overlapping requests under a rule that takes the first device: clicks, each asking
 /// several times at once, so each chooser replaces the one before while picks are given.
-/// Measured: Chromium 156 itself crashes in about 1 run of 4 under load
-/// (`bluetooth_device_chooser_controller.cc:559 Check failed: callback_`), after
-/// `DeviceAccess.selectPrompt` was refused for replaced choosers ("Cannot find request with
-/// id"). Ignored until the picks avoid that (docs/limits.md); run with `--ignored`.
+/// Measured: Chromium 156 itself crashes in 2 of 6 runs
+/// (`bluetooth_device_chooser_controller.cc:559 Check failed: callback_`, seen as the
+/// DevTools connection closing), a CHECK in the browser when a chooser is replaced while
+/// picks are given. Ignored for that reason alone (docs/cdp-answers.md); run with
+/// `--ignored`.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "crashes Chromium 156 about 1 run in 4 (a CHECK in its Bluetooth chooser controller)"]
+#[ignore = "crashes Chromium 156 in 2 runs of 6 (a CHECK in its Bluetooth chooser controller)"]
 async fn a_flood_of_requests_under_a_picking_rule_settles() -> Result<()> {
     const CLICKS: u64 = 12;
     const EACH: u64 = 4;
@@ -372,12 +373,12 @@ async fn a_flood_of_requests_under_a_picking_rule_settles() -> Result<()> {
         "only picks and the browser's own errors: {tally}"
     );
     ensure!(tally["got Heart Rate"].as_u64().unwrap_or(0) >= 1, "at least one picked: {tally}");
-    // The connection is told of no chooser a newer one replaced: they stay listed (at most
-    // one per call), and none of them is picked or held.
+    // The connection is told of no chooser a newer one replaced; the answerer closed each
+    // when the next came, and the last was picked: none stays listed.
     let listed = answerer_hook(&s.browser.runtime, json!({"op": "prompts"})).await?["prompts"]
         .as_array()
         .map_or(0, Vec::len) as u64;
-    ensure!(listed <= all, "{listed} choosers listed for {all} calls");
+    ensure!(listed == 0, "{listed} choosers still listed after {all} calls");
     let held = s.agent.ok("observe", json!({"what": "tabs"})).await?;
     ensure!(held["dialogs_blocking"]["dialogs"].as_array().is_none_or(Vec::is_empty), "nothing held: {held}");
     s.takes_input().await?;
@@ -386,10 +387,9 @@ async fn a_flood_of_requests_under_a_picking_rule_settles() -> Result<()> {
     ensure!(kept <= 50, "{kept} records kept");
     let picked = d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["picked"] == HEART).count() as u64;
     let got = tally["got Heart Rate"].as_u64().unwrap_or(0);
-    // Every device the page got has its record. (A record may say `picked` for a pick the
-    // browser then refused, its chooser replaced meanwhile: more records than devices got;
-    // docs/limits.md.)
-    ensure!(picked >= got, "{picked} picks recorded for {got} devices got: {d}");
+    // Every device the page got has its record, and no record names a pick the browser
+    // refused (its chooser replaced meanwhile).
+    ensure!(picked == got, "{picked} picks recorded for {got} devices got: {d}");
     eprintln!(
         "bluetooth flood: {all} calls, tally {tally}, {kept} records kept, {picked} picks recorded, {listed} choosers still listed"
     );
