@@ -19,8 +19,19 @@ const MAX_TEXT: usize = 2048;
 #[derive(Debug, PartialEq)]
 pub enum Step {
     Attach(String),
-    Enable { session: String, which: Which },
-    Disable { session: String, which: Which },
+    /// Attach again after a refused attach, once `after` has passed (`retry_attach`).
+    AttachLater {
+        target: String,
+        after: std::time::Duration,
+    },
+    Enable {
+        session: String,
+        which: Which,
+    },
+    Disable {
+        session: String,
+        which: Which,
+    },
     Detach(String),
 }
 
@@ -32,7 +43,14 @@ struct Target {
     session: Option<String>,
     attaching: bool,
     enabled: Want,
+    /// Attaches the browser refused so far (a frame's target can refuse while its process
+    /// is still being set up, and says nothing more afterwards).
+    refused: u8,
 }
+
+/// Attaches tried after a refusal, at most, and the wait before the first (doubled each time).
+const ATTACH_RETRIES: u8 = 3;
+const ATTACH_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
 
 #[derive(Debug)]
 pub(super) struct Prompt {
@@ -150,14 +168,39 @@ impl Book {
 
     /// The answer to `Step::Attach`: the session, or `None` (the target went, or refused).
     pub fn attached(&mut self, target: &str, session: Option<String>, seen: &mut Vec<Seen>) -> Vec<Step> {
+        let wanted = self.effective().any();
         let Some(t) = self.targets.get_mut(target) else {
             return session.map(Step::Detach).into_iter().collect();
         };
         t.attaching = false;
-        let Some(session) = session else { return Vec::new() };
+        let Some(session) = session else {
+            if t.refused >= ATTACH_RETRIES || !wanted {
+                return Vec::new();
+            }
+            t.refused += 1;
+            let after = ATTACH_BACKOFF * 2u32.pow(u32::from(t.refused - 1));
+            return vec![Step::AttachLater { target: target.to_owned(), after }];
+        };
+        t.refused = 0;
         t.session = Some(session.clone());
         t.enabled = Want::NONE;
         self.sessions.insert(session, target.to_owned());
+        self.bring_in_line(target, seen)
+    }
+
+    /// `which` could not be turned on in `session`: its target is not covered for it.
+    pub fn enable_failed(&mut self, session: &str, which: Which) {
+        if let Some(t) = self.sessions.get(session).and_then(|id| self.targets.get_mut(id)) {
+            t.enabled = Want {
+                devices: t.enabled.devices && which != Which::Devices,
+                accounts: t.enabled.accounts && which != Which::Accounts,
+                ..t.enabled
+            };
+        }
+    }
+
+    /// The wait after a refused attach is over: attach if still wanted and not attached.
+    pub fn retry_attach(&mut self, target: &str, seen: &mut Vec<Seen>) -> Vec<Step> {
         self.bring_in_line(target, seen)
     }
 

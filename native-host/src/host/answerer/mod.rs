@@ -616,7 +616,7 @@ impl Answerer {
         for step in steps {
             let (me, conn) = (self.clone(), conn.clone());
             // Counted before the task starts, so `settled` cannot look between the two.
-            let counted = matches!(step, Step::Attach(_) | Step::Enable { .. });
+            let counted = matches!(step, Step::Attach(_) | Step::AttachLater { .. } | Step::Enable { .. });
             if counted {
                 self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
             }
@@ -646,6 +646,13 @@ impl Answerer {
                 self.said(seen);
                 self.run(steps);
             }
+            Step::AttachLater { target, after } => {
+                tokio::time::sleep(after).await;
+                let mut seen = Vec::new();
+                let steps = self.book().retry_attach(&target, &mut seen);
+                self.said(seen);
+                self.run(steps);
+            }
             Step::Enable { session, which } => {
                 let (method, params) = match which {
                     Which::Devices => ("DeviceAccess.enable", json!({})),
@@ -653,6 +660,9 @@ impl Answerer {
                 };
                 if let Err(e) = conn.call(method, params, Some(&session)).await {
                     tracing::debug!(error = %e, "the answerer's domain is not on in a target");
+                    // Not covered, then: a request there is told so, not left to a prompt
+                    // that will never be reported.
+                    self.book().enable_failed(&session, which);
                 }
                 // Whoever waits for a target to be covered looks again.
                 self.inner.changed.notify_waiters();

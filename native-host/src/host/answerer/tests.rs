@@ -130,6 +130,45 @@ async fn settled_waits_until_the_browser_answered_every_attach_and_enable() {
     assert!(a.settled(Duration::from_secs(10)).await, "the enable answered: settled");
 }
 
+/// A frame's target can refuse an attach while it is being set up, and the browser says
+/// nothing more of it after: the answerer tries again (a few times, waiting longer each
+/// time), so such a frame is still covered.
+#[tokio::test]
+async fn a_refused_attach_is_tried_again() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    peer.refuse.lock().unwrap().push("Target.attachToTarget".into());
+    a.set(true, Want::ALL);
+    peer.page("F1", "iframe", "http://localhost:2/frame");
+    until("refused, then tried again", || peer.params("Target.attachToTarget").len() >= 2).await;
+    assert!(!a.covers("http://localhost:2/frame", Which::Accounts));
+    peer.refuse.lock().unwrap().clear();
+    until("covered at last", || a.covers("http://localhost:2/frame", Which::Accounts)).await;
+    assert!(a.settled(Duration::from_secs(10)).await);
+    // A target that keeps refusing is given up on after a few tries.
+    peer.refuse.lock().unwrap().push("Target.attachToTarget".into());
+    peer.page("F2", "iframe", "http://localhost:3/frame");
+    let tries = || peer.params("Target.attachToTarget").iter().filter(|p| p["targetId"] == "F2").count();
+    until("F2's first attach", || tries() >= 1).await;
+    assert!(a.settled(Duration::from_secs(10)).await, "the tries end");
+    assert_eq!(tries(), 4, "the first attach and three more");
+}
+
+/// A domain the browser would not turn on in a target leaves it uncovered for that domain:
+/// a request there is told it is not seen, instead of waiting for a prompt never reported.
+#[tokio::test]
+async fn a_refused_enable_is_not_taken_for_covered() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    peer.refuse.lock().unwrap().push("FedCm.enable".into());
+    a.set(true, Want::ALL);
+    peer.page("P1", "page", "http://127.0.0.1:1/");
+    until("attached", || !peer.params("FedCm.enable").is_empty()).await;
+    assert!(a.settled(Duration::from_secs(10)).await);
+    assert!(a.covers("http://127.0.0.1:1/", Which::Devices));
+    assert!(!a.covers("http://127.0.0.1:1/", Which::Accounts), "FedCm refused: not covered");
+}
+
 /// A page's second `requestDevice` cancels its first chooser without a word over CDP: the
 /// new prompt in the session closes the old one (`remote`), so nothing picks a chooser gone.
 #[tokio::test]
