@@ -188,17 +188,6 @@ impl Book {
         self.bring_in_line(target, seen)
     }
 
-    /// `which` could not be turned on in `session`: its target is not covered for it.
-    pub fn enable_failed(&mut self, session: &str, which: Which) {
-        if let Some(t) = self.sessions.get(session).and_then(|id| self.targets.get_mut(id)) {
-            t.enabled = Want {
-                devices: t.enabled.devices && which != Which::Devices,
-                accounts: t.enabled.accounts && which != Which::Accounts,
-                ..t.enabled
-            };
-        }
-    }
-
     /// The wait after a refused attach is over: attach if still wanted and not attached.
     pub fn retry_attach(&mut self, target: &str, seen: &mut Vec<Seen>) -> Vec<Step> {
         self.bring_in_line(target, seen)

@@ -660,9 +660,6 @@ impl Answerer {
                 };
                 if let Err(e) = conn.call(method, params, Some(&session)).await {
                     tracing::debug!(error = %e, "the answerer's domain is not on in a target");
-                    // Not covered, then: a request there is told so, not left to a prompt
-                    // that will never be reported.
-                    self.book().enable_failed(&session, which);
                 }
                 // Whoever waits for a target to be covered looks again.
                 self.inner.changed.notify_waiters();

@@ -154,21 +154,6 @@ async fn a_refused_attach_is_tried_again() {
     assert_eq!(tries(), 4, "the first attach and three more");
 }
 
-/// A domain the browser would not turn on in a target leaves it uncovered for that domain:
-/// a request there is told it is not seen, instead of waiting for a prompt never reported.
-#[tokio::test]
-async fn a_refused_enable_is_not_taken_for_covered() {
-    let (peer, a, rx) = Peer::start().await;
-    feed(&a, rx);
-    peer.refuse.lock().unwrap().push("FedCm.enable".into());
-    a.set(true, Want::ALL);
-    peer.page("P1", "page", "http://127.0.0.1:1/");
-    until("attached", || !peer.params("FedCm.enable").is_empty()).await;
-    assert!(a.settled(Duration::from_secs(10)).await);
-    assert!(a.covers("http://127.0.0.1:1/", Which::Devices));
-    assert!(!a.covers("http://127.0.0.1:1/", Which::Accounts), "FedCm refused: not covered");
-}
-
 /// A page's second `requestDevice` cancels its first chooser without a word over CDP: the
 /// new prompt in the session closes the old one (`remote`), so nothing picks a chooser gone.
 #[tokio::test]
