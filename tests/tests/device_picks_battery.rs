@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::bluetooth::{self, Bluetooth, answerer_hook};
 use unmodal_e2e::browser::{Browser, Options};
-use unmodal_e2e::{Session, WebServer, eventually};
+use unmodal_e2e::{Session, WebServer, activation, eventually};
 
 use super::device_picks::{HEART, LIMIT, THERMO, device_ids, title_is};
 
@@ -290,7 +290,7 @@ const RUN_PAGE: &str = "<!doctype html><title>bt</title>
 <script>window.seen = []; document.getElementById('b').onclick = () => seen.push('click');
   window.tally = {}; window.settled = 0;
   document.getElementById('one').onclick = () => navigator.bluetooth.requestDevice({acceptAllDevices: true})
-    .then((d) => 'got ' + d.name, (e) => e.name + ': ' + e.message).then((k) => { tally[k] = (tally[k] || 0) + 1; settled++; });</script>";
+    .then((d) => 'got ' + d.name, (e) => e.name + ': ' + e.message).then((k) => { tally[k] = (tally[k] || 0) + 1; window.last = k; settled++; });</script>";
 
 /// How many calls a run makes, each settled before the next click.
 const RUN: u64 = 60;
@@ -300,17 +300,33 @@ const CANCELLED: &str = "NotFoundError: User cancelled the requestDevice() choos
 /// before its token bucket (10 a second) runs dry.
 const FLOOD_BURST: u64 = 10;
 
-/// Clicks `#one` `RUN` times in `page`, each call settled before the next; the page's tally.
-async fn run_of_clicks(page: &unmodal_e2e::page::Page) -> Result<Value> {
-    for n in 1..=RUN {
-        page.click("#one").await?;
-        let got = eventually(LIMIT, "the call settled", || async {
-            Ok((page.eval("settled").await?.as_u64() == Some(n)).then_some(()))
+/// Clicks `#one` in `page` until `RUN` calls settled, each before the next click; the
+/// page's tally of them. A call the browser refused for want of the click's activation (its
+/// own race under load, with or without Unmodal: `activation`) is made again and left out
+/// of the tally; how many were is returned too.
+async fn run_of_clicks(page: &unmodal_e2e::page::Page) -> Result<(Value, u64)> {
+    let mut clicks = 0u64;
+    for _ in 0..RUN {
+        activation::until_not_raced("a call of the run", |_| {
+            clicks += 1;
+            let n = clicks;
+            async move {
+                page.click("#one").await?;
+                let got = eventually(LIMIT, "the call settled", || async {
+                    Ok((page.eval("settled").await?.as_u64() == Some(n)).then_some(()))
+                })
+                .await;
+                ensure!(got.is_ok(), "call {n}: {}", page.eval("tally").await?);
+                Ok(activation::judge(page.eval("last").await?))
+            }
         })
-        .await;
-        ensure!(got.is_ok(), "call {n}: {}", page.eval("tally").await?);
+        .await?;
     }
-    page.eval("tally").await
+    let mut tally = page.eval("tally").await?;
+    if let Some(t) = tally.as_object_mut() {
+        t.retain(|k, _| !activation::no_activation(&json!(k)));
+    }
+    Ok((tally, clicks - RUN))
 }
 
 /// Clicks one after the other under a rule that takes the first device, more than the
@@ -325,24 +341,33 @@ async fn a_run_of_requests_under_a_picking_rule_is_each_picked() -> Result<()> {
     picking_rule(&s, json!({"pick": "first"})).await?;
     watched(&s, &url).await?;
     let started = std::time::Instant::now();
-    let tally = run_of_clicks(&s.page).await?;
+    let (tally, raced) = run_of_clicks(&s.page).await?;
     let took = started.elapsed();
     let picked = tally["got Heart Rate"].as_u64().unwrap_or(0);
     let cancelled = tally[CANCELLED].as_u64().unwrap_or(0);
-    ensure!(picked + cancelled == RUN && picked >= FLOOD_BURST, "{tally}");
+    ensure!(picked + cancelled == RUN && picked + raced >= FLOOD_BURST, "{tally}");
     // Each record's ask reached the host; the flood limit's cancels did not, but are
     // counted (the count travels with the frame's next batch).
-    let accounted = s.all_accounted("device_chooser", RUN).await;
-    let d = s.dialogs().await?;
-    let folded = d["folded_by_flood_limit"].as_u64().unwrap_or(0);
-    let kept = d["recent_dialogs"].as_array().map_or(0, Vec::len);
-    let recorded = kept as u64 + d["evicted"].as_u64().unwrap_or(0);
+    let (recorded, folded, kept, d) = eventually(LIMIT, "every call recorded or counted", || async {
+        let d = s.dialogs().await?;
+        let folded = d["folded_by_flood_limit"].as_u64().unwrap_or(0);
+        let kept = d["recent_dialogs"].as_array().map_or(0, Vec::len);
+        let recorded = kept as u64 + d["evicted"].as_u64().unwrap_or(0);
+        Ok((folded + recorded >= RUN).then_some((recorded, folded, kept, d)))
+    })
+    .await
+    .with_context(|| format!("a call neither recorded nor counted (tally {tally}, {raced} raced)"))?;
+    // Measured: the cancels are the flood limit's, the records the picks. A call the browser
+    // ended itself (a raced one, or a chooser it closed as it opened) is recorded unpicked;
+    // a cancel neither counted nor recorded is Unmodal's, and fails here.
+    let ended = recorded.checked_sub(picked).context("a pick without its record")?;
     ensure!(
-        folded == cancelled && recorded == picked,
-        "every cancel is the flood limit's, every pick recorded: tally {tally}, {folded} folded, {recorded} recorded ({accounted:?}): {d}"
+        folded <= cancelled && cancelled - folded <= ended && ended <= cancelled - folded + raced,
+        "every cancel is the flood limit's (or the browser's, recorded): tally {tally}, {raced} raced, {folded} folded, {recorded} recorded: {d}"
     );
     ensure!(kept <= 50, "bounded: {kept} kept");
-    ensure!(d["recent_dialogs"].as_array().into_iter().flatten().all(|r| r["picked"] == HEART), "{d}");
+    let unpicked = d["recent_dialogs"].as_array().into_iter().flatten().filter(|r| r["picked"] != HEART).count();
+    ensure!(unpicked as u64 <= ended, "{d}");
     // A chooser the hook cancelled stays open in the browser until the next call replaces
     // it (which ends it in the connection's list too): at most the last one is listed.
     let listed = answerer_hook(&s.browser.runtime, json!({"op": "prompts"})).await?["prompts"]
@@ -351,7 +376,7 @@ async fn a_run_of_requests_under_a_picking_rule_is_each_picked() -> Result<()> {
     ensure!(listed <= cancelled.min(1), "{listed} choosers listed, {cancelled} cancelled");
     s.takes_input().await?;
     eprintln!(
-        "bluetooth run: {RUN} calls in {took:?}, tally {tally}, {folded} folded, {recorded} recorded, {kept} kept, {listed} listed"
+        "bluetooth run: {RUN} calls in {took:?}, tally {tally}, {raced} raced, {folded} folded, {recorded} recorded, {kept} kept, {listed} listed"
     );
     Ok(())
 }
@@ -372,9 +397,9 @@ async fn a_run_of_requests_in_a_browser_without_unmodal_is_each_picked() -> Resu
     page.goto(&url).await?;
     page.call("DeviceAccess.enable", json!({})).await?;
     let (cdp, me, mut events) = (baseline.cdp.clone(), page.session.clone(), page.events());
-    // A chooser is prompted again (the same id) each time its list changes: the first
-    // prompt with a device is picked, the rest of its prompts refused ("Cannot find
-    // request with id") as the chooser is gone.
+    // A chooser is prompted again (the same id) each time its list changes: its first
+    // prompt with a device is picked, and its later ones left alone (picked again, the
+    // browser refuses: "Cannot find request with id").
     let picker = tokio::spawn(async move {
         let mut picked = std::collections::HashSet::new();
         while let Ok(e) = events.recv().await {
@@ -390,11 +415,11 @@ async fn a_run_of_requests_in_a_browser_without_unmodal_is_each_picked() -> Resu
         }
     });
     let started = std::time::Instant::now();
-    let tally = run_of_clicks(&page).await;
+    let run = run_of_clicks(&page).await;
     picker.abort();
-    let tally = tally?;
+    let (tally, raced) = run?;
     ensure!(tally == json!({"got Heart Rate": RUN}), "{tally}");
-    eprintln!("bluetooth run without Unmodal: {RUN} calls in {:?}, tally {tally}", started.elapsed());
+    eprintln!("bluetooth run without Unmodal: {RUN} calls in {:?}, tally {tally}, {raced} raced", started.elapsed());
     Ok(())
 }
 
