@@ -14,6 +14,20 @@ use unmodal_e2e::{Session, WebServer, activation, eventually};
 
 use super::device_picks::{HEART, LIMIT, THERMO, device_ids, title_is};
 
+/// A browser without Unmodal, its page at `url` with the emulated Heart Rate device and
+/// `DeviceAccess` on: the baseline where the test itself picks.
+async fn baseline_at(url: &str) -> Result<(Browser, unmodal_e2e::page::Page, Bluetooth)> {
+    let baseline =
+        Browser::launch(Options { extension: false, args: vec![bluetooth::SWITCH.into()], ..Options::default() })
+            .await?;
+    let page = baseline.first_page().await?;
+    let bt = Bluetooth::emulate(&baseline.cdp).await?;
+    bt.preconnected(HEART, "Heart Rate").await?;
+    page.goto(url).await?;
+    page.call("DeviceAccess.enable", json!({})).await?;
+    Ok((baseline, page, bt))
+}
+
 /// A button that asks for any device; the page's title says what it got.
 const ASK: &str = r#"<button id=b style="position: fixed; top: 10px; left: 10px; width: 100px; height: 40px"
   onclick="navigator.bluetooth.requestDevice({acceptAllDevices: true}).then((d) => document.title = 'got ' + d.name, (e) => document.title = 'error ' + e.name)">pair</button>"#;
@@ -248,14 +262,7 @@ async fn a_picked_device_looks_as_a_persons_pick_does() -> Result<()> {
     let recs = s.closed_records("device_chooser", 1).await?;
     ensure!(recs[0]["picked"] == HEART, "{recs:?}");
 
-    let baseline =
-        Browser::launch(Options { extension: false, args: vec![bluetooth::SWITCH.into()], ..Options::default() })
-            .await?;
-    let page = baseline.first_page().await?;
-    let bt = Bluetooth::emulate(&baseline.cdp).await?;
-    bt.preconnected(HEART, "Heart Rate").await?;
-    page.goto(&url).await?;
-    page.call("DeviceAccess.enable", json!({})).await?;
+    let (baseline, page, _bt) = baseline_at(&url).await?;
     let mut events = page.events();
     page.click("#b").await?;
     let prompt = tokio::time::timeout(LIMIT, async {
@@ -388,14 +395,7 @@ async fn a_run_of_requests_under_a_picking_rule_is_each_picked() -> Result<()> {
 async fn a_run_of_requests_in_a_browser_without_unmodal_is_each_picked() -> Result<()> {
     let web = WebServer::start()?;
     let url = web.page("/run", RUN_PAGE, &[]);
-    let baseline =
-        Browser::launch(Options { extension: false, args: vec![bluetooth::SWITCH.into()], ..Options::default() })
-            .await?;
-    let page = baseline.first_page().await?;
-    let bt = Bluetooth::emulate(&baseline.cdp).await?;
-    bt.preconnected(HEART, "Heart Rate").await?;
-    page.goto(&url).await?;
-    page.call("DeviceAccess.enable", json!({})).await?;
+    let (baseline, page, _bt) = baseline_at(&url).await?;
     let (cdp, me, mut events) = (baseline.cdp.clone(), page.session.clone(), page.events());
     // A chooser is prompted again (the same id) each time its list changes: its first
     // prompt with a device is picked, and its later ones left alone (picked again, the

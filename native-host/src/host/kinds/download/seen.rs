@@ -267,6 +267,17 @@ mod tests {
         (file, out)
     }
 
+    /// Download g1 of http://a/report.csv began, and the worker reported a download of it.
+    fn began_and_worker_reported(s: &mut State) {
+        answerer_seen(s, &transfer("g1", "http://a/", "in_progress", None));
+        feed(
+            s,
+            json!({"type":"prompt_request","kind":"download","tab_id":3,"id":1,"url":"http://a/report.csv",
+                "file_name":"report.csv","mime":"text/csv","size":5}),
+        )
+        .unwrap();
+    }
+
     fn taken(s: &State) -> Vec<&DialogRecord> {
         s.history.iter().filter(|r| r.kind == KIND).collect()
     }
@@ -304,13 +315,7 @@ mod tests {
     fn a_download_the_worker_reported_is_not_recorded_again() {
         let driver = tempfile::tempdir().unwrap();
         let mut s = state_with(Policy::Auto);
-        answerer_seen(&mut s, &transfer("g1", "http://a/", "in_progress", None));
-        feed(
-            &mut s,
-            json!({"type":"prompt_request","kind":"download","tab_id":3,"id":1,"url":"http://a/report.csv",
-                "file_name":"report.csv","mime":"text/csv","size":5}),
-        )
-        .unwrap();
+        began_and_worker_reported(&mut s);
         let file = driver.path().join("report.csv");
         std::fs::write(&file, b"a,b,c").unwrap();
         answerer_seen(&mut s, &transfer("g1", "http://a/", "completed", Some(&file)));
@@ -327,13 +332,7 @@ mod tests {
     fn a_forged_worker_report_does_not_stand_in_for_a_drivers_download() {
         let (driver, keep) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let mut s = saving_into(keep.path(), false);
-        answerer_seen(&mut s, &transfer("g1", "http://a/", "in_progress", None));
-        feed(
-            &mut s,
-            json!({"type":"prompt_request","kind":"download","tab_id":3,"id":1,"url":"http://a/report.csv",
-                "file_name":"report.csv","mime":"text/csv","size":5}),
-        )
-        .unwrap();
+        began_and_worker_reported(&mut s);
         let file = driver.path().join("g1");
         std::fs::write(&file, b"a,b,c").unwrap();
         answerer_seen(&mut s, &transfer("g1", "http://a/", "completed", Some(&file)));
@@ -349,13 +348,7 @@ mod tests {
     fn a_worker_record_of_another_file_does_not_pair() {
         let driver = tempfile::tempdir().unwrap();
         let mut s = state_with(Policy::Auto);
-        answerer_seen(&mut s, &transfer("g1", "http://a/", "in_progress", None));
-        feed(
-            &mut s,
-            json!({"type":"prompt_request","kind":"download","tab_id":3,"id":1,"url":"http://a/report.csv",
-                "file_name":"report.csv","mime":"text/csv","size":5}),
-        )
-        .unwrap();
+        began_and_worker_reported(&mut s);
         let worker = s.history.iter().chain(s.held.iter().map(|h| &h.record)).find(|r| r.kind == KIND).unwrap().id;
         let elsewhere = driver.path().join("elsewhere.csv");
         let set = |s: &mut State| {
