@@ -262,7 +262,7 @@ async fn a_picked_device_looks_as_a_persons_pick_does() -> Result<()> {
     let recs = s.closed_records("device_chooser", 1).await?;
     ensure!(recs[0]["picked"] == HEART, "{recs:?}");
 
-    let (baseline, page, _bt) = baseline_at(&url).await?;
+    let (_baseline, page, _bt) = baseline_at(&url).await?;
     let mut events = page.events();
     page.click("#b").await?;
     let prompt = tokio::time::timeout(LIMIT, async {
