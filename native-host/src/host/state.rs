@@ -359,6 +359,12 @@ impl State {
         self.held_dialog(id).map(|h| &h.record).or_else(|| self.history.iter().find(|r| r.id == id))
     }
 
+    /// The same, to change it (a kind amending what a record says).
+    pub fn record_mut(&mut self, id: u64) -> Option<&mut DialogRecord> {
+        use ringbuf::traits::Consumer as _;
+        self.held.iter_mut().map(|h| &mut h.record).chain(self.history.iter_mut()).find(|r| r.id == id)
+    }
+
     pub fn held_dialog(&self, id: u64) -> Option<&HeldDialog> {
         self.held.iter().find(|h| h.record.id == id)
     }

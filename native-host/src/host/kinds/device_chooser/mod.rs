@@ -34,7 +34,6 @@ use crate::host::record::{self, DecidedBy, Details, DialogRecord};
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
-use ringbuf::traits::Consumer as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -540,7 +539,7 @@ tab's watchdog, which cancels; other choosers are cancelled)",
             // page got the browser's cancel, never waits. The record said the pick when it
             // was decided; it now says what the page got.
             tracing::warn!(error = %e, record, "a device pick was not given");
-            let rec = s.held.iter_mut().map(|h| &mut h.record).chain(s.history.iter_mut()).find(|r| r.id == record);
+            let rec = s.record_mut(record);
             if let Some(rec) = rec
                 && let Some(mut d) = rec.details.read::<ChooserDetails>()
             {

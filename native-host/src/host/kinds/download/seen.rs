@@ -352,7 +352,7 @@ mod tests {
         let worker = s.history.iter().chain(s.held.iter().map(|h| &h.record)).find(|r| r.kind == KIND).unwrap().id;
         let elsewhere = driver.path().join("elsewhere.csv");
         let set = |s: &mut State| {
-            let rec = s.held.iter_mut().map(|h| &mut h.record).chain(s.history.iter_mut()).find(|r| r.id == worker);
+            let rec = s.record_mut(worker);
             let rec = rec.unwrap();
             let mut d = rec.details.read::<DownloadDetails>().unwrap();
             d.path = Some(elsewhere.display().to_string());

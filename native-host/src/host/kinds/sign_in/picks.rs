@@ -26,7 +26,6 @@ use crate::host::record::{self, DecidedBy, DialogRecord, DialogState, HeldDialog
 use crate::host::state::State;
 use crate::kind::Kind;
 use crate::redact::Redactor;
-use ringbuf::traits::Consumer;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 use unmodal_engine::Policy;
@@ -505,7 +504,7 @@ fn rows(redactor: &Redactor, accounts: &[Account]) -> (Vec<AccountRow>, Vec<Stri
 
 /// Changes record `id`, held or in the history.
 fn edit(s: &mut State, id: u64, change: impl FnOnce(&mut DialogRecord)) {
-    if let Some(r) = s.held.iter_mut().map(|h| &mut h.record).chain(s.history.iter_mut()).find(|r| r.id == id) {
+    if let Some(r) = s.record_mut(id) {
         change(r);
     }
 }
