@@ -105,6 +105,7 @@ fn test_phases(clock: &mut phases::Clock, rest: &[String]) -> Result<()> {
             cmd.env("RUST_TEST_THREADS", test_threads().to_string());
         }
         cmd.env("UNMODAL_TEST_HOST", target_dir().join("debug/unmodal"));
+        quiet_error_backtraces(&mut cmd);
         cmd
     };
     // Every phase selects the same packages (`--workspace`) and features, and picks its
@@ -153,8 +154,19 @@ fn frameworks_phase(clock: &mut phases::Clock) -> Result<()> {
             cmd.env("RUST_TEST_THREADS", test_threads().to_string());
         }
         cmd.env("UNMODAL_TEST_HOST", target_dir().join("debug/unmodal"));
+        quiet_error_backtraces(&mut cmd);
         sh::run(&mut cmd)
     })
+}
+
+/// A failing test's error says what did not happen; with `RUST_BACKTRACE=1` (set on CI
+/// machines) anyhow adds a backtrace of 20-odd frames after it, and a log's tail then shows
+/// the frames instead of the message. Panics keep their backtraces; a person who wants the
+/// errors' sets `RUST_LIB_BACKTRACE=1`.
+fn quiet_error_backtraces(cmd: &mut std::process::Command) {
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        cmd.env("RUST_LIB_BACKTRACE", "0");
+    }
 }
 
 /// The workspace's integration-test targets other than the end-to-end binary, as cargo
