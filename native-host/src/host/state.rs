@@ -258,7 +258,11 @@ impl State {
     /// the site's automatic-downloads grant).
     pub(super) fn pilot_flipped(&mut self) -> Vec<ToBrowser> {
         let tabs: Vec<i64> = self.configured_tabs().collect();
-        tabs.into_iter().map(|tab| self.config_message(tab)).collect()
+        let mut out: Vec<ToBrowser> = tabs.into_iter().map(|tab| self.config_message(tab)).collect();
+        if !self.pilot {
+            out.extend(super::kinds::pilot_went_off(self));
+        }
+        out
     }
 
     /// The tab's config as revision `rev`: what its policy and its `in_config` rules say.

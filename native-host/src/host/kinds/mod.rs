@@ -194,6 +194,12 @@ pub(in crate::host) fn tabs_changed(s: &mut State) {
     }
 }
 
+/// The pilot just went off: each kind lets go of what only the pilot allowed (a chooser the
+/// answerer watched for a pick). What to send the browser.
+pub(in crate::host) fn pilot_went_off(s: &mut State) -> Vec<ToBrowser> {
+    ALL.iter().flat_map(|k| k.pilot_went_off(s)).collect()
+}
+
 /// The kinds' own dialogs open in the browser that nothing answers: (record, tab, opened).
 pub(in crate::host) fn shown(s: &State) -> Vec<(u64, i64, std::time::Instant)> {
     ALL.iter().flat_map(|k| k.shown(s)).collect()
@@ -374,6 +380,11 @@ pub(in crate::host) trait Spec: Sync {
     }
     /// A prompt of its own was just held (record `record`): what to send the browser at once.
     fn prompt_held(&self, _s: &mut State, _record: u64) -> Vec<ToBrowser> {
+        Vec::new()
+    }
+    /// The pilot went off, in the same change of state (before the answerer lets its
+    /// sessions go and before anything the browser says after): what to send the browser.
+    fn pilot_went_off(&self, _s: &mut State) -> Vec<ToBrowser> {
         Vec::new()
     }
     /// A prompt of its own that was held closed as the worker reported (record `record`).

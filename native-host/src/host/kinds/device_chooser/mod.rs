@@ -279,6 +279,19 @@ fn device_answer(g: &Given) -> Result<Carry, ParamError> {
 mod picks;
 use picks::*;
 
+/// The pilot went off while `record` was held for a pick: nothing may pick it now, so the
+/// page's call is cancelled at once (the browser's cancel) rather than at the watchdog.
+fn cancel_for_pilot(s: &mut State, record: u64) -> Option<ToBrowser> {
+    let pos = held_pos(s, record)?;
+    if s.held[pos].closing.is_some() {
+        return None;
+    }
+    let r = &mut s.held[pos].record;
+    r.explanation = format!("{}. {PILOT_WENT_OFF}", r.explanation);
+    note(s, record, None, Some(PILOT_WENT_OFF));
+    s.answer_held(record, false, None, With::Nothing, DecidedBy::PilotOff).ok()
+}
+
 impl Spec for DeviceChooser {
     fn words(&self) -> &Words {
         &WORDS
@@ -502,19 +515,30 @@ tab's watchdog, which cancels; other choosers are cancelled)",
                     };
                     s.on_prompt_result(&m);
                 } else if *by == crate::host::answerer::ClosedBy::Left && !s.pilot && s.held[pos].closing.is_none() {
-                    // The pilot went off while it was held: the answerer let the browser's
-                    // chooser go and nothing may pick it now, so the page's call is cancelled
-                    // at once (the browser's cancel) rather than waiting for the watchdog.
-                    let r = &mut s.held[pos].record;
-                    r.explanation = format!("{}. {PILOT_WENT_OFF}", r.explanation);
-                    note(s, record, None, Some(PILOT_WENT_OFF));
-                    out.to_browser.extend(s.answer_held(record, false, None, With::Nothing, DecidedBy::PilotOff).ok());
+                    // `pilot_went_off` cancelled what was linked then; this one was linked
+                    // after (an event already on its way).
+                    out.to_browser.extend(cancel_for_pilot(s, record));
                 } else {
                     note(s, record, None, Some(NOT_SEEN));
                 }
             }
             _ => {}
         }
+    }
+
+    fn pilot_went_off(&self, s: &mut State) -> Vec<ToBrowser> {
+        // Cancelled here, in the pilot's own change of state: the answerer lets the browser's
+        // chooser go next, and the browser may then end the page's call itself (its result
+        // reaching the host as `settled`), which would race a cancel sent later. A pick on
+        // its way is left to `answerer_acted` (the answerer refuses it, pilot off).
+        let linked: Vec<u64> = s.kinds.get::<Links>().0.iter().filter(|(_, l)| !l.picking).map(|(r, _)| *r).collect();
+        let mut out = Vec::new();
+        for record in linked {
+            s.kinds.get::<Links>().0.remove(&record);
+            s.kinds.get::<RulePicks>().0.remove(&record);
+            out.extend(cancel_for_pilot(s, record));
+        }
+        out
     }
 
     fn prompt_closed(&self, s: &mut State, record: u64) {
