@@ -336,9 +336,31 @@ impl Session {
     /// the host lists it, whatever the page reported before is in the host's state. Where
     /// the browser shows the alert itself (the pilot off), it is accepted through DevTools.
     /// What a "nothing was recorded" check waits on, instead of a time.
+    ///
+    /// Right after a flood the page hook's flood limit (10 reports a second per frame) may
+    /// fold the alert into a count instead of reporting it: the count moving is that sign,
+    /// and another alert is raised (each try printed) once it has.
     pub async fn host_caught_up(&self) -> Result<()> {
+        const TRIES: usize = 10;
+        for attempt in 1..=TRIES {
+            match self.barrier_alert().await? {
+                Barrier::Listed => return Ok(()),
+                Barrier::Folded(n) => eprintln!(
+                    "host_caught_up: try {attempt} of {TRIES}: the barrier alert was folded by the page's flood limit \
+                     (count now {n}); raising another"
+                ),
+            }
+        }
+        bail!(
+            "the page's barrier alert was folded by its flood limit {TRIES} times in a row: the page is still flooding"
+        )
+    }
+
+    async fn barrier_alert(&self) -> Result<Barrier> {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let text = format!("{BARRIER} {}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let folded = |d: &Value| d["folded_by_flood_limit"].as_u64().unwrap_or(0);
+        let before = folded(&self.agent.ok("observe", json!({"what": "dialogs"})).await?);
         let mut events = self.page.events();
         self.page_later(&format!("alert({})", serde_json::to_string(&text)?)).await?;
         let me = self.page.session.clone();
@@ -355,7 +377,10 @@ impl Session {
                 // left open blocks the page's next evaluation.
                 let d = self.agent.ok("observe", json!({"what": "dialogs"})).await?;
                 let closed = |r: &Value| r["message"] == *text && r["state"] == "closed";
-                Ok(d["recent_dialogs"].as_array().into_iter().flatten().any(closed).then_some(()))
+                if d["recent_dialogs"].as_array().into_iter().flatten().any(closed) {
+                    return Ok(Some(Barrier::Listed));
+                }
+                Ok((folded(&d) > before).then(|| Barrier::Folded(folded(&d))))
             }
         })
         .await
@@ -396,4 +421,12 @@ impl Session {
             Err(e) => bail!("{e}: {}", self.dialogs().await?),
         }
     }
+}
+
+/// How a barrier alert went (`Session::host_caught_up`).
+enum Barrier {
+    /// The host listed it closed.
+    Listed,
+    /// The page's flood limit counted it instead (the count now).
+    Folded(u64),
 }
