@@ -28,7 +28,8 @@ async fn record_saying(s: &Session, url: &str, says: &str) -> Result<Value> {
 
 /// The provider refuses the picked account's assertion (`{"error": {...}}`): the browser
 /// shows its Error dialog after the chooser, which is closed with "got it"; the page gets
-/// the provider's error (not a hang), and the record names the pick and the error.
+/// the provider's error (not a hang), and the record names the pick and the error. The
+/// same after the agent's pick in a chooser held under must_respond.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_providers_error_dialog_is_closed_and_the_page_gets_the_error() -> Result<()> {
     let s = session().await?;
@@ -44,6 +45,31 @@ async fn the_providers_error_dialog_is_closed_and_the_page_gets_the_error() -> R
     let r = record_saying(&s, &one.url, "got it").await?;
     ensure!(r["picked_account"] == "u1" && r["provider_error"] == true, "{r}");
     ensure!(r["account_dialog"] == "AccountChooser" && r["decided_by"] == "rule", "{r}");
+
+    let two = rp("/rp2.html")?;
+    two.idp.set(Mode { assertion_error: true, ..Mode::default() });
+    show(&s, &two.url).await?;
+    s.policy("must_respond", 60).await?;
+    covered(&s.browser.runtime, &two.url).await?;
+    s.page.click("#b").await?;
+    let call = s.held(1).await?.remove(0);
+    s.answer(&call, true).await?;
+    let chooser = eventually(LIMIT, "the account chooser held", || async {
+        let held = s.held(1).await?;
+        Ok(held.into_iter().find(|h| h["dialog_id"] != call["dialog_id"]))
+    })
+    .await?;
+    let id = chooser["dialog_id"].clone();
+    s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "account_id": "u2"})).await?;
+    titled(&s, "error IdentityCredentialError").await?;
+    ensure!(*two.idp.asserted.lock().unwrap() == ["u2"]);
+    let r = eventually(LIMIT, "the chooser's record says the provider's error", || async {
+        let d = s.dialogs().await?;
+        let recs = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
+        Ok(recs.into_iter().find(|r| r["dialog_id"] == id && r["provider_error"] == true))
+    })
+    .await?;
+    ensure!(r["closed_by"] == "agent" && r["picked_account"] == "u2", "{r}");
     s.page_runs().await
 }
 
@@ -163,7 +189,7 @@ async fn in_another_sites_frame_a_rule_picks() -> Result<()> {
 
 /// A page under a strict CSP (`default-src 'none'`, its inline script and the provider
 /// allowed, as FedCM needs `connect-src` for it): the pick works, and the page sees no
-/// violation.
+/// violation. Without `connect-src`, the browser refuses the call itself.
 #[tokio::test(flavor = "multi_thread")]
 async fn under_a_strict_csp_a_pick_works_and_nothing_is_violated() -> Result<()> {
     let s = session().await?;
@@ -189,6 +215,23 @@ async fn under_a_strict_csp_a_pick_works_and_nothing_is_violated() -> Result<()>
     })
     .await?;
     ensure!(v.as_array().map(Vec::len) == Some(1) && v[0].as_str().is_some_and(|t| t.starts_with("img-src")), "{v}");
+
+    // Without `connect-src` for the provider the browser itself refuses the call (FedCM's
+    // fetches are the page's connections): the page's own policy, not Unmodal's doing.
+    let two = Rp::start_with("/csp2.html", |_| {
+        vec![("Content-Security-Policy".to_owned(), "default-src 'none'; script-src 'unsafe-inline'".to_owned())]
+    })?;
+    show(&s, &two.url).await?;
+    s.page
+        .eval("window.violations = []; addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective)); 0")
+        .await?;
+    rule(&s, json!({"account_id": "u1"})).await?;
+    covered(&s.browser.runtime, &two.url).await?;
+    s.page.click("#b").await?;
+    titled(&s, "error NetworkError").await?;
+    ensure!(two.idp.asked.lock().unwrap().is_empty(), "the provider was asked: {:?}", two.idp.asked.lock().unwrap());
+    let v = s.page.eval("violations").await?;
+    ensure!(v.as_array().is_some_and(|a| a.iter().any(|d| d == "connect-src")), "{v}");
     s.page_runs().await
 }
 
