@@ -1,7 +1,7 @@
 //! A FedCM identity provider on loopback with two accounts (CDP-FACTS 3): the well-known
 //! file, the config, the accounts list, the client metadata, and an assertion endpoint
 //! whose token names the account the browser posted, so a test can tell which was picked.
-//! Plain HTTP/1.1, one request per connection, on a thread of its own. What it serves can
+//! Plain HTTP/1.1, one request per connection, each on a thread of its own. What it serves can
 //! be changed while it runs (`Idp::set`): one account, an error from the assertion
 //! endpoint, no accounts (signed out at the provider), so that each FedCM dialog shows.
 
@@ -54,8 +54,13 @@ impl Idp {
             (origin.clone(), rp_origin.to_owned(), asserted.clone(), asked.clone(), mode.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
+                // A thread per connection: once a person's visit made it known, the browser
+                // opens connections it sends nothing on (a preconnect), and one served in
+                // turn held every request after it (measured: the provider asked nothing
+                // more, and the page's call waited).
                 let mode = m.lock().unwrap().clone();
-                let _ = serve(stream, &o, &rp, &log, &paths, &mode);
+                let (o, rp, log, paths) = (o.clone(), rp.clone(), log.clone(), paths.clone());
+                std::thread::spawn(move || serve(stream, &o, &rp, &log, &paths, &mode));
             }
         });
         Ok(Self { origin, asserted, asked, mode })
@@ -122,6 +127,8 @@ fn serve(
     asked: &Mutex<Vec<String>>,
     mode: &Mode,
 ) -> Result<()> {
+    // A preconnect that never sends a request lets go of its thread in the end.
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(60)))?;
     let mut r = BufReader::new(stream.try_clone()?);
     let mut first = String::new();
     r.read_line(&mut first)?;

@@ -88,8 +88,14 @@ async fn confirm_idp_login_is_closed_and_nothing_is_posted() -> Result<()> {
     rule(&s, json!({"account_id": "u1"})).await?;
     covered(&s.browser.runtime, &one.url).await?;
     s.page.click("#b").await?;
-    titled(&s, "error NetworkError").await?;
-    let r = record_saying(&s, &one.url, "ConfirmIdpLogin").await?;
+    let r = record_saying(&s, &one.url, "ConfirmIdpLogin").await;
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => anyhow::bail!("{e}: {} asked {:?}", s.dialogs().await?, one.idp.asked.lock().unwrap()),
+    };
+    if let Err(e) = titled(&s, "error NetworkError").await {
+        anyhow::bail!("{e}: {} asked {:?}", s.dialogs().await?, one.idp.asked.lock().unwrap());
+    }
     ensure!(r["account_dialog"] == "ConfirmIdpLogin" && r["picked_account"].is_null(), "{r}");
     s.host_caught_up().await?;
     let asked = one.idp.asked.lock().unwrap().clone();
