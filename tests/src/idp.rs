@@ -58,9 +58,8 @@ impl Idp {
                 // opens connections it sends nothing on (a preconnect), and one served in
                 // turn held every request after it (measured: the provider asked nothing
                 // more, and the page's call waited).
-                let mode = m.lock().unwrap().clone();
-                let (o, rp, log, paths) = (o.clone(), rp.clone(), log.clone(), paths.clone());
-                std::thread::spawn(move || serve(stream, &o, &rp, &log, &paths, &mode));
+                let (o, rp, log, paths, m) = (o.clone(), rp.clone(), log.clone(), paths.clone(), m.clone());
+                std::thread::spawn(move || serve(stream, &o, &rp, &log, &paths, &m));
             }
         });
         Ok(Self { origin, asserted, asked, mode })
@@ -125,7 +124,7 @@ fn serve(
     rp: &str,
     asserted: &Mutex<Vec<String>>,
     asked: &Mutex<Vec<String>>,
-    mode: &Mode,
+    mode: &Mutex<Mode>,
 ) -> Result<()> {
     // A preconnect that never sends a request lets go of its thread in the end.
     stream.set_read_timeout(Some(std::time::Duration::from_secs(60)))?;
@@ -149,6 +148,9 @@ fn serve(
     let mut body = vec![0; length.min(65536)];
     r.read_exact(&mut body)?;
     let body = String::from_utf8_lossy(&body);
+    // Read once the request came: a connection opened early (a preconnect) answers as the
+    // provider is set now.
+    let mode = mode.lock().unwrap().clone();
     let accounts: Vec<serde_json::Value> = ACCOUNTS[..mode.accounts.min(ACCOUNTS.len())]
         .iter()
         .map(|&(id, name, email)| {

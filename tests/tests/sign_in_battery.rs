@@ -14,6 +14,14 @@ use unmodal_e2e::idp::{Mode, Rp};
 
 /// The sign-in record for the call at `url` once its explanation contains `says`.
 async fn record_saying(s: &Session, url: &str, says: &str) -> Result<Value> {
+    let found = record_saying_within(s, url, says).await;
+    match found {
+        Ok(r) => Ok(r),
+        Err(e) => anyhow::bail!("{e}: {}", s.dialogs().await?),
+    }
+}
+
+async fn record_saying_within(s: &Session, url: &str, says: &str) -> Result<Value> {
     eventually(LIMIT, &format!("the record of {url} says {says:?}"), || async {
         let d = s.dialogs().await?;
         let mut all = d["pending_dialogs"].as_array().into_iter().chain(d["recent_dialogs"].as_array()).flatten();
@@ -88,10 +96,9 @@ async fn confirm_idp_login_is_closed_and_nothing_is_posted() -> Result<()> {
     rule(&s, json!({"account_id": "u1"})).await?;
     covered(&s.browser.runtime, &one.url).await?;
     s.page.click("#b").await?;
-    let r = record_saying(&s, &one.url, "ConfirmIdpLogin").await;
-    let r = match r {
+    let r = match record_saying(&s, &one.url, "ConfirmIdpLogin").await {
         Ok(r) => r,
-        Err(e) => anyhow::bail!("{e}: {} asked {:?}", s.dialogs().await?, one.idp.asked.lock().unwrap()),
+        Err(e) => anyhow::bail!("{e} asked {:?}", one.idp.asked.lock().unwrap()),
     };
     if let Err(e) = titled(&s, "error NetworkError").await {
         anyhow::bail!("{e}: {} asked {:?}", s.dialogs().await?, one.idp.asked.lock().unwrap());
