@@ -160,28 +160,28 @@ struct Chooser {
 
 /// What a sign-in's record says besides a dialog's fields.
 #[derive(Default, Serialize, Deserialize)]
-struct SignInDetails {
+pub(super) struct SignInDetails {
     /// The browser's dialog: `AccountChooser`, `ConfirmIdpLogin`, `Error`, `AutoReauthn`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    account_dialog: Option<String>,
+    pub account_dialog: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    accounts: Vec<AccountRow>,
+    pub accounts: Vec<AccountRow>,
     /// The account picked (its `account_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    picked_account: Option<String>,
+    pub picked_account: Option<String>,
     /// The provider answered the picked account's assertion with an error (the browser's
     /// `Error` dialog followed, closed with "got it").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    provider_error: bool,
+    pub provider_error: bool,
     /// The returning account the browser signed in by itself (`AutoReauthn`), whoever was
     /// to pick.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    auto_reauthn_account: Option<String>,
+    pub auto_reauthn_account: Option<String>,
 }
 
 /// An account as the record lists it (name and email redacted like page text).
 #[derive(Clone, Serialize, Deserialize)]
-struct AccountRow {
+pub(super) struct AccountRow {
     account_id: String,
     name: String,
     email: String,
