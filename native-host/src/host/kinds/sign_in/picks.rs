@@ -195,9 +195,11 @@ pub(super) fn wanted(s: &State) -> bool {
     let picks = |t| s.rules.of(t).iter().any(|r| r.rule.of::<SignInRule>().is_some_and(|r| r.account.is_some()));
     s.rules.tabs().any(picks)
         || s.policies.values().any(|p| p.policy == Policy::MustRespond)
-        || s.kinds
-            .peek::<Picker>()
-            .is_some_and(|p| !p.pending.is_empty() || !p.choosers.is_empty() || !p.picked.is_empty())
+        || s.kinds.peek::<Picker>().is_some_and(|p| {
+            // A pick's error dialog comes within a second or so; an old pick wants nothing.
+            let fresh = p.picked.iter().any(|x| x.at.elapsed() < PENDING_FOR);
+            !p.pending.is_empty() || !p.choosers.is_empty() || fresh
+        })
 }
 
 /// Why no pick can come, in words.
