@@ -59,6 +59,7 @@ mod restarts;
 mod rules;
 mod setup_help;
 mod sign_in;
+mod sign_in_battery;
 mod sign_in_picks;
 mod squatted_runtime;
 mod stagehand;

@@ -16,47 +16,47 @@ use unmodal_e2e::bluetooth::answerer_hook;
 use unmodal_e2e::idp::Rp;
 use unmodal_e2e::{Options, Session, eventually};
 
-const LIMIT: Duration = Duration::from_secs(15);
+pub(super) const LIMIT: Duration = Duration::from_secs(15);
 
-async fn session() -> Result<Session> {
+pub(super) async fn session() -> Result<Session> {
     // The test hook only waits until the answerer covers a page (`wait covered`); what it
     // wants seen is the kind's own.
     Session::start_with(Options { env: vec![("UNMODAL_TEST_ANSWERER".into(), "1".into())], ..Options::default() }).await
 }
 
-fn rp(path: &str) -> Result<Rp> {
+pub(super) fn rp(path: &str) -> Result<Rp> {
     Rp::start(path)
 }
 
-async fn show(s: &Session, url: &str) -> Result<()> {
+pub(super) async fn show(s: &Session, url: &str) -> Result<()> {
     s.page.goto(url).await?;
     s.page.bring_to_front().await?;
     s.agent.wait_for_tab(url).await?;
     Ok(())
 }
 
-async fn covered(runtime: &std::path::Path, url: &str) -> Result<()> {
+pub(super) async fn covered(runtime: &std::path::Path, url: &str) -> Result<()> {
     answerer_hook(runtime, json!({"op": "wait", "which": "accounts", "for": "covered", "url": url})).await.map(drop)
 }
 
-async fn title(s: &Session) -> Result<String> {
+pub(super) async fn title(s: &Session) -> Result<String> {
     Ok(s.page.eval("document.title").await?.as_str().unwrap_or_default().to_owned())
 }
 
 /// Waits until the page's title is `want`.
-async fn titled(s: &Session, want: &str) -> Result<()> {
+pub(super) async fn titled(s: &Session, want: &str) -> Result<()> {
     let got = eventually(LIMIT, want, || async { Ok((title(s).await? == want).then_some(())) }).await;
     ensure!(got.is_ok(), "the page's title: {:?}, not {want:?}", title(s).await);
     Ok(())
 }
 
-async fn rule(s: &Session, more: Value) -> Result<Value> {
+pub(super) async fn rule(s: &Session, more: Value) -> Result<Value> {
     let mut a = json!({"action": "handle_dialog", "setup": true, "dialog_type": "sign_in", "once": true});
     a.as_object_mut().unwrap().extend(more.as_object().cloned().unwrap_or_default());
     s.agent.ok("interact", a).await
 }
 
-fn account_ids(r: &Value) -> Vec<&str> {
+pub(super) fn account_ids(r: &Value) -> Vec<&str> {
     r["accounts"].as_array().into_iter().flatten().filter_map(|a| a["account_id"].as_str()).collect()
 }
 

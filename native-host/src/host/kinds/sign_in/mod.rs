@@ -364,6 +364,8 @@ asked)",
     }
 }
 #[cfg(test)]
+mod picks_tests;
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::api::MatchArg;

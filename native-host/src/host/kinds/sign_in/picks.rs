@@ -104,12 +104,32 @@ impl CarryOf for Choice {
 pub(super) struct Picker {
     pending: Vec<Pending>,
     choosers: Vec<Chooser>,
+    /// Accounts picked whose provider may still answer with an error: the browser then
+    /// shows its `Error` dialog, a new one, after the chooser closed (measured: nobody
+    /// closing it, the page waits for ever).
+    picked: Vec<Picked>,
+}
+
+#[derive(Debug)]
+struct Picked {
+    url: String,
+    /// The record that says how the call went.
+    record: u64,
+    at: Instant,
 }
 
 impl Picker {
     fn trim(&mut self) {
         let over = self.pending.len().saturating_sub(MAX_PENDING);
         self.pending.drain(..over);
+        let over = self.picked.len().saturating_sub(MAX_PENDING);
+        self.picked.drain(..over);
+    }
+
+    /// Account picked for `record` at `url`: its provider's error dialog is this kind's.
+    fn picked(&mut self, url: &str, record: u64) {
+        self.picked.push(Picked { url: url.to_owned(), record, at: Instant::now() });
+        self.trim();
     }
 }
 
@@ -132,24 +152,35 @@ struct Chooser {
     /// The record that lists it: the let-through one (a rule's pick), or its own, held.
     record: u64,
     held: bool,
+    /// The browser signs a returning account in by itself (`AutoReauthn`): it closes the
+    /// dialog itself, and no client can stop it.
+    auto: bool,
 }
 
 /// What a sign-in's record says besides a dialog's fields.
 #[derive(Default, Serialize, Deserialize)]
-struct SignInDetails {
+pub(super) struct SignInDetails {
     /// The browser's dialog: `AccountChooser`, `ConfirmIdpLogin`, `Error`, `AutoReauthn`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    account_dialog: Option<String>,
+    pub account_dialog: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    accounts: Vec<AccountRow>,
+    pub accounts: Vec<AccountRow>,
     /// The account picked (its `account_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    picked_account: Option<String>,
+    pub picked_account: Option<String>,
+    /// The provider answered the picked account's assertion with an error (the browser's
+    /// `Error` dialog followed, closed with "got it").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub provider_error: bool,
+    /// The returning account the browser signed in by itself (`AutoReauthn`), whoever was
+    /// to pick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_reauthn_account: Option<String>,
 }
 
 /// An account as the record lists it (name and email redacted like page text).
 #[derive(Clone, Serialize, Deserialize)]
-struct AccountRow {
+pub(super) struct AccountRow {
     account_id: String,
     name: String,
     email: String,
@@ -163,7 +194,11 @@ pub(super) fn wanted(s: &State) -> bool {
     let picks = |t| s.rules.of(t).iter().any(|r| r.rule.of::<SignInRule>().is_some_and(|r| r.account.is_some()));
     s.rules.tabs().any(picks)
         || s.policies.values().any(|p| p.policy == Policy::MustRespond)
-        || s.kinds.peek::<Picker>().is_some_and(|p| !p.pending.is_empty() || !p.choosers.is_empty())
+        || s.kinds.peek::<Picker>().is_some_and(|p| {
+            // A pick's error dialog comes within a second or so; an old pick wants nothing.
+            let fresh = p.picked.iter().any(|x| x.at.elapsed() < PENDING_FOR);
+            !p.pending.is_empty() || !p.choosers.is_empty() || fresh
+        })
 }
 
 /// Why no pick can come, in words.
@@ -219,14 +254,21 @@ fn opened(s: &mut State, v: &PromptView, out: &mut Answered) {
     let now = Instant::now();
     let p = s.kinds.get::<Picker>();
     p.pending.retain(|x| now.duration_since(x.at) < PENDING_FOR);
-    let Some(pos) = p.pending.iter().position(|x| x.url == v.url) else { return };
+    p.picked.retain(|x| now.duration_since(x.at) < PENDING_FOR);
+    let Some(pos) = p.pending.iter().position(|x| x.url == v.url) else { return provider_error(s, v, out) };
     if !s.answerer.claim(v.prompt) {
         return;
     }
     let pending = s.kinds.get::<Picker>().pending.remove(pos);
     let (rows, redacted) = rows(&s.redactor, &v.accounts);
     let dialog = v.dialog_type.clone().unwrap_or_default();
-    let details = SignInDetails { account_dialog: Some(dialog.clone()), accounts: rows, picked_account: None };
+    let details = SignInDetails {
+        account_dialog: Some(dialog.clone()),
+        accounts: rows,
+        picked_account: None,
+        provider_error: false,
+        auto_reauthn_account: None,
+    };
     let offered = ids(v.accounts.iter().map(|a| a.account_id.as_str()));
     let prompt = v.prompt;
     let act = |a: Act| (SIGN_IN_KIND, a);
@@ -249,11 +291,29 @@ page gets NetworkError)."
                 Act::Dismiss { prompt },
             ),
         },
-        ("AutoReauthn", PickBy::Rule { .. }) if chosen.is_some() => {
-            let said = "The browser signs the returning account in by itself (AutoReauthn), the rule's account: left \
-to go on.";
-            record_opened(s, &pending, details, redacted, said.into(), chosen.clone());
-            s.kinds.get::<Picker>().choosers.push(Chooser { prompt, record: pending.record, held: false });
+        ("AutoReauthn", by) => {
+            // Measured (Chromium 156): `FedCm.dismissDialog` is refused ("Dialog ID does not
+            // match current dialog") and the browser posts the account all the same; only
+            // the page's `mediation: "required"` prevents it. So it is said, never fought.
+            let auto = v.accounts.first().map(|a| a.account_id.clone());
+            let whose = match (by, &chosen) {
+                (PickBy::Rule { .. }, Some(_)) => "the rule's account".to_owned(),
+                (PickBy::Rule { rule, .. }, None) => format!(
+                    "not an account rule {rule} picks, but nothing can stop it (the page's mediation: \"optional\"; \
+the browser refuses to close this dialog)"
+                ),
+                (PickBy::Agent, _) => "before the agent could pick (nothing can stop it: the page's mediation: \
+\"optional\"; the browser refuses to close this dialog)"
+                    .to_owned(),
+            };
+            let said = format!(
+                "The browser signs the returning account {} in by itself (AutoReauthn), {whose}.",
+                ids(auto.iter().map(String::as_str))
+            );
+            let mut details = details;
+            details.auto_reauthn_account = auto;
+            record_opened(s, &pending, details, redacted, said, chosen.clone());
+            s.kinds.get::<Picker>().choosers.push(Chooser { prompt, record: pending.record, held: false, auto: true });
             return;
         }
         ("Error", _) => (
@@ -277,9 +337,37 @@ NetworkError)."
         ),
     };
     let picked = matches!(answer, Act::SelectAccount { .. }).then(|| chosen.clone()).flatten();
+    if picked.is_some() {
+        s.kinds.get::<Picker>().picked(&v.url, pending.record);
+    }
     record_opened(s, &pending, details, redacted, said, picked);
-    s.kinds.get::<Picker>().choosers.push(Chooser { prompt, record: pending.record, held: false });
+    s.kinds.get::<Picker>().choosers.push(Chooser { prompt, record: pending.record, held: false, auto: false });
     out.acts.push(act(answer));
+}
+
+/// An `Error` dialog at the URL where an account was just picked: the provider refused the
+/// assertion. Closed with "got it" (the page gets the provider's IdentityCredentialError);
+/// the record of the pick says so.
+fn provider_error(s: &mut State, v: &PromptView, out: &mut Answered) {
+    if v.dialog_type.as_deref() != Some("Error") {
+        return;
+    }
+    let p = s.kinds.get::<Picker>();
+    let Some(pos) = p.picked.iter().position(|x| x.url == v.url) else { return };
+    if !s.answerer.claim(v.prompt) {
+        return;
+    }
+    let Picked { record, .. } = s.kinds.get::<Picker>().picked.remove(pos);
+    edit(s, record, |r| {
+        r.explanation = format!(
+            "{} The provider answered the account's assertion with an error, and the browser showed its error \
+dialog: closed with its \"got it\" button (the page gets the provider's error).",
+            r.explanation
+        );
+        r.details.update::<SignInDetails>(|d| d.provider_error = true);
+    });
+    s.kinds.get::<Picker>().choosers.push(Chooser { prompt: v.prompt, record, held: false, auto: false });
+    out.acts.push((SIGN_IN_KIND, Act::Click { prompt: v.prompt, button: DialogButton::ErrorGotIt }));
 }
 
 /// The let-through record, once its chooser is seen: what it listed and what is done.
@@ -345,7 +433,7 @@ NetworkError); the watchdog closes it after {} s",
         answer: None,
         answer_error: None,
     });
-    s.kinds.get::<Picker>().choosers.push(Chooser { prompt: v.prompt, record: id, held: true });
+    s.kinds.get::<Picker>().choosers.push(Chooser { prompt: v.prompt, record: id, held: true, auto: false });
 }
 
 /// The accounts changed while the chooser is open: the record lists them as they are now.
@@ -397,6 +485,9 @@ fn answer_chooser(s: &mut State, record: u64, accept: bool, account: Option<Stri
         edit(s, record, |r| {
             r.details.update::<SignInDetails>(|d| d.picked_account = Some(id));
         });
+        if let Some(url) = s.answerer.prompt(prompt).map(|v| v.url) {
+            s.kinds.get::<Picker>().picked(&url, record);
+        }
     }
     // Given here (the agent's call and the watchdog come through the held dialogs, not the
     // answerer's changes); its end comes back as the answerer's `Closed`. Pilot off, the
@@ -417,6 +508,7 @@ fn closed(s: &mut State, prompt: u64, by: ClosedBy) {
     let c = p.choosers.remove(pos);
     if !c.held {
         let said = match by {
+            _ if c.auto => "The browser closed it as it signed the account in.",
             ClosedBy::Answerer => "The browser took the answer.",
             ClosedBy::Remote => "Another client answered the account chooser first.",
             ClosedBy::Gone | ClosedBy::Left => {
@@ -425,7 +517,7 @@ switched off)."
             }
         };
         return edit(s, c.record, |r| {
-            if by == ClosedBy::Remote {
+            if by == ClosedBy::Remote && !c.auto {
                 r.closed_by = Some(DecidedBy::Remote);
             }
             r.explanation = format!("{} {said}", r.explanation);
@@ -435,6 +527,9 @@ switched off)."
     let HeldDialog { mut record, opened, closing, answer, .. } = s.held.remove(pos);
     let (by, accepted) = match (by, closing) {
         (ClosedBy::Answerer, Some(who)) => (who, Some(answer.is_some_and(|(a, _)| a))),
+        // The pilot switched off: the answerer let go of the page, and the chooser is the
+        // browser's again (a person's; headless, nobody answers it and the page waits).
+        (ClosedBy::Left, _) if !s.pilot => (DecidedBy::PilotOff, None),
         _ => (DecidedBy::Remote, None),
     };
     record.state = DialogState::Closed;
@@ -449,6 +544,10 @@ switched off)."
     let who = match by {
         DecidedBy::Agent => "the agent",
         DecidedBy::Watchdog => "the watchdog",
+        DecidedBy::PilotOff => {
+            "the pilot switched off (nothing picked; the chooser is left to the browser and a person: headless, \
+nobody answers it and the page's call waits)"
+        }
         _ => {
             "someone else (another client answered the account chooser, or the page, the connection or the pilot went)"
         }
