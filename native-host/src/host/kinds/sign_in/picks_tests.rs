@@ -107,3 +107,21 @@ async fn auto_reauthn_is_never_fought_and_the_record_names_the_account() {
     let d = details(&s);
     assert_eq!((d.auto_reauthn_account.as_deref(), d.picked_account), (Some("u1"), None));
 }
+
+/// `AutoReauthn` shown and closed by the browser before the host heard either (a loaded
+/// machine): the record still names it, the account and the browser's close.
+#[tokio::test]
+async fn auto_reauthn_closed_before_the_host_heard_it_is_still_recorded() {
+    let (mut s, peer, a, mut seen) = connected("u1").await;
+    ask(&mut s);
+    shown(&peer, "0", "AutoReauthn", &["u1"]);
+    peer.send("FedCm.dialogClosed", json!({"dialogId": "0"}), Some("S-P1"));
+    until("shown and closed", || a.prompts().is_empty() && peer.params("FedCm.enable").len() == 1).await;
+    until("both heard of", || seen.len() >= 2).await;
+    hear(&mut s, &mut seen).await;
+    let r = s.history.iter().last().unwrap();
+    assert!(r.explanation.contains("AutoReauthn") && r.explanation.contains("the rule's account"), "{}", r.explanation);
+    assert!(r.explanation.contains("closed it as it signed the account in"), "{}", r.explanation);
+    let d = details(&s);
+    assert_eq!((d.auto_reauthn_account.as_deref(), d.picked_account.as_deref()), (Some("u1"), Some("u1")));
+}
