@@ -45,6 +45,20 @@ const USE_TERMINAL: &str = "A program can control this browser, so this switch c
 Run `unmodal pilot on` in a terminal.";
 
 impl State {
+    /// The pilot's switch changed: every tab that holds (or is to hold) more than the plain
+    /// default gets its config again. On, its rules and policy; off, the record-only default,
+    /// which takes back what the browser side held (rules, the policy's debugger session,
+    /// the site's automatic-downloads grant), and each kind lets go of what only the pilot
+    /// allowed (`kinds::pilot_went_off`).
+    pub(super) fn pilot_flipped(&mut self) -> Vec<ToBrowser> {
+        let tabs: Vec<i64> = self.configured_tabs().collect();
+        let mut out: Vec<ToBrowser> = tabs.into_iter().map(|tab| self.config_message(tab)).collect();
+        if !self.pilot {
+            out.extend(super::kinds::pilot_went_off(self));
+        }
+        out
+    }
+
     /// The switch as the extension must cache it, with a new revision.
     pub(super) fn pilot_message(&mut self, id: Option<u64>, refused: Option<String>) -> ToBrowser {
         self.pilot_sent += 1;

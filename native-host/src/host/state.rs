@@ -252,19 +252,6 @@ impl State {
         self.pilot.then(|| self.config_message(tab))
     }
 
-    /// The pilot's switch changed: every tab that holds (or is to hold) more than the plain
-    /// default gets its config again. On, its rules and policy; off, the record-only default,
-    /// which takes back what the browser side held (rules, the policy's debugger session,
-    /// the site's automatic-downloads grant).
-    pub(super) fn pilot_flipped(&mut self) -> Vec<ToBrowser> {
-        let tabs: Vec<i64> = self.configured_tabs().collect();
-        let mut out: Vec<ToBrowser> = tabs.into_iter().map(|tab| self.config_message(tab)).collect();
-        if !self.pilot {
-            out.extend(super::kinds::pilot_went_off(self));
-        }
-        out
-    }
-
     /// The tab's config as revision `rev`: what its policy and its `in_config` rules say.
     /// While the pilot is off the browser side holds nothing of the agent's, whatever the
     /// worker says of the switch (code a DevTools client runs in the worker can say
