@@ -46,11 +46,15 @@ struct Target {
     /// Attaches the browser refused so far (a frame's target can refuse while its process
     /// is still being set up, and says nothing more afterwards).
     refused: u8,
+    /// Sessions the browser detached while the target stayed, each attached again (a
+    /// target that keeps dropping them is let be after `REATTACHES`).
+    detached: u8,
 }
 
 /// Attaches tried after a refusal, at most, and the wait before the first (doubled each time).
 const ATTACH_RETRIES: u8 = 3;
 const ATTACH_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+const REATTACHES: u8 = 5;
 
 #[derive(Debug)]
 pub(super) struct Prompt {
@@ -220,16 +224,19 @@ impl Book {
                 Vec::new()
             }
             ("Target.detachedFromTarget", None) => {
-                if let Some(s) = params["sessionId"].as_str()
-                    && let Some(target) = self.sessions.remove(s)
-                {
-                    if let Some(t) = self.targets.get_mut(&target) {
-                        t.session = None;
-                        t.enabled = Want::NONE;
-                    }
-                    self.close_where(seen, ClosedBy::Gone, |p| p.session == s);
-                }
-                Vec::new()
+                let Some(s) = params["sessionId"].as_str() else { return Vec::new() };
+                let Some(target) = self.sessions.remove(s) else { return Vec::new() };
+                let again = self.targets.get_mut(&target).is_some_and(|t| {
+                    t.session = None;
+                    t.enabled = Want::NONE;
+                    t.detached = t.detached.saturating_add(1);
+                    t.detached <= REATTACHES
+                });
+                self.close_where(seen, ClosedBy::Gone, |p| p.session == s);
+                // The browser let the session go but the target stays (it said nothing of it
+                // going): attached again while wanted, or it is never covered again.
+                tracing::debug!(target_id = %target, again, "the browser detached the answerer from a target");
+                if again { self.bring_in_line(&target, seen) } else { Vec::new() }
             }
             ("DeviceAccess.deviceRequestPrompted", Some(s)) => {
                 self.prompted(

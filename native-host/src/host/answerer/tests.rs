@@ -154,6 +154,37 @@ async fn a_refused_attach_is_tried_again() {
     assert_eq!(tries(), 4, "the first attach and three more");
 }
 
+/// The browser detaching the answerer's session from a target that stays: attached again.
+#[tokio::test]
+async fn a_session_the_browser_detached_is_attached_again() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    a.set(true, Want::ALL);
+    peer.page("F1", "iframe", "http://localhost:2/frame");
+    until("covered", || a.covers("http://localhost:2/frame", Which::Accounts)).await;
+    peer.send("Target.detachedFromTarget", json!({"sessionId": "S-F1", "targetId": "F1"}), None);
+    until("attached again", || peer.params("Target.attachToTarget").len() == 2).await;
+    until("covered again", || a.covers("http://localhost:2/frame", Which::Accounts)).await;
+    // A target that keeps dropping its session is attached again a few times only.
+    for n in 3..=6 {
+        peer.send("Target.detachedFromTarget", json!({"sessionId": "S-F1", "targetId": "F1"}), None);
+        until("attached again", || peer.params("Target.attachToTarget").len() == n).await;
+        until("covered again", || a.covers("http://localhost:2/frame", Which::Accounts)).await;
+    }
+    peer.send("Target.detachedFromTarget", json!({"sessionId": "S-F1", "targetId": "F1"}), None);
+    until("let be", || !a.covers("http://localhost:2/frame", Which::Accounts)).await;
+    assert!(a.settled(Duration::from_secs(10)).await);
+    assert_eq!(peer.params("Target.attachToTarget").len(), 6, "the first attach and five more");
+    // Gone for good: no attach after the target was destroyed.
+    peer.page("F2", "iframe", "http://localhost:3/frame");
+    until("F2 covered", || a.covers("http://localhost:3/frame", Which::Accounts)).await;
+    peer.send("Target.targetDestroyed", json!({"targetId": "F2"}), None);
+    peer.send("Target.detachedFromTarget", json!({"sessionId": "S-F2", "targetId": "F2"}), None);
+    assert!(a.settled(Duration::from_secs(10)).await);
+    let f2 = peer.params("Target.attachToTarget").iter().filter(|p| p["targetId"] == "F2").count();
+    assert_eq!(f2, 1);
+}
+
 /// A page's second `requestDevice` cancels its first chooser without a word over CDP: the
 /// new prompt in the session closes the old one (`remote`), so nothing picks a chooser gone.
 #[tokio::test]
