@@ -357,6 +357,9 @@ impl State {
         let Some(job) = self.kinds.get::<DownloadJobs>().0.remove(&(tab_id, id)) else {
             return out;
         };
+        if state == "complete" && !path.is_empty() {
+            seen::written(self, job.record, Path::new(path));
+        }
         let Some(rec) =
             self.held.iter_mut().map(|h| &mut h.record).chain(self.history.iter_mut()).find(|r| r.id == job.record)
         else {

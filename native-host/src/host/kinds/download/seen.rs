@@ -38,6 +38,23 @@ struct Taken {
     paired: HashSet<u64>,
     /// Downloads recorded here (by GUID).
     recorded: HashSet<String>,
+    /// Where the browser wrote each file the worker reported, by record (its record's
+    /// `path` says where it is now: moved into a rule's `save_dir`, maybe before the
+    /// browser's word on the host's connection is heard).
+    written: HashMap<u64, PathBuf>,
+    written_order: VecDeque<u64>,
+}
+
+/// The worker reported where the browser wrote record `record`'s file (before any move).
+pub(super) fn written(s: &mut State, record: u64, path: &Path) {
+    let taken = s.kinds.get::<Taken>();
+    if taken.written_order.len() >= MAX_FOLLOWED
+        && let Some(old) = taken.written_order.pop_front()
+    {
+        taken.written.remove(&old);
+    }
+    taken.written_order.push_back(record);
+    taken.written.insert(record, path.to_owned());
 }
 
 impl Taken {
@@ -100,14 +117,17 @@ fn worker_record(s: &State, t: &TransferView, began: SystemTime) -> Option<u64> 
     }
     let (url, _) = s.redactor.apply(&record::clip(&t.url, 2048).0);
     let (name, _) = s.redactor.apply(&record::clip(&t.suggested_filename, 256).0);
-    let paired = s.kinds.peek::<Taken>().map(|k| &k.paired);
+    let taken = s.kinds.peek::<Taken>();
+    let paired = taken.map(|k| &k.paired);
     let since = began.checked_sub(PAIR_SLACK).unwrap_or(began);
     s.held.iter().map(|h| &h.record).chain(s.history.iter()).find_map(|r| {
         let d = r.details.read::<DownloadDetails>()?;
         let fresh = humantime::parse_rfc3339(&r.timestamp).is_ok_and(|at| at >= since);
         let same = r.url == url || (!name.is_empty() && d.file_name == name);
-        let same_file = match (d.path.as_deref(), file) {
-            (Some(theirs), Some(ours)) => Path::new(theirs) == ours,
+        // Where the browser wrote it, not where a rule moved it since.
+        let theirs = taken.and_then(|k| k.written.get(&r.id)).cloned().or_else(|| d.path.as_deref().map(PathBuf::from));
+        let same_file = match (theirs, file) {
+            (Some(theirs), Some(ours)) => theirs == ours,
             _ => true,
         };
         (r.kind == KIND && fresh && same && same_file && !paired.is_some_and(|p| p.contains(&r.id))).then_some(r.id)
@@ -363,6 +383,32 @@ mod tests {
         std::fs::write(&file, b"a,b,c").unwrap();
         answerer_seen(&mut s, &transfer("g1", "http://a/", "completed", Some(&file)));
         assert_eq!(taken(&s).len(), 2, "another file's record does not pair");
+    }
+
+    /// The worker's record of a download a rule moved into its `save_dir` before the
+    /// browser's word on the host's connection was heard still pairs with it (by where the
+    /// browser wrote it): one record, not a second one saying a driver took it.
+    #[test]
+    fn a_worker_record_moved_into_save_dir_before_the_browser_said_it_finished_still_pairs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (downloads, keep) = (tmp.path().join("Downloads"), tmp.path().join("keep"));
+        std::fs::create_dir_all(&downloads).unwrap();
+        std::fs::create_dir_all(&keep).unwrap();
+        let mut s = saving_into(&keep, false);
+        let profile = tmp.path().join("profile");
+        std::fs::create_dir_all(profile.join("Default")).unwrap();
+        let prefs = json!({"download": {"default_directory": downloads}});
+        std::fs::write(profile.join("Default/Preferences"), prefs.to_string()).unwrap();
+        s.browser.profile = Some(profile);
+        began_and_worker_reported(&mut s);
+        let written = downloads.join("report.csv");
+        std::fs::write(&written, b"a,b,c").unwrap();
+        let done = json!({"type":"download_done","tab_id":3,"id":1,"state":"complete","path":written,"size":5});
+        feed(&mut s, done).unwrap();
+        let worker = taken(&s)[0].details.read::<DownloadDetails>().unwrap();
+        assert_eq!(worker.path.as_deref(), keep.join("report.csv").to_str(), "moved into save_dir");
+        answerer_seen(&mut s, &transfer("g1", "http://a/", "completed", Some(&written)));
+        assert_eq!(taken(&s).len(), 1, "the worker's record only: {:?}", taken(&s));
     }
 
     #[test]
