@@ -754,7 +754,7 @@ mod tests {
 
     /// A browser whose profile's Preferences name `downloads` as its download directory,
     /// as the host reads it (the e2e tests' browsers are set up the same way).
-    fn browser_saving_into(s: &mut State, tmp: &Path, downloads: &Path) {
+    pub(super) fn browser_saving_into(s: &mut State, tmp: &Path, downloads: &Path) {
         let profile = tmp.join("profile");
         std::fs::create_dir_all(profile.join("Default")).unwrap();
         let prefs = json!({"download": {"default_directory": downloads}});

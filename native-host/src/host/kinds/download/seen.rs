@@ -395,11 +395,7 @@ mod tests {
         std::fs::create_dir_all(&downloads).unwrap();
         std::fs::create_dir_all(&keep).unwrap();
         let mut s = saving_into(&keep, false);
-        let profile = tmp.path().join("profile");
-        std::fs::create_dir_all(profile.join("Default")).unwrap();
-        let prefs = json!({"download": {"default_directory": downloads}});
-        std::fs::write(profile.join("Default/Preferences"), prefs.to_string()).unwrap();
-        s.browser.profile = Some(profile);
+        super::super::tests::browser_saving_into(&mut s, tmp.path(), &downloads);
         began_and_worker_reported(&mut s);
         let written = downloads.join("report.csv");
         std::fs::write(&written, b"a,b,c").unwrap();
