@@ -5,7 +5,7 @@
 //! The loopback provider (`idp.rs`) is set per test to produce each dialog; its token names
 //! the account the browser posted, and it logs every path asked.
 
-use super::sign_in_picks::{LIMIT, account_ids, covered, rp, rule, session, show, titled};
+use super::sign_in_picks::{LIMIT, account_ids, covered, let_through_to_its_chooser, rp, rule, session, show, titled};
 use anyhow::{Result, ensure};
 use serde_json::{Value, json};
 use unmodal_e2e::Session;
@@ -61,13 +61,7 @@ async fn the_providers_error_dialog_is_closed_and_the_page_gets_the_error() -> R
     covered(&s.browser.runtime, &two.url).await?;
     s.page.click("#b").await?;
     let call = s.held(1).await?.remove(0);
-    s.answer(&call, true).await?;
-    let chooser = eventually(LIMIT, "the account chooser held", || async {
-        let held = s.held(1).await?;
-        Ok(held.into_iter().find(|h| h["dialog_id"] != call["dialog_id"]))
-    })
-    .await?;
-    let id = chooser["dialog_id"].clone();
+    let id = let_through_to_its_chooser(&s, &call).await?["dialog_id"].clone();
     s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "account_id": "u2"})).await?;
     titled(&s, "error IdentityCredentialError").await?;
     ensure!(*two.idp.asserted.lock().unwrap() == ["u2"]);
@@ -436,13 +430,7 @@ async fn the_pilot_switched_off_while_a_chooser_is_held_posts_nothing_and_says_p
     covered(&s.browser.runtime, &one.url).await?;
     s.page.click("#b").await?;
     let call = s.held(1).await?.remove(0);
-    s.answer(&call, true).await?;
-    let chooser = eventually(LIMIT, "the account chooser held", || async {
-        let held = s.held(1).await?;
-        Ok(held.into_iter().find(|h| h["dialog_id"] != call["dialog_id"]))
-    })
-    .await?;
-    let id = chooser["dialog_id"].clone();
+    let id = let_through_to_its_chooser(&s, &call).await?["dialog_id"].clone();
     s.pilot_command("off")?;
     let r = eventually(LIMIT, "the chooser's record closed", || async {
         let d = s.dialogs().await?;

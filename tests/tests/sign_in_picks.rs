@@ -50,6 +50,17 @@ pub(super) async fn titled(s: &Session, want: &str) -> Result<()> {
     Ok(())
 }
 
+/// The agent accepts the held call `call` under must_respond: the browser asks the
+/// provider, and its account chooser is held as a record of its own; that held record.
+pub(super) async fn let_through_to_its_chooser(s: &Session, call: &Value) -> Result<Value> {
+    s.answer(call, true).await?;
+    eventually(LIMIT, "the account chooser held", || async {
+        let held = s.held(1).await?;
+        Ok(held.into_iter().find(|h| h["dialog_id"] != call["dialog_id"]))
+    })
+    .await
+}
+
 pub(super) async fn rule(s: &Session, more: Value) -> Result<Value> {
     let mut a = json!({"action": "handle_dialog", "setup": true, "dialog_type": "sign_in", "once": true});
     a.as_object_mut().unwrap().extend(more.as_object().cloned().unwrap_or_default());
@@ -125,12 +136,7 @@ async fn under_must_respond_the_agent_picks_from_the_listed_accounts_then_the_wa
     let call = s.held(1).await?.remove(0);
     s.host_caught_up().await?;
     ensure!(one.idp.asked.lock().unwrap().is_empty(), "the provider is not asked before the agent's answer");
-    s.answer(&call, true).await?;
-    let chooser = eventually(LIMIT, "the account chooser held", || async {
-        let held = s.held(1).await?;
-        Ok(held.into_iter().find(|h| h["dialog_id"] != call["dialog_id"]))
-    })
-    .await?;
+    let chooser = let_through_to_its_chooser(&s, &call).await?;
     let id = chooser["dialog_id"].clone();
     let rec = eventually(LIMIT, "the held chooser's record", || async {
         let d = s.dialogs().await?;
