@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use unmodal_e2e::agent::Agent;
 use unmodal_e2e::bluetooth::answerer_hook;
 use unmodal_e2e::browser::Options;
-use unmodal_e2e::{Session, eventually};
+use unmodal_e2e::{Driver, Peer, Session, eventually};
 
 use crate::remote::{Remote, Via};
 
@@ -133,4 +133,56 @@ async fn a_download_a_playwright_driver_took_in_a_remote_browser_is_copied_here(
     ensure!(std::fs::read_to_string(&theirs)? == BODY, "the driver's file is intact: {got}");
     drop(driver);
     Ok(())
+}
+
+/// An MCP driver that leaves downloads to the browser (`@playwright/mcp` connects with
+/// `noDefaults`; chrome-devtools-mcp's Puppeteer sets no download behaviour unless told):
+/// its click's download is the extension's, a rule saves it, and the host's own connection,
+/// hearing the same download, pairs it with the worker's record instead of recording it
+/// again as a driver's.
+async fn an_mcp_driver_leaves_downloads_to_unmodal(driver: Driver) -> Result<()> {
+    let (browser_dir, work) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    let prefs = json!({"download": {"default_directory": browser_dir.path()}});
+    let s = Session::start_with(Options {
+        preferences: Some(prefs),
+        env: vec![("UNMODAL_TEST_ANSWERER".into(), "1".into())],
+        ..Default::default()
+    })
+    .await?;
+    s.web.page(
+        "/report.csv",
+        BODY,
+        &[("Content-Type", "text/csv"), ("Content-Disposition", "attachment; filename=report.csv")],
+    );
+    let url = s.open("/dl.html", PAGE, &[]).await?;
+    s.enable_pilot().await?;
+    let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
+    let rule = json!({"action": "handle_dialog", "setup": true, "dialog_type": "download", "save_dir": work.path()});
+    agent.ok("interact", rule).await?;
+    let watched = answerer_hook(&s.browser.runtime, json!({"op": "downloads_watched"})).await?;
+    ensure!(watched["watched"] == true, "the host hears every download: {watched}");
+    let peer = Peer::start(driver, s.browser.debugging_port()?).await?;
+    let r = tokio::time::timeout(LIMIT, peer.click_role(&url, "link", "get")).await.context("the driver's click")??;
+    ensure!(!r.is_error, "{driver:?}'s click: {}", r.text);
+    let settled = answerer_hook(&s.browser.runtime, json!({"op": "settled"})).await?;
+    let first = &settled["download"][0];
+    ensure!(first["worker_reported"] == true, "{driver:?} left it to the browser: the worker's record: {settled}");
+    let rec = recorded(&agent, None).await?;
+    let copy = work.path().canonicalize()?.join("report.csv");
+    ensure!(rec["dialog_id"] == first["record"], "the record the host paired it with: {rec} {settled}");
+    ensure!(rec["path"].as_str() == copy.to_str() && rec["decided_by"] == "rule", "saved by the rule: {rec}");
+    ensure!(rec["explanation"].as_str().is_some_and(|e| !e.contains("took this browser's downloads")), "{rec}");
+    ensure!(std::fs::read_to_string(&copy)? == BODY, "the server's bytes");
+    ensure!(crate::downloads::names(browser_dir.path()).is_empty(), "moved out of the browser's directory");
+    peer.close().await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn playwright_mcp_leaves_downloads_to_unmodal() -> Result<()> {
+    an_mcp_driver_leaves_downloads_to_unmodal(Driver::PlaywrightMcp).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chrome_devtools_mcp_leaves_downloads_to_unmodal() -> Result<()> {
+    an_mcp_driver_leaves_downloads_to_unmodal(Driver::ChromeDevtoolsMcp).await
 }

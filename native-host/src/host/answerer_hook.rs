@@ -90,6 +90,19 @@ pub async fn run(shared: &Shared, args: Value) -> Result<Value, ToolError> {
                 answerer.next_change(Duration::from_millis(100)).await;
             }
         }
+        // Until a kind has settled something the host's connection heard (the download
+        // kind: a finished download paired with the worker's record, or recorded as a
+        // driver's): the barrier after which a second record of it could only be a defect.
+        "settled" => {
+            let until = Instant::now() + Duration::from_secs(10);
+            loop {
+                let settled = super::kinds::answerer_settled(&shared.state());
+                if !settled.is_empty() || Instant::now() >= until {
+                    return Ok(Value::Object(settled));
+                }
+                answerer.next_change(Duration::from_millis(100)).await;
+            }
+        }
         "select_device" => {
             let gate = gate.ok_or_else(|| ToolError::new(ErrorCode::AnswerFailed, "the pilot is off"))?;
             picked(answerer.select_device(&gate, n, args["device_id"].as_str().unwrap_or_default()).await)

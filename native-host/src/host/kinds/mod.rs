@@ -373,6 +373,11 @@ pub(in crate::host) trait Spec: Sync {
     /// A change the CDP answerer saw (a prompt opened, its choices changed, it closed; a
     /// download): the kind records it and says what to send and which answers to give.
     fn answerer_seen(&self, _s: &mut State, _seen: &Seen, _out: &mut Answered) {}
+    /// What it made so far of what the CDP answerer saw, if anything (for the end-to-end
+    /// tests' hook, `answerer_hook.rs`: the barrier after which the host has acted on it).
+    fn answerer_settled(&self, _s: &State) -> Option<serde_json::Value> {
+        None
+    }
     /// Why the agent's accept of `held` with `with` cannot be given now, from what the host
     /// knows (a device the chooser does not offer): the prompt stays held.
     fn accept_check(&self, _s: &State, _held: &DialogRecord, _with: &With) -> Option<String> {
@@ -421,6 +426,11 @@ pub(in crate::host) struct Answered {
 /// What the kinds want the CDP answerer to see now.
 pub(in crate::host) fn answerer_want(s: &State) -> Want {
     ALL.iter().fold(Want::NONE, |w, k| w | k.answerer_want(s))
+}
+
+/// What each kind made so far of what the CDP answerer saw, by its name.
+pub(in crate::host) fn answerer_settled(s: &State) -> serde_json::Map<String, serde_json::Value> {
+    ALL.iter().filter_map(|k| Some((k.kind().as_str().to_owned(), k.answerer_settled(s)?))).collect()
 }
 
 /// Every kind hears of a change the CDP answerer saw.

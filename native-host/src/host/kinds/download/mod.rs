@@ -249,6 +249,11 @@ dialog_type:\"download\", save_dir}.",
         seen::on_seen(s, seen, out);
     }
 
+    fn answerer_settled(&self, s: &State) -> Option<serde_json::Value> {
+        let list = seen::settled(s);
+        (!list.is_empty()).then(|| serde_json::json!(list))
+    }
+
     /// A remote download's copy here is made, or could not be (the job `on_download_done` gave).
     fn transport_done(&self, s: &mut State, done: &Outcome) -> Vec<ToBrowser> {
         if let Outcome::Fetched { record, result } = done {

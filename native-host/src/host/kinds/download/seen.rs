@@ -43,6 +43,23 @@ struct Taken {
     /// browser's word on the host's connection is heard).
     written: HashMap<u64, PathBuf>,
     written_order: VecDeque<u64>,
+    /// Each finished download as it was settled, newest last (at most `MAX_FOLLOWED`).
+    settled: VecDeque<Settled>,
+}
+
+/// How a finished download the host's connection heard was settled: paired with the
+/// record the worker made of it, or recorded here as one a driver took.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub(super) struct Settled {
+    pub guid: String,
+    pub record: u64,
+    pub worker_reported: bool,
+}
+
+/// The finished downloads heard on the host's connection, as each was settled, oldest
+/// first (the end-to-end tests' barrier: the host has heard the browser's own word).
+pub(super) fn settled(s: &State) -> Vec<Settled> {
+    s.kinds.peek::<Taken>().map(|t| t.settled.iter().cloned().collect()).unwrap_or_default()
 }
 
 /// The worker reported where the browser wrote record `record`'s file (before any move).
@@ -58,6 +75,13 @@ pub(super) fn written(s: &mut State, record: u64, path: &Path) {
 }
 
 impl Taken {
+    fn settle(&mut self, guid: &str, record: u64, worker_reported: bool) {
+        if self.settled.len() >= MAX_FOLLOWED {
+            self.settled.pop_front();
+        }
+        self.settled.push_back(Settled { guid: guid.to_owned(), record, worker_reported });
+    }
+
     fn began(&mut self, guid: &str) {
         if self.began.contains_key(guid) {
             return;
@@ -93,11 +117,15 @@ pub(super) fn on_seen(s: &mut State, seen: &Seen, out: &mut Answered) {
         "completed" if !taken.recorded.contains(&t.guid) => {
             let Some(began) = taken.began.get(&t.guid).copied() else { return };
             if let Some(rec) = worker_record(s, t, began) {
-                s.kinds.get::<Taken>().paired.insert(rec);
+                let taken = s.kinds.get::<Taken>();
+                taken.paired.insert(rec);
+                taken.settle(&t.guid, rec, true);
                 return;
             }
             s.kinds.get::<Taken>().recorded.insert(t.guid.clone());
-            out.to_browser.extend(record_taken(s, t, began));
+            let (id, msgs) = record_taken(s, t, began);
+            s.kinds.get::<Taken>().settle(&t.guid, id, false);
+            out.to_browser.extend(msgs);
         }
         _ => {}
     }
@@ -146,7 +174,8 @@ fn tab_and_rule(s: &State, t: &TransferView, ask: &DownloadAsk) -> (Option<i64>,
     (tabs.first().copied(), None)
 }
 
-fn record_taken(s: &mut State, t: &TransferView, began: SystemTime) -> Vec<ToBrowser> {
+/// Records download `t` a driver took: its record's id and what goes to the browser.
+fn record_taken(s: &mut State, t: &TransferView, began: SystemTime) -> (u64, Vec<ToBrowser>) {
     let ask = DownloadAsk {
         file_name: t.suggested_filename.clone(),
         mime: String::new(),
@@ -233,7 +262,7 @@ fn record_taken(s: &mut State, t: &TransferView, began: SystemTime) -> Vec<ToBro
     s.logs.dialog(&rec);
     out.push(ToBrowser::recorded(&rec));
     s.remember(rec);
-    out
+    (id, out)
 }
 
 /// The driver's file, opened and checked as a download the worker reports is (a regular
@@ -343,6 +372,10 @@ mod tests {
         // The next one of the same URL the worker did not report is recorded.
         driver_saves(&mut s, driver.path(), "g2");
         assert_eq!(taken(&s).len(), 2);
+        let how: Vec<(&str, bool)> =
+            s.kinds.peek::<Taken>().unwrap().settled.iter().map(|d| (d.guid.as_str(), d.worker_reported)).collect();
+        assert_eq!(how, [("g1", true), ("g2", false)], "each settled once, as it was");
+        assert_eq!(settled(&s).last().map(|d| d.record), taken(&s).last().map(|r| r.id));
     }
 
     /// Trust: a report the worker makes is the browser side's word. One forged for the
