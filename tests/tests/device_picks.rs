@@ -16,11 +16,12 @@ use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 use std::time::Duration;
 use unmodal_e2e::bluetooth::{self, Bluetooth, answerer_hook};
-use unmodal_e2e::{Options, Session, eventually};
+use unmodal_e2e::page::Page;
+use unmodal_e2e::{Options, Session, activation, eventually};
 
 const PAGE: &str = r#"<!doctype html><title>bt</title>
 <button id=b style="position: fixed; top: 10px; left: 10px; width: 100px; height: 40px"
-  onclick="navigator.bluetooth.requestDevice({acceptAllDevices: true}).then((d) => document.title = 'got ' + d.name, (e) => document.title = 'error ' + e.name)">pair</button>
+  onclick="navigator.bluetooth.requestDevice({acceptAllDevices: true}).then((d) => document.title = 'got ' + d.name, (e) => { window.why = e.message; document.title = 'error ' + e.name; })">pair</button>
 <button id=u style="position: fixed; top: 80px; left: 10px; width: 100px; height: 40px"
   onclick="navigator.usb.requestDevice({filters: []}).then(() => document.title = 'usb got', (e) => document.title = 'usb ' + e.name)">usb</button>"#;
 
@@ -61,6 +62,68 @@ pub(super) async fn title_is(page: &unmodal_e2e::page::Page, want: &str) -> Resu
     Ok(())
 }
 
+/// Clicks `button` in `page` (its Bluetooth call) until the browser does not refuse the call for
+/// want of the click's activation (the race `activation` names: each such try printed, the
+/// page's title put back), then waits until `seen` gives something. The pages keep a
+/// refusal's message in `window.why`.
+pub(super) async fn pair<T, F, Fut>(page: &Page, button: &str, what: &str, seen: F) -> Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<T>>>,
+{
+    activation::until_not_raced(what, |_| async {
+        let before = title(page).await?;
+        page.eval("window.why = ''; 0").await?;
+        page.click(button).await?;
+        let got = eventually(LIMIT, what, || async {
+            if activation::no_activation(&page.eval("window.why").await?) {
+                return Ok(Some(None));
+            }
+            Ok(seen().await?.map(Some))
+        })
+        .await;
+        match got {
+            Err(e) => anyhow::bail!("{e} (the page's title: {:?})", title(page).await),
+            Ok(Some(v)) => Ok(activation::Try::Done(v)),
+            Ok(None) => {
+                let why = page.eval("window.why").await?;
+                page.eval(&format!("document.title = {}; 0", json!(before))).await?;
+                Ok(activation::Try::Raced(why.to_string()))
+            }
+        }
+    })
+    .await
+}
+
+/// `pair` with `#b`, until the page's title is `want`.
+pub(super) async fn pair_until_title(page: &Page, want: &str) -> Result<()> {
+    pair_with_until_title(page, "#b", want).await
+}
+
+/// `pair` with `button`, until the page's title is `want`.
+pub(super) async fn pair_with_until_title(page: &Page, button: &str, want: &str) -> Result<()> {
+    let what = format!("the page's title {want:?}");
+    pair(page, button, &what, || async { Ok((title(page).await? == want).then_some(())) }).await
+}
+
+/// The device chooser held (of tab `tab`, if named; not record `not`) whose record `ready`
+/// holds of, as `observe` lists it now. A record listing a device is a chooser the browser
+/// opened: its click's activation was not raced.
+pub(super) async fn listed(
+    agent: &unmodal_e2e::Agent,
+    tab: Option<i64>,
+    not: &Value,
+    ready: impl Fn(&Value) -> bool,
+) -> Result<Option<Value>> {
+    let mut args = json!({"what": "dialogs"});
+    if let Some(t) = tab {
+        args["tab_id"] = json!(t);
+    }
+    let d = agent.ok("observe", args).await?;
+    let mut held = d["pending_dialogs"].as_array().cloned().unwrap_or_default().into_iter();
+    Ok(held.find(|r| r["type"] == "device_chooser" && r["dialog_id"] != *not && ready(r)))
+}
+
 /// The held record `id` among `dialogs`' pending ones, once `ready` holds of it.
 async fn pending_where(
     agent: &unmodal_e2e::Agent,
@@ -68,16 +131,21 @@ async fn pending_where(
     id: &Value,
     ready: impl Fn(&Value) -> bool,
 ) -> Result<Value> {
-    eventually(LIMIT, "the held chooser's record", || async {
-        let mut args = json!({"what": "dialogs"});
-        if let Some(t) = tab {
-            args["tab_id"] = json!(t);
-        }
-        let d = agent.ok("observe", args).await?;
+    let mut args = json!({"what": "dialogs"});
+    if let Some(t) = tab {
+        args["tab_id"] = json!(t);
+    }
+    let found = eventually(LIMIT, "the held chooser's record", || async {
+        let d = agent.ok("observe", args.clone()).await?;
         let rec = d["pending_dialogs"].as_array().into_iter().flatten().find(|r| r["dialog_id"] == *id).cloned();
         Ok(rec.filter(|r| ready(r)))
     })
-    .await
+    .await;
+    match found {
+        Ok(rec) => Ok(rec),
+        // What the record said instead (held with other devices, or closed, and why).
+        Err(e) => anyhow::bail!("{e}: {}", agent.ok("observe", args).await?),
+    }
 }
 
 pub(super) fn device_ids(rec: &Value) -> Vec<String> {
@@ -99,10 +167,10 @@ async fn the_agent_picks_a_device_the_record_listed() -> Result<()> {
     let (s, url, bt) = session().await?;
     s.policy("must_respond", 60).await?;
     watched(&s.browser.runtime, &url).await?;
-    s.page.click("#b").await?;
-    let held = s.held(1).await?;
-    let id = held[0]["dialog_id"].clone();
-    let rec = pending_where(&s.agent, None, &id, |r| !device_ids(r).is_empty()).await?;
+    let any = |r: &Value| !device_ids(r).is_empty();
+    let rec =
+        pair(&s.page, "#b", "the chooser held with its devices", || listed(&s.agent, None, &Value::Null, any)).await?;
+    let id = rec["dialog_id"].clone();
     ensure!(device_ids(&rec) == [HEART], "{rec}");
     ensure!(rec["chooser"] == "bluetooth" && rec["no_choice"].is_null(), "{rec}");
     bt.advertise(THERMO, "Thermo").await?;
@@ -143,9 +211,9 @@ async fn rules_pick_by_id_when_offered_and_the_first_device() -> Result<()> {
     ensure!(v["rules_in_force"] == true && v["accept"] == true, "{v}");
     ensure!(v["auto_responses"][0]["device_id"] == THERMO, "the rule shows its device: {v}");
     watched(&s.browser.runtime, &url).await?;
-    s.page.click("#b").await?;
-    let held = s.held(1).await?;
-    let rec = pending_where(&s.agent, None, &held[0]["dialog_id"], |r| device_ids(r) == [HEART]).await?;
+    let heart = |r: &Value| device_ids(r) == [HEART];
+    let rec = pair(&s.page, "#b", "the chooser held with its devices", || listed(&s.agent, None, &Value::Null, heart))
+        .await?;
     ensure!(rec["rule_id"].is_u64(), "held for its rule: {rec}");
     ensure!(title(&s.page).await? == "bt", "Heart Rate is not the rule's device");
     bt.advertise(THERMO, "Thermo").await?;
@@ -161,10 +229,7 @@ async fn rules_pick_by_id_when_offered_and_the_first_device() -> Result<()> {
             json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser", "pick": "first"}),
         )
         .await?;
-    s.page.click("#b").await?;
-    let got =
-        eventually(LIMIT, "picked", || async { Ok(title(&s.page).await?.starts_with("got ").then_some(())) }).await;
-    ensure!(got.is_ok(), "{:?}", title(&s.page).await);
+    pair(&s.page, "#b", "picked", || async { Ok(title(&s.page).await?.starts_with("got ").then_some(())) }).await?;
     let recs = s.closed_records("device_chooser", 2).await?;
     ensure!(recs[1]["closed_by"] == "rule" && recs[1]["picked"].is_string(), "{recs:?}");
     Ok(())
@@ -178,8 +243,7 @@ async fn the_watchdog_cancels_what_nobody_picked() -> Result<()> {
     let (s, url, _bt) = session().await?;
     s.policy("must_respond", 2).await?;
     watched(&s.browser.runtime, &url).await?;
-    s.page.click("#b").await?;
-    title_is(&s.page, "error NotFoundError").await?;
+    pair_until_title(&s.page, "error NotFoundError").await?;
     let recs = s.closed_records("device_chooser", 1).await?;
     ensure!(recs[0]["closed_by"] == "watchdog" && recs[0]["accepted"] == false, "{recs:?}");
     s.page.eval("document.title = 'bt'").await?;
@@ -189,8 +253,7 @@ async fn the_watchdog_cancels_what_nobody_picked() -> Result<()> {
             json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser", "device_name_contains": "Heart"}),
         )
         .await?;
-    s.page.click("#b").await?;
-    title_is(&s.page, "error NotFoundError").await?;
+    pair_until_title(&s.page, "error NotFoundError").await?;
     let recs = s.closed_records("device_chooser", 2).await?;
     ensure!(
         recs[1]["closed_by"] == "watchdog" && recs[1]["picked"].is_null() && device_ids(&recs[1]) == [HEART],
@@ -236,13 +299,21 @@ async fn with_the_pilot_off_nothing_is_picked() -> Result<()> {
     let rule = json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser", "pick": "first", "once": false});
     let v = s.agent.ok("interact", rule).await?;
     ensure!(v["rules_in_force"] == false, "the pilot is off: {v}");
-    s.page.click("#b").await.context("click")?;
-    let rec = s.last_dialog_where(1, |r| r["type"] == "device_chooser").await.context("record")?;
-    ensure!(rec["decided_by"] == "pilot_off" && rec["picked"].is_null(), "{rec}");
+    // A try the browser refused for want of the click's activation opened no chooser (and
+    // made no record: the hook asks only after the browser's answer on Bluetooth's
+    // availability, which comes after its refusal), so it says nothing of a pick.
+    let before = s.dialogs().await?["recent_dialogs"].as_array().map_or(0, Vec::len);
+    let rec = pair(&s.page, "#b", "the call recorded", || async {
+        let recent = s.dialogs().await?["recent_dialogs"].as_array().cloned().unwrap_or_default();
+        Ok(recent.get(before..).and_then(|new| new.iter().find(|r| r["type"] == "device_chooser").cloned()))
+    })
+    .await
+    .context("record")?;
     s.host_caught_up().await.context("caught up")?;
+    let t = title(&s.page).await.context("title")?;
+    ensure!(rec["decided_by"] == "pilot_off" && rec["picked"].is_null(), "{rec}");
     // No device reached the page. (The barrier's alert closes the browser's own chooser, so
     // the page may have the browser's cancel by now.)
-    let t = title(&s.page).await.context("title")?;
     ensure!(t == "bt" || t == "error NotFoundError", "nothing picked: {t}");
     let none = answerer_hook(&s.browser.runtime, json!({"op": "prompts"})).await?;
     ensure!(none["prompts"].as_array().is_some_and(Vec::is_empty), "nothing attached: {none}");
@@ -258,9 +329,10 @@ async fn the_pilot_switched_off_while_a_chooser_is_held_cancels_it() -> Result<(
     let (s, url, _bt) = session().await?;
     s.policy("must_respond", 60).await?;
     watched(&s.browser.runtime, &url).await?;
-    s.page.click("#b").await?;
-    let id = s.held(1).await?[0]["dialog_id"].clone();
-    pending_where(&s.agent, None, &id, |r| device_ids(r) == [HEART]).await?;
+    let heart = |r: &Value| device_ids(r) == [HEART];
+    let id = pair(&s.page, "#b", "the chooser held with its devices", || listed(&s.agent, None, &Value::Null, heart))
+        .await?["dialog_id"]
+        .clone();
     let said = s.pilot_command("off")?;
     ensure!(said.contains("AI Web Pilot is off"), "{said}");
     title_is(&s.page, "error NotFoundError").await?;
@@ -280,13 +352,9 @@ async fn the_pilot_switched_off_while_a_chooser_is_held_cancels_it() -> Result<(
     s.enable_pilot().await?;
     watched(&s.browser.runtime, &url).await?;
     s.page.eval("document.title = 'bt'").await?;
-    s.page.click("#b").await?;
-    let id = eventually(LIMIT, "a new chooser held", || async {
-        let held = s.held(1).await?;
-        Ok(held.into_iter().map(|h| h["dialog_id"].clone()).find(|d| *d != id))
-    })
-    .await?;
-    pending_where(&s.agent, None, &id, |r| device_ids(r) == [HEART]).await?;
+    let id =
+        pair(&s.page, "#b", "a new chooser held with its devices", || listed(&s.agent, None, &id, heart)).await?["dialog_id"]
+            .clone();
     s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
     title_is(&s.page, "got Heart Rate").await?;
     let recs = s.closed_records("device_chooser", 2).await?;
@@ -308,10 +376,10 @@ async fn behind_the_proxy_the_agent_pairs_an_emulated_device() -> Result<()> {
         .await?;
     ensure!(v["policy_in_force"] == true, "{v}");
     watched(r.runtime.path(), &url).await?;
-    page.click("#b").await?;
-    let held = r.held(tab).await?;
-    let id = held["dialog_id"].clone();
-    let rec = pending_where(&r.agent, Some(tab), &id, |r| !device_ids(r).is_empty()).await?;
+    let any = |r: &Value| !device_ids(r).is_empty();
+    let rec = pair(&page, "#b", "the chooser held with its devices", || listed(&r.agent, Some(tab), &Value::Null, any))
+        .await?;
+    let id = rec["dialog_id"].clone();
     ensure!(device_ids(&rec) == [HEART], "{rec}");
     r.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
     title_is(&page, "got Heart Rate").await?;
@@ -372,14 +440,9 @@ async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device_and_signs_in_
     ensure!(v["policy_in_force"] == true, "{v}");
     // No barrier but the answer itself: an agent has no other (the host answers once its
     // answerer watches the tab's page).
-    page.click("#b").await?;
-    let id = eventually(LIMIT, "held", || async {
-        let v = agent.ok("observe", json!({"what": "tabs"})).await?;
-        let held = v["dialogs_blocking"]["dialogs"].as_array().cloned().unwrap_or_default();
-        Ok(held.into_iter().find(|d| d["tab_id"] == tab).map(|d| d["dialog_id"].clone()))
-    })
-    .await?;
-    let rec = pending_where(&agent, Some(tab), &id, |r| !device_ids(r).is_empty()).await?;
+    let any = |r: &Value| !device_ids(r).is_empty();
+    let rec = pair(&page, "#b", "held with its devices", || listed(&agent, Some(tab), &Value::Null, any)).await?;
+    let id = rec["dialog_id"].clone();
     ensure!(device_ids(&rec) == [HEART], "the record listed the choice first: {rec}");
     agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
     title_is(&page, "got Heart Rate").await?;

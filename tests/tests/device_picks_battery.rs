@@ -12,7 +12,9 @@ use unmodal_e2e::bluetooth::{self, Bluetooth, answerer_hook};
 use unmodal_e2e::browser::{Browser, Options};
 use unmodal_e2e::{Session, WebServer, activation, eventually};
 
-use super::device_picks::{HEART, LIMIT, THERMO, device_ids, title_is};
+use super::device_picks::{
+    HEART, LIMIT, THERMO, device_ids, pair, pair_until_title, pair_with_until_title, title, title_is,
+};
 
 /// A browser without Unmodal, its page at `url` with the emulated Heart Rate device and
 /// `DeviceAccess` on: the baseline where the test itself picks.
@@ -30,7 +32,7 @@ async fn baseline_at(url: &str) -> Result<(Browser, unmodal_e2e::page::Page, Blu
 
 /// A button that asks for any device; the page's title says what it got.
 const ASK: &str = r#"<button id=b style="position: fixed; top: 10px; left: 10px; width: 100px; height: 40px"
-  onclick="navigator.bluetooth.requestDevice({acceptAllDevices: true}).then((d) => document.title = 'got ' + d.name, (e) => document.title = 'error ' + e.name)">pair</button>"#;
+  onclick="navigator.bluetooth.requestDevice({acceptAllDevices: true}).then((d) => document.title = 'got ' + d.name, (e) => { window.why = e.message; document.title = 'error ' + e.name; })">pair</button>"#;
 
 /// A browser with Bluetooth, the host's test hook, `HEART` (and `more`) connected, the page
 /// `html` at `path` shown with the pilot on; its URL and the emulated adapter.
@@ -83,18 +85,17 @@ async fn another_sites_frame_is_picked_for() -> Result<()> {
     let child = other.page(
         "/widget",
         r#"<!doctype html><style>body { margin: 0 } button { width: 100vw; height: 100vh }</style>
-<button onclick="navigator.bluetooth.requestDevice({acceptAllDevices: true}).then((d) => parent.postMessage('got ' + d.name, '*'), (e) => parent.postMessage('error ' + e.name, '*'))">pair</button>"#,
+<button onclick="navigator.bluetooth.requestDevice({acceptAllDevices: true}).then((d) => parent.postMessage('got ' + d.name, '*'), (e) => parent.postMessage('error ' + e.name + '|' + e.message, '*'))">pair</button>"#,
         &[],
     );
     let top = format!(
-        r#"<!doctype html><title>shop</title><script>onmessage = (e) => document.title = String(e.data);</script>
+        r#"<!doctype html><title>shop</title><script>onmessage = (e) => {{ const [t, why] = String(e.data).split('|'); window.why = why || ''; document.title = t; }};</script>
 <iframe id=f allow="bluetooth" src="{child}" style="position: fixed; top: 0; left: 0; width: 200px; height: 100px; border: 0"></iframe>"#
     );
     let (s, url, _bt) = session("/shop", &top, &[]).await?;
     picking_rule(&s, json!({"pick": "first"})).await?;
     watched(&s, &child).await?;
-    s.page.click("#f").await?;
-    title_is(&s.page, "got Heart Rate").await?;
+    pair_with_until_title(&s.page, "#f", "got Heart Rate").await?;
     let recs = s.closed_records("device_chooser", 1).await?;
     let rec = &recs[0];
     ensure!(rec["closed_by"] == "rule" && rec["picked"] == HEART, "{rec}");
@@ -124,8 +125,7 @@ async fn a_strict_csp_page_gets_its_pick() -> Result<()> {
     bt.preconnected(THERMO, "Thermo").await?;
     picking_rule(&s, json!({"device_id": THERMO})).await?;
     watched(&s, &url).await?;
-    s.page.click("#b").await?;
-    title_is(&s.page, "got Thermo").await?;
+    pair_until_title(&s.page, "got Thermo").await?;
     let recs = s.closed_records("device_chooser", 1).await?;
     ensure!(recs[0]["closed_by"] == "rule" && recs[0]["picked"] == THERMO, "{recs:?}");
     ensure!(s.page_value("violations").await? == json!([]), "{}", s.page_value("violations").await?);
@@ -183,7 +183,7 @@ async fn a_hostile_page_gets_no_wrong_pick_no_hang_and_no_leak() -> Result<()> {
     mine = true;
     const p = navigator.bluetooth.requestDevice({acceptAllDevices: true});
     p.then((d) => { mine = true; document.title = 'got ' + d.name; mine = false; },
-      (e) => { mine = true; document.title = 'error ' + e.name; mine = false; });
+      (e) => { mine = true; window.why = e.message; document.title = 'error ' + e.name; mine = false; });
     mine = false;
   };
   // Forged answers on names a channel might use, before and during the call.
@@ -201,8 +201,15 @@ async fn a_hostile_page_gets_no_wrong_pick_no_hang_and_no_leak() -> Result<()> {
     watched(&s, &url).await?;
     for n in 1..=2 {
         s.page.eval("mine = true; document.title = 'bt'; mine = false").await?;
-        s.page.click("#b").await?;
-        if let Err(e) = title_is(&s.page, "got Heart Rate").await {
+        let settled = pair(&s.page, "#b", "the call settled", || async {
+            let t = title(&s.page).await?;
+            Ok((t != "bt").then_some(t))
+        })
+        .await;
+        if let Err(e) = settled.and_then(|t| {
+            ensure!(t == "got Heart Rate", "the page's title: {t:?} (wanted \"got Heart Rate\")");
+            Ok(())
+        }) {
             let d = s.dialogs().await?;
             let caught = s.page.eval("caught").await?;
             anyhow::bail!("{e}: records {d}, traps {caught}");
@@ -244,7 +251,7 @@ const PROBE: &str = r#"(() => {
 
 const STEALTH_PAGE: &str = r#"<!doctype html><title>bt</title>
 <button id=b style="position: fixed; top: 10px; left: 10px; width: 100px; height: 40px"
-  onclick="navigator.bluetooth.requestDevice({acceptAllDevices: true}).then((d) => { window.got = d; settledAs = 'resolved'; document.title = 'got ' + d.name; }, (e) => { settledAs = 'rejected ' + e.name + ': ' + e.message; document.title = 'error ' + e.name; })">pair</button>
+  onclick="navigator.bluetooth.requestDevice({acceptAllDevices: true}).then((d) => { window.got = d; settledAs = 'resolved'; document.title = 'got ' + d.name; }, (e) => { settledAs = 'rejected ' + e.name + ': ' + e.message; window.why = e.message; document.title = 'error ' + e.name; })">pair</button>
 <script>window.settledAs = 'pending';</script>"#;
 
 /// Under a rule that picks, the page sees what it sees in a browser without Unmodal where a
@@ -256,8 +263,7 @@ async fn a_picked_device_looks_as_a_persons_pick_does() -> Result<()> {
     let (s, url, _bt) = session("/stealth", STEALTH_PAGE, &[]).await?;
     picking_rule(&s, json!({"device_id": HEART})).await?;
     watched(&s, &url).await?;
-    s.page.click("#b").await?;
-    title_is(&s.page, "got Heart Rate").await?;
+    pair_until_title(&s.page, "got Heart Rate").await?;
     let ours = s.page.eval(PROBE).await?;
     let recs = s.closed_records("device_chooser", 1).await?;
     ensure!(recs[0]["picked"] == HEART, "{recs:?}");
