@@ -61,32 +61,47 @@ async fn recorded(agent: &Agent, tab: Option<i64>) -> Result<Value> {
     })
 }
 
+/// A browser with a DevTools port (the host's own connection hears every download), its
+/// downloads going to `browser_dir`, the page `PAGE` with the pilot on, and an agent whose
+/// download rule saves into `work`.
+struct Local {
+    s: Session,
+    url: String,
+    agent: Agent,
+    browser_dir: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+impl Local {
+    async fn start() -> Result<Self> {
+        let (browser_dir, work) = (tempfile::tempdir()?, tempfile::tempdir()?);
+        let prefs = json!({"download": {"default_directory": browser_dir.path()}});
+        let s = Session::start_with(Options {
+            preferences: Some(prefs),
+            env: vec![("UNMODAL_TEST_ANSWERER".into(), "1".into())],
+            ..Default::default()
+        })
+        .await?;
+        s.web.page(
+            "/report.csv",
+            BODY,
+            &[("Content-Type", "text/csv"), ("Content-Disposition", "attachment; filename=report.csv")],
+        );
+        let url = s.open("/dl.html", PAGE, &[]).await?;
+        s.enable_pilot().await?;
+        let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
+        let rule =
+            json!({"action": "handle_dialog", "setup": true, "dialog_type": "download", "save_dir": work.path()});
+        agent.ok("interact", rule).await?;
+        let watched = answerer_hook(&s.browser.runtime, json!({"op": "downloads_watched"})).await?;
+        ensure!(watched["watched"] == true, "the host hears every download: {watched}");
+        Ok(Local { s, url, agent, browser_dir, work })
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_download_a_playwright_driver_took_is_recorded_and_copied_into_save_dir() -> Result<()> {
-    let (browser_dir, work) = (tempfile::tempdir()?, tempfile::tempdir()?);
-    let prefs = json!({"download": {"default_directory": browser_dir.path()}});
-    let s = Session::start_with(Options {
-        preferences: Some(prefs),
-        env: vec![("UNMODAL_TEST_ANSWERER".into(), "1".into())],
-        ..Default::default()
-    })
-    .await?;
-    s.web.page(
-        "/report.csv",
-        BODY,
-        &[("Content-Type", "text/csv"), ("Content-Disposition", "attachment; filename=report.csv")],
-    );
-    let url = s.open("/dl.html", PAGE, &[]).await?;
-    s.enable_pilot().await?;
-    let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
-    agent
-        .ok(
-            "interact",
-            json!({"action": "handle_dialog", "setup": true, "dialog_type": "download", "save_dir": work.path()}),
-        )
-        .await?;
-    let watched = answerer_hook(&s.browser.runtime, json!({"op": "downloads_watched"})).await?;
-    ensure!(watched["watched"] == true, "the host hears every download: {watched}");
+    let Local { s, url, agent, browser_dir, work } = Local::start().await?;
     let endpoint = format!("http://127.0.0.1:{}", s.browser.debugging_port()?);
     let (got, driver) = driver_downloads(&endpoint, &url).await?;
     let r = recorded(&agent, None).await?;
@@ -141,26 +156,7 @@ async fn a_download_a_playwright_driver_took_in_a_remote_browser_is_copied_here(
 /// hearing the same download, pairs it with the worker's record instead of recording it
 /// again as a driver's.
 async fn an_mcp_driver_leaves_downloads_to_unmodal(driver: Driver) -> Result<()> {
-    let (browser_dir, work) = (tempfile::tempdir()?, tempfile::tempdir()?);
-    let prefs = json!({"download": {"default_directory": browser_dir.path()}});
-    let s = Session::start_with(Options {
-        preferences: Some(prefs),
-        env: vec![("UNMODAL_TEST_ANSWERER".into(), "1".into())],
-        ..Default::default()
-    })
-    .await?;
-    s.web.page(
-        "/report.csv",
-        BODY,
-        &[("Content-Type", "text/csv"), ("Content-Disposition", "attachment; filename=report.csv")],
-    );
-    let url = s.open("/dl.html", PAGE, &[]).await?;
-    s.enable_pilot().await?;
-    let agent = Agent::start_with_roots(&s.browser.art.host, &s.browser.runtime, &[work.path().to_owned()]).await?;
-    let rule = json!({"action": "handle_dialog", "setup": true, "dialog_type": "download", "save_dir": work.path()});
-    agent.ok("interact", rule).await?;
-    let watched = answerer_hook(&s.browser.runtime, json!({"op": "downloads_watched"})).await?;
-    ensure!(watched["watched"] == true, "the host hears every download: {watched}");
+    let Local { s, url, agent, browser_dir, work } = Local::start().await?;
     let peer = Peer::start(driver, s.browser.debugging_port()?).await?;
     let r = tokio::time::timeout(LIMIT, peer.click_role(&url, "link", "get")).await.context("the driver's click")??;
     ensure!(!r.is_error, "{driver:?}'s click: {}", r.text);
