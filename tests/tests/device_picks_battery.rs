@@ -13,7 +13,7 @@ use unmodal_e2e::browser::{Browser, Options};
 use unmodal_e2e::{Session, WebServer, activation, eventually};
 
 use super::device_picks::{
-    HEART, LIMIT, THERMO, device_ids, pair, pair_until_title, pair_with_until_title, title, title_is,
+    HEART, LIMIT, THERMO, device_ids, listed, pair, pair_until_title, pair_with_until_title, title, title_is,
 };
 
 /// A browser without Unmodal, its page at `url` with the emulated Heart Rate device and
@@ -513,4 +513,46 @@ async fn a_flood_of_requests_under_a_picking_rule_settles() -> Result<()> {
     // And the next request is picked as ever.
     s.page.click("#one").await?;
     title_is(&s.page, "got Heart Rate").await
+}
+
+/// Another DevTools client (a driver with `DeviceAccess` on) picks in the chooser Unmodal
+/// holds for the agent under `must_respond`: the page gets that client's device, the
+/// record closes as `remote` with nothing picked by Unmodal, and the agent's late pick is
+/// refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_client_picking_first_closes_it_as_remote() -> Result<()> {
+    let (s, url, _bt) = session("/other", &format!("<!doctype html><title>bt</title>{ASK}"), &[]).await?;
+    s.policy("must_respond", 60).await?;
+    watched(&s, &url).await?;
+    s.page.call("DeviceAccess.enable", json!({})).await?;
+    let mut events = s.page.events();
+    let heart = |r: &Value| device_ids(r) == [HEART];
+    let rec = pair(&s.page, "#b", "the chooser held with its devices", || listed(&s.agent, None, &Value::Null, heart))
+        .await?;
+    let me = s.page.session.clone();
+    let prompt = tokio::time::timeout(LIMIT, async {
+        loop {
+            let e = events.recv().await?;
+            if e.method == "DeviceAccess.deviceRequestPrompted"
+                && e.session.as_deref() == Some(me.as_str())
+                && e.params["devices"].as_array().is_some_and(|d| d.iter().any(|d| d["id"] == HEART))
+            {
+                return anyhow::Ok(e.params["id"].clone());
+            }
+        }
+    })
+    .await
+    .context("the other client's prompt")??;
+    s.page.call("DeviceAccess.selectPrompt", json!({"id": prompt, "deviceId": HEART})).await?;
+    title_is(&s.page, "got Heart Rate").await?;
+    let recs = s.closed_records("device_chooser", 1).await?;
+    let r = &recs[0];
+    ensure!(r["dialog_id"] == rec["dialog_id"], "{recs:?}");
+    ensure!(r["closed_by"] == "remote" && r["picked"].is_null(), "another client answered: {r}");
+    let late = s
+        .agent
+        .call("interact", json!({"action": "handle_dialog", "dialog_id": rec["dialog_id"], "device_id": HEART}))
+        .await?;
+    ensure!(format!("{late:?}").contains("dialog_not_open"), "the late pick is refused: {late:?}");
+    Ok(())
 }
