@@ -6,7 +6,7 @@
 //! the account the browser posted, and it logs every path asked.
 
 use super::sign_in_picks::{LIMIT, account_ids, covered, let_through_to_its_chooser, rp, rule, session, show, titled};
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 use unmodal_e2e::Session;
 use unmodal_e2e::eventually;
@@ -448,5 +448,49 @@ async fn the_pilot_switched_off_while_a_chooser_is_held_posts_nothing_and_says_p
     let targets = s.browser.cdp.call(None, "Target.getTargets", json!({})).await?;
     let tab = targets["targetInfos"].as_array().into_iter().flatten().find(|t| t["url"] == one.url.as_str()).cloned();
     ensure!(tab.as_ref().is_some_and(|t| t["title"] == "rp"), "the page got nothing: {tab:?}");
+    Ok(())
+}
+
+/// Another DevTools client (a driver with `FedCm` on) picks in the account chooser Unmodal
+/// holds for the agent under `must_respond`: the page signs in with that client's account,
+/// the record closes as `remote` with no account picked by Unmodal, and the agent's late
+/// pick is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_client_picking_first_closes_it_as_remote() -> Result<()> {
+    let s = session().await?;
+    let one = rp("/rp1.html")?;
+    show(&s, &one.url).await?;
+    s.enable_pilot().await?;
+    s.policy("must_respond", 60).await?;
+    covered(&s.browser.runtime, &one.url).await?;
+    let mut events = s.page.events();
+    s.page.call("FedCm.enable", json!({"disableRejectionDelay": true})).await?;
+    s.page.click("#b").await?;
+    let call = s.held(1).await?.remove(0);
+    let chooser = let_through_to_its_chooser(&s, &call).await?;
+    let me = s.page.session.clone();
+    let shown = tokio::time::timeout(LIMIT, async {
+        loop {
+            let e = events.recv().await?;
+            if e.method == "FedCm.dialogShown" && e.session.as_deref() == Some(me.as_str()) {
+                return anyhow::Ok(e.params);
+            }
+        }
+    })
+    .await
+    .context("the other client's dialog")??;
+    s.page.call("FedCm.selectAccount", json!({"dialogId": shown["dialogId"], "accountIndex": 1})).await?;
+    titled(&s, "token token-for-u2").await?;
+    ensure!(*one.idp.asserted.lock().unwrap() == ["u2"], "the other client's account alone was posted");
+    let id = chooser["dialog_id"].clone();
+    let closed = eventually(LIMIT, "the chooser's record closed", || async {
+        let recs = s.dialogs().await?["recent_dialogs"].as_array().cloned().unwrap_or_default();
+        Ok(recs.into_iter().find(|r| r["dialog_id"] == id && r["state"] == "closed"))
+    })
+    .await?;
+    ensure!(closed["closed_by"] == "remote" && closed["picked_account"].is_null(), "another client answered: {closed}");
+    let late =
+        s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "account_id": "u1"})).await?;
+    ensure!(format!("{late:?}").contains("dialog_not_open"), "the late pick is refused: {late:?}");
     Ok(())
 }
