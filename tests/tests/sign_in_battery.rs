@@ -187,7 +187,11 @@ async fn in_another_sites_frame_a_rule_picks() -> Result<()> {
     s.enable_pilot().await?;
     rule(&s, json!({"account_id": "u2"})).await?;
     // A frame of another site is its own target, attached after its page.
-    covered(&s.browser.runtime, &one.url).await?;
+    if let Err(e) = covered(&s.browser.runtime, &one.url).await {
+        let frames = s.page.call("Page.getFrameTree", json!({})).await;
+        let targets = s.browser.cdp.call(None, "Target.getTargets", json!({})).await;
+        anyhow::bail!("{e}: the page's frames {frames:?}; the browser's targets {targets:?}");
+    }
     // The frame's centre is on its button.
     s.page.click("#f").await?;
     titled(&s, "token token-for-u2").await?;

@@ -321,7 +321,11 @@ impl Answerer {
         }
         let interesting = match ev.session {
             None => ev.method.starts_with("Target."),
-            Some(_) => ev.method.starts_with("DeviceAccess.") || ev.method.starts_with("FedCm."),
+            Some(_) => {
+                ev.method.starts_with("DeviceAccess.")
+                    || ev.method.starts_with("FedCm.")
+                    || matches!(ev.method.as_str(), "Target.attachedToTarget" | "Target.detachedFromTarget")
+            }
         };
         if !interesting {
             return;
@@ -616,7 +620,8 @@ impl Answerer {
         for step in steps {
             let (me, conn) = (self.clone(), conn.clone());
             // Counted before the task starts, so `settled` cannot look between the two.
-            let counted = matches!(step, Step::Attach(_) | Step::AttachLater { .. } | Step::Enable { .. });
+            let counted =
+                matches!(step, Step::Attach(_) | Step::AttachLater { .. } | Step::Enable { .. } | Step::AutoAttach(_));
             if counted {
                 self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
             }
@@ -673,6 +678,13 @@ impl Answerer {
             }
             Step::Detach(session) => {
                 let _ = conn.call("Target.detachFromTarget", json!({"sessionId": session}), None).await;
+            }
+            Step::AutoAttach(session) => {
+                let only_frames = json!({"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true,
+                    "filter": [{"type": "iframe", "exclude": false}]});
+                if let Err(e) = conn.call("Target.setAutoAttach", only_frames, Some(&session)).await {
+                    tracing::debug!(error = %e, "the answerer's frames are not attached as they come in a target");
+                }
             }
         }
     }

@@ -185,6 +185,56 @@ async fn a_session_the_browser_detached_is_attached_again() {
     assert_eq!(f2, 1);
 }
 
+/// Frames of other sites come attached by the browser under their page's session (the
+/// answerer asks for it on each session): such a session is the answerer's, covered at
+/// once, even where discovery never named the frame; a second session on a target is let
+/// go; one the browser detached is attached again.
+#[tokio::test]
+async fn a_frame_the_browser_attached_under_its_page_is_the_answerers() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    a.set(true, Want::ALL);
+    peer.page("P1", "page", "http://127.0.0.1:1/top");
+    until("frames asked for", || peer.sent().iter().any(|m| m == "Target.setAutoAttach @S-P1")).await;
+    let auto = &peer.params("Target.setAutoAttach")[0];
+    assert_eq!(auto["waitForDebuggerOnStart"], false, "a new frame is never paused: {auto}");
+    assert_eq!(auto["filter"], json!([{"type": "iframe", "exclude": false}]), "frames only: {auto}");
+    let frame = |id: &str, session: &str, url: &str| {
+        json!({"sessionId": session, "waitingForDebugger": false,
+            "targetInfo": {"targetId": id, "type": "iframe", "url": url}})
+    };
+    peer.send("Target.attachedToTarget", frame("F1", "A-F1", "http://localhost:2/rp"), Some("S-P1"));
+    until("covered", || a.covers("http://localhost:2/rp", Which::Accounts)).await;
+    until("its domains on", || peer.sent().iter().any(|m| m == "FedCm.enable @A-F1")).await;
+    // Named by discovery afterwards: no second session.
+    peer.page("F1", "iframe", "http://localhost:2/rp");
+    assert!(a.settled(Duration::from_secs(10)).await);
+    assert!(peer.params("Target.attachToTarget").iter().all(|p| p["targetId"] != "F1"), "{:?}", peer.sent());
+    // Attached by the answerer first, then by the browser: the browser's session is let go.
+    peer.page("F2", "iframe", "http://localhost:3/rp");
+    until("F2 covered", || a.covers("http://localhost:3/rp", Which::Accounts)).await;
+    peer.send("Target.attachedToTarget", frame("F2", "A-F2", "http://localhost:3/rp"), Some("S-P1"));
+    until("the second let go", || peer.params("Target.detachFromTarget").iter().any(|p| p["sessionId"] == "A-F2"))
+        .await;
+    assert!(a.covers("http://localhost:3/rp", Which::Accounts), "still covered by its first session");
+    // A page of the browser's own, attached under a page: let go.
+    let ui = json!({"sessionId": "A-X", "targetInfo": {"targetId": "X", "type": "iframe", "url": "chrome://x/"}});
+    peer.send("Target.attachedToTarget", ui, Some("S-P1"));
+    until("not ours", || peer.params("Target.detachFromTarget").iter().any(|p| p["sessionId"] == "A-X")).await;
+    // The browser detaching the adopted session (on the page's session): attached again.
+    peer.send("Target.detachedFromTarget", json!({"sessionId": "A-F1", "targetId": "F1"}), Some("S-P1"));
+    until("attached again", || peer.params("Target.attachToTarget").iter().any(|p| p["targetId"] == "F1")).await;
+    until("covered again", || a.covers("http://localhost:2/rp", Which::Accounts)).await;
+    // Pilot off: every session let go, the browser's included.
+    a.set(false, Want::ALL);
+    assert!(!a.covers("http://localhost:2/rp", Which::Accounts));
+    let gone = |s: &str| peer.params("Target.detachFromTarget").iter().any(|p| p["sessionId"] == s);
+    until("all let go", || gone("S-P1") && gone("S-F1") && gone("S-F2")).await;
+    // And a frame the browser attaches then is let go at once.
+    peer.send("Target.attachedToTarget", frame("F3", "A-F3", "http://localhost:4/rp"), Some("S-P1"));
+    until("F3 let go", || gone("A-F3")).await;
+}
+
 /// A page's second `requestDevice` cancels its first chooser without a word over CDP: the
 /// new prompt in the session closes the old one (`remote`), so nothing picks a chooser gone.
 #[tokio::test]
