@@ -5,7 +5,10 @@
 //! The loopback provider (`idp.rs`) is set per test to produce each dialog; its token names
 //! the account the browser posted, and it logs every path asked.
 
-use super::sign_in_picks::{LIMIT, account_ids, covered, let_through_to_its_chooser, rp, rule, session, show, titled};
+use super::sign_in_picks::{
+    LIMIT, account_ids, closed_record, covered, held_for_the_agent, let_through_to_its_chooser, rp, rule, session,
+    show, titled,
+};
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 use unmodal_e2e::Session;
@@ -426,22 +429,12 @@ async fn a_flood_of_calls_under_a_picking_rule_settles_and_the_tab_takes_input()
 /// it: measured, the page's call then waits, as for any prompt left to a person).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_pilot_switched_off_while_a_chooser_is_held_posts_nothing_and_says_pilot_off() -> Result<()> {
-    let s = session().await?;
-    let one = rp("/rp1.html")?;
-    show(&s, &one.url).await?;
-    s.enable_pilot().await?;
-    s.policy("must_respond", 60).await?;
-    covered(&s.browser.runtime, &one.url).await?;
+    let (s, one) = held_for_the_agent().await?;
     s.page.click("#b").await?;
     let call = s.held(1).await?.remove(0);
     let id = let_through_to_its_chooser(&s, &call).await?["dialog_id"].clone();
     s.pilot_command("off")?;
-    let r = eventually(LIMIT, "the chooser's record closed", || async {
-        let d = s.dialogs().await?;
-        let recs = d["recent_dialogs"].as_array().cloned().unwrap_or_default();
-        Ok(recs.into_iter().find(|r| r["dialog_id"] == id && r["state"] == "closed"))
-    })
-    .await?;
+    let r = closed_record(&s, &id).await?;
     ensure!(r["closed_by"] == "pilot_off" && r["decided_by"] == "pilot_off", "{r}");
     ensure!(r["picked_account"].is_null() && r["accepted"].is_null(), "{r}");
     ensure!(r["explanation"].as_str().is_some_and(|e| e.contains("pilot switched off")), "{r}");
@@ -461,12 +454,7 @@ async fn the_pilot_switched_off_while_a_chooser_is_held_posts_nothing_and_says_p
 /// pick is refused.
 #[tokio::test(flavor = "multi_thread")]
 async fn another_client_picking_first_closes_it_as_remote() -> Result<()> {
-    let s = session().await?;
-    let one = rp("/rp1.html")?;
-    show(&s, &one.url).await?;
-    s.enable_pilot().await?;
-    s.policy("must_respond", 60).await?;
-    covered(&s.browser.runtime, &one.url).await?;
+    let (s, one) = held_for_the_agent().await?;
     let mut events = s.page.events();
     s.page.call("FedCm.enable", json!({"disableRejectionDelay": true})).await?;
     s.page.click("#b").await?;
@@ -487,11 +475,7 @@ async fn another_client_picking_first_closes_it_as_remote() -> Result<()> {
     titled(&s, "token token-for-u2").await?;
     ensure!(*one.idp.asserted.lock().unwrap() == ["u2"], "the other client's account alone was posted");
     let id = chooser["dialog_id"].clone();
-    let closed = eventually(LIMIT, "the chooser's record closed", || async {
-        let recs = s.dialogs().await?["recent_dialogs"].as_array().cloned().unwrap_or_default();
-        Ok(recs.into_iter().find(|r| r["dialog_id"] == id && r["state"] == "closed"))
-    })
-    .await?;
+    let closed = closed_record(&s, &id).await?;
     ensure!(closed["closed_by"] == "remote" && closed["picked_account"].is_null(), "another client answered: {closed}");
     let late =
         s.agent.call("interact", json!({"action": "handle_dialog", "dialog_id": id, "account_id": "u1"})).await?;

@@ -61,6 +61,27 @@ pub(super) async fn let_through_to_its_chooser(s: &Session, call: &Value) -> Res
     .await
 }
 
+/// The relying party's page `/rp1.html` shown with the pilot on under `must_respond` (60 s),
+/// its frame covered by the answerer: the session and the provider.
+pub(super) async fn held_for_the_agent() -> Result<(Session, Rp)> {
+    let s = session().await?;
+    let one = rp("/rp1.html")?;
+    show(&s, &one.url).await?;
+    s.enable_pilot().await?;
+    s.policy("must_respond", 60).await?;
+    covered(&s.browser.runtime, &one.url).await?;
+    Ok((s, one))
+}
+
+/// The record `id` once it is closed.
+pub(super) async fn closed_record(s: &Session, id: &Value) -> Result<Value> {
+    eventually(LIMIT, "the chooser's record closed", || async {
+        let recs = s.dialogs().await?["recent_dialogs"].as_array().cloned().unwrap_or_default();
+        Ok(recs.into_iter().find(|r| r["dialog_id"] == *id && r["state"] == "closed"))
+    })
+    .await
+}
+
 pub(super) async fn rule(s: &Session, more: Value) -> Result<Value> {
     let mut a = json!({"action": "handle_dialog", "setup": true, "dialog_type": "sign_in", "once": true});
     a.as_object_mut().unwrap().extend(more.as_object().cloned().unwrap_or_default());
@@ -126,12 +147,7 @@ async fn a_rule_picks_by_id_or_email_and_only_account_picks_none_of_two() -> Res
 /// unanswered, is closed by the watchdog: nothing is posted.
 #[tokio::test(flavor = "multi_thread")]
 async fn under_must_respond_the_agent_picks_from_the_listed_accounts_then_the_watchdog_closes_one() -> Result<()> {
-    let s = session().await?;
-    let one = rp("/rp1.html")?;
-    show(&s, &one.url).await?;
-    s.enable_pilot().await?;
-    s.policy("must_respond", 60).await?;
-    covered(&s.browser.runtime, &one.url).await?;
+    let (s, one) = held_for_the_agent().await?;
     s.page.click("#b").await?;
     let call = s.held(1).await?.remove(0);
     s.host_caught_up().await?;
