@@ -92,7 +92,8 @@ async fn with_the_pilot_off_the_answerer_sees_and_picks_nothing() -> Result<()> 
     let pick =
         answerer_hook(runtime, json!({"op": "select_device", "prompt": 1, "device_id": "09:09:09:09:09:09"})).await;
     ensure!(pick.is_err(), "{pick:?}");
-    ensure!(title(&s).await? == "bt", "nothing reached the page");
+    let t = title(&s).await?;
+    ensure!(t == "bt", "nothing reached the page: its title is {t:?}");
     Ok(())
 }
 
