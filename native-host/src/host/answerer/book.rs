@@ -195,11 +195,19 @@ impl Book {
             return vec![Step::AttachLater { target: target.to_owned(), after }];
         };
         t.refused = 0;
-        t.session = Some(session.clone());
-        t.enabled = Want::NONE;
-        self.sessions.insert(session.clone(), target.to_owned());
+        self.take(target, session, seen)
+    }
+
+    /// `session` is the answerer's on target `id` (known): its frames asked for as they
+    /// come, and its domains brought to what is wanted.
+    fn take(&mut self, id: &str, session: String, seen: &mut Vec<Seen>) -> Vec<Step> {
+        if let Some(t) = self.targets.get_mut(id) {
+            t.session = Some(session.clone());
+            t.enabled = Want::NONE;
+        }
+        self.sessions.insert(session.clone(), id.to_owned());
         let mut steps = vec![Step::AutoAttach(session)];
-        steps.extend(self.bring_in_line(target, seen));
+        steps.extend(self.bring_in_line(id, seen));
         steps
     }
 
@@ -222,12 +230,8 @@ impl Book {
         }
         t.url = url;
         t.frame = true;
-        t.session = Some(session.clone());
-        t.enabled = Want::NONE;
-        self.sessions.insert(session.clone(), id.to_owned());
-        let mut steps = vec![Step::AutoAttach(session)];
-        steps.extend(self.bring_in_line(id, seen));
-        steps
+        let id = id.to_owned();
+        self.take(&id, session, seen)
     }
 
     /// The wait after a refused attach is over: attach if still wanted and not attached.
