@@ -13,11 +13,16 @@
 //! A test makes such a call through `until_not_raced`: a try whose outcome is one of these
 //! is made again (in a fresh document where the test's try loads one), each try printed,
 //! at most `TRIES`. Every other outcome goes to the test's assertions, so a wrapper that
-//! lost the gesture still fails: it gives the same refusal on every try.
+//! lost the gesture still fails: it gives the same refusal on every try. `click_until` is
+//! the common case: a button whose handler makes the call, on a page that keeps a refusal's
+//! message in `window.why`.
 
+use crate::page::Page;
+use crate::wait::eventually;
 use anyhow::{Result, bail};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::future::Future;
+use std::time::Duration;
 
 /// How many tries a call gets before its races count as a failure.
 pub const TRIES: usize = 8;
@@ -68,6 +73,43 @@ where
         }
     }
     bail!("{what}: the browser raced itself in every one of {TRIES} tries: {raced:?}")
+}
+
+/// How long `click_until` waits for what a click should bring.
+pub const CLICK_LIMIT: Duration = Duration::from_secs(15);
+
+/// Clicks `selector` in `page` until the browser does not refuse its call for want of the
+/// click's activation, then waits (`CLICK_LIMIT`) until `seen` gives something. The page
+/// keeps a refusal's message in `window.why`; a refused try is printed and the page's title
+/// put back as it was before the click. A failure names what was awaited and the title.
+pub async fn click_until<T, F, Fut>(page: &Page, selector: &str, what: &str, seen: F) -> Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<Option<T>>>,
+{
+    let title = || async { anyhow::Ok(page.eval("document.title").await?.as_str().unwrap_or_default().to_owned()) };
+    until_not_raced(what, |_| async {
+        let before = title().await?;
+        page.eval("window.why = ''; 0").await?;
+        page.click(selector).await?;
+        let got = eventually(CLICK_LIMIT, what, || async {
+            if no_activation(&page.eval("window.why").await?) {
+                return Ok(Some(None));
+            }
+            Ok(seen().await?.map(Some))
+        })
+        .await;
+        match got {
+            Err(e) => bail!("{e} (the page's title: {:?})", title().await),
+            Ok(Some(v)) => Ok(Try::Done(v)),
+            Ok(None) => {
+                let why = page.eval("window.why").await?;
+                page.eval(&format!("document.title = {}; 0", json!(before))).await?;
+                Ok(Try::Raced(why.to_string()))
+            }
+        }
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -62,48 +62,16 @@ pub(super) async fn title_is(page: &unmodal_e2e::page::Page, want: &str) -> Resu
     Ok(())
 }
 
-/// Clicks `button` in `page` (its Bluetooth call) until the browser does not refuse the call for
-/// want of the click's activation (the race `activation` names: each such try printed, the
-/// page's title put back), then waits until `seen` gives something. The pages keep a
-/// refusal's message in `window.why`.
-pub(super) async fn pair<T, F, Fut>(page: &Page, button: &str, what: &str, seen: F) -> Result<T>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<Option<T>>>,
-{
-    activation::until_not_raced(what, |_| async {
-        let before = title(page).await?;
-        page.eval("window.why = ''; 0").await?;
-        page.click(button).await?;
-        let got = eventually(LIMIT, what, || async {
-            if activation::no_activation(&page.eval("window.why").await?) {
-                return Ok(Some(None));
-            }
-            Ok(seen().await?.map(Some))
-        })
-        .await;
-        match got {
-            Err(e) => anyhow::bail!("{e} (the page's title: {:?})", title(page).await),
-            Ok(Some(v)) => Ok(activation::Try::Done(v)),
-            Ok(None) => {
-                let why = page.eval("window.why").await?;
-                page.eval(&format!("document.title = {}; 0", json!(before))).await?;
-                Ok(activation::Try::Raced(why.to_string()))
-            }
-        }
-    })
-    .await
-}
-
-/// `pair` with `#b`, until the page's title is `want`.
+/// Clicks `#b` (its Bluetooth call) until the page's title is `want`.
 pub(super) async fn pair_until_title(page: &Page, want: &str) -> Result<()> {
     pair_with_until_title(page, "#b", want).await
 }
 
-/// `pair` with `button`, until the page's title is `want`.
+/// Clicks `button` (its Bluetooth call; `activation::click_until`) until the page's title
+/// is `want`.
 pub(super) async fn pair_with_until_title(page: &Page, button: &str, want: &str) -> Result<()> {
     let what = format!("the page's title {want:?}");
-    pair(page, button, &what, || async { Ok((title(page).await? == want).then_some(())) }).await
+    activation::click_until(page, button, &what, || async { Ok((title(page).await? == want).then_some(())) }).await
 }
 
 /// The device chooser held (of tab `tab`, if named; not record `not`) whose record `ready`
@@ -168,8 +136,10 @@ async fn the_agent_picks_a_device_the_record_listed() -> Result<()> {
     s.policy("must_respond", 60).await?;
     watched(&s.browser.runtime, &url).await?;
     let any = |r: &Value| !device_ids(r).is_empty();
-    let rec =
-        pair(&s.page, "#b", "the chooser held with its devices", || listed(&s.agent, None, &Value::Null, any)).await?;
+    let rec = activation::click_until(&s.page, "#b", "the chooser held with its devices", || {
+        listed(&s.agent, None, &Value::Null, any)
+    })
+    .await?;
     let id = rec["dialog_id"].clone();
     ensure!(device_ids(&rec) == [HEART], "{rec}");
     ensure!(rec["chooser"] == "bluetooth" && rec["no_choice"].is_null(), "{rec}");
@@ -212,8 +182,10 @@ async fn rules_pick_by_id_when_offered_and_the_first_device() -> Result<()> {
     ensure!(v["auto_responses"][0]["device_id"] == THERMO, "the rule shows its device: {v}");
     watched(&s.browser.runtime, &url).await?;
     let heart = |r: &Value| device_ids(r) == [HEART];
-    let rec = pair(&s.page, "#b", "the chooser held with its devices", || listed(&s.agent, None, &Value::Null, heart))
-        .await?;
+    let rec = activation::click_until(&s.page, "#b", "the chooser held with its devices", || {
+        listed(&s.agent, None, &Value::Null, heart)
+    })
+    .await?;
     ensure!(rec["rule_id"].is_u64(), "held for its rule: {rec}");
     ensure!(title(&s.page).await? == "bt", "Heart Rate is not the rule's device");
     bt.advertise(THERMO, "Thermo").await?;
@@ -229,7 +201,10 @@ async fn rules_pick_by_id_when_offered_and_the_first_device() -> Result<()> {
             json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser", "pick": "first"}),
         )
         .await?;
-    pair(&s.page, "#b", "picked", || async { Ok(title(&s.page).await?.starts_with("got ").then_some(())) }).await?;
+    activation::click_until(&s.page, "#b", "picked", || async {
+        Ok(title(&s.page).await?.starts_with("got ").then_some(()))
+    })
+    .await?;
     let recs = s.closed_records("device_chooser", 2).await?;
     ensure!(recs[1]["closed_by"] == "rule" && recs[1]["picked"].is_string(), "{recs:?}");
     Ok(())
@@ -283,8 +258,9 @@ async fn usb_is_still_only_cancelled() -> Result<()> {
     Ok(())
 }
 
-/// Pilot off: a rule that picks waits (not in force); nothing is attached or picked, the
-/// record says pilot_off and the browser's chooser stands.
+/// Pilot off: a rule that picks waits (not in force); nothing is attached (the page is not
+/// covered) or picked, and a pick asked of the answerer is refused; the record says
+/// pilot_off and the browser's chooser stands.
 #[tokio::test]
 async fn with_the_pilot_off_nothing_is_picked() -> Result<()> {
     let s = Session::start_with(Options {
@@ -293,17 +269,24 @@ async fn with_the_pilot_off_nothing_is_picked() -> Result<()> {
         ..Options::default()
     })
     .await?;
-    s.open("/bt.html", PAGE, &[]).await?;
+    let url = s.open("/bt.html", PAGE, &[]).await?;
     let bt = Bluetooth::emulate(&s.browser.cdp).await?;
     bt.preconnected(HEART, "Heart Rate").await?;
     let rule = json!({"action": "handle_dialog", "setup": true, "dialog_type": "device_chooser", "pick": "first", "once": false});
     let v = s.agent.ok("interact", rule).await?;
     ensure!(v["rules_in_force"] == false, "the pilot is off: {v}");
+    // Devices wanted (as the rule asks, and through the hook besides), yet with the pilot
+    // off the answerer attaches to nothing: the page is not covered, now that the hook's
+    // `want` answered (the answerer's book is current then).
+    let runtime = &s.browser.runtime;
+    answerer_hook(runtime, json!({"op": "want", "devices": true})).await?;
+    let covers = answerer_hook(runtime, json!({"op": "covers", "which": "devices", "url": url})).await?;
+    ensure!(covers["covered"] == false, "pilot off: nothing attached: {covers}");
     // A try the browser refused for want of the click's activation opened no chooser (and
     // made no record: the hook asks only after the browser's answer on Bluetooth's
     // availability, which comes after its refusal), so it says nothing of a pick.
     let before = s.dialogs().await?["recent_dialogs"].as_array().map_or(0, Vec::len);
-    let rec = pair(&s.page, "#b", "the call recorded", || async {
+    let rec = activation::click_until(&s.page, "#b", "the call recorded", || async {
         let recent = s.dialogs().await?["recent_dialogs"].as_array().cloned().unwrap_or_default();
         Ok(recent.get(before..).and_then(|new| new.iter().find(|r| r["type"] == "device_chooser").cloned()))
     })
@@ -315,8 +298,11 @@ async fn with_the_pilot_off_nothing_is_picked() -> Result<()> {
     // No device reached the page. (The barrier's alert closes the browser's own chooser, so
     // the page may have the browser's cancel by now.)
     ensure!(t == "bt" || t == "error NotFoundError", "nothing picked: {t}");
-    let none = answerer_hook(&s.browser.runtime, json!({"op": "prompts"})).await?;
+    let none = answerer_hook(runtime, json!({"op": "prompts"})).await?;
     ensure!(none["prompts"].as_array().is_some_and(Vec::is_empty), "nothing attached: {none}");
+    // A pick asked for all the same is refused: the pilot is off.
+    let pick = answerer_hook(runtime, json!({"op": "select_device", "prompt": 1, "device_id": HEART})).await;
+    ensure!(pick.as_ref().is_err_and(|e| e.to_string().contains("pilot is off")), "{pick:?}");
     Ok(())
 }
 
@@ -330,8 +316,10 @@ async fn the_pilot_switched_off_while_a_chooser_is_held_cancels_it() -> Result<(
     s.policy("must_respond", 60).await?;
     watched(&s.browser.runtime, &url).await?;
     let heart = |r: &Value| device_ids(r) == [HEART];
-    let id = pair(&s.page, "#b", "the chooser held with its devices", || listed(&s.agent, None, &Value::Null, heart))
-        .await?["dialog_id"]
+    let id = activation::click_until(&s.page, "#b", "the chooser held with its devices", || {
+        listed(&s.agent, None, &Value::Null, heart)
+    })
+    .await?["dialog_id"]
         .clone();
     let said = s.pilot_command("off")?;
     ensure!(said.contains("AI Web Pilot is off"), "{said}");
@@ -352,9 +340,11 @@ async fn the_pilot_switched_off_while_a_chooser_is_held_cancels_it() -> Result<(
     s.enable_pilot().await?;
     watched(&s.browser.runtime, &url).await?;
     s.page.eval("document.title = 'bt'").await?;
-    let id =
-        pair(&s.page, "#b", "a new chooser held with its devices", || listed(&s.agent, None, &id, heart)).await?["dialog_id"]
-            .clone();
+    let id = activation::click_until(&s.page, "#b", "a new chooser held with its devices", || {
+        listed(&s.agent, None, &id, heart)
+    })
+    .await?["dialog_id"]
+        .clone();
     s.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
     title_is(&s.page, "got Heart Rate").await?;
     let recs = s.closed_records("device_chooser", 2).await?;
@@ -377,8 +367,10 @@ async fn behind_the_proxy_the_agent_pairs_an_emulated_device() -> Result<()> {
     ensure!(v["policy_in_force"] == true, "{v}");
     watched(r.runtime.path(), &url).await?;
     let any = |r: &Value| !device_ids(r).is_empty();
-    let rec = pair(&page, "#b", "the chooser held with its devices", || listed(&r.agent, Some(tab), &Value::Null, any))
-        .await?;
+    let rec = activation::click_until(&page, "#b", "the chooser held with its devices", || {
+        listed(&r.agent, Some(tab), &Value::Null, any)
+    })
+    .await?;
     let id = rec["dialog_id"].clone();
     ensure!(device_ids(&rec) == [HEART], "{rec}");
     r.agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;
@@ -441,7 +433,9 @@ async fn in_a_browser_unmodal_mcp_started_the_agent_pairs_a_device_and_signs_in_
     // No barrier but the answer itself: an agent has no other (the host answers once its
     // answerer watches the tab's page).
     let any = |r: &Value| !device_ids(r).is_empty();
-    let rec = pair(&page, "#b", "held with its devices", || listed(&agent, Some(tab), &Value::Null, any)).await?;
+    let rec =
+        activation::click_until(&page, "#b", "held with its devices", || listed(&agent, Some(tab), &Value::Null, any))
+            .await?;
     let id = rec["dialog_id"].clone();
     ensure!(device_ids(&rec) == [HEART], "the record listed the choice first: {rec}");
     agent.ok("interact", json!({"action": "handle_dialog", "dialog_id": id, "device_id": HEART})).await?;

@@ -13,7 +13,7 @@ use unmodal_e2e::browser::{Browser, Options};
 use unmodal_e2e::{Session, WebServer, activation, eventually};
 
 use super::device_picks::{
-    HEART, LIMIT, THERMO, device_ids, listed, pair, pair_until_title, pair_with_until_title, title, title_is,
+    HEART, LIMIT, THERMO, device_ids, listed, pair_until_title, pair_with_until_title, title, title_is,
 };
 
 /// A browser without Unmodal, its page at `url` with the emulated Heart Rate device and
@@ -201,7 +201,7 @@ async fn a_hostile_page_gets_no_wrong_pick_no_hang_and_no_leak() -> Result<()> {
     watched(&s, &url).await?;
     for n in 1..=2 {
         s.page.eval("mine = true; document.title = 'bt'; mine = false").await?;
-        let settled = pair(&s.page, "#b", "the call settled", || async {
+        let settled = activation::click_until(&s.page, "#b", "the call settled", || async {
             let t = title(&s.page).await?;
             Ok((t != "bt").then_some(t))
         })
@@ -527,8 +527,10 @@ async fn another_client_picking_first_closes_it_as_remote() -> Result<()> {
     s.page.call("DeviceAccess.enable", json!({})).await?;
     let mut events = s.page.events();
     let heart = |r: &Value| device_ids(r) == [HEART];
-    let rec = pair(&s.page, "#b", "the chooser held with its devices", || listed(&s.agent, None, &Value::Null, heart))
-        .await?;
+    let rec = activation::click_until(&s.page, "#b", "the chooser held with its devices", || {
+        listed(&s.agent, None, &Value::Null, heart)
+    })
+    .await?;
     let me = s.page.session.clone();
     let prompt = tokio::time::timeout(LIMIT, async {
         loop {
