@@ -303,8 +303,9 @@ async fn run(page: &Page, origin: &str, case: &Case, away: &str, answer: bool) -
             Ok(matches!(ready, Ok(Ok(Value::Bool(true)))).then_some(()))
         })
         .await?;
-        // The trigger may wait on a dialog (the control's): answered below, not awaited here.
-        let _ = tokio::time::timeout(Duration::from_millis(300), page.eval(&format!("{trigger}; 0"))).await;
+        // The trigger may wait on a dialog (the control's): it runs in a task of its own, so
+        // this call returns at once; the dialog is answered below.
+        page.eval(&format!("setTimeout(() => {{ {trigger}; }}, 0); 0")).await?;
     }
     if case.leaves {
         eventually(LIMIT, &format!("case {key} left"), || async {
