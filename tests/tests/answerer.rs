@@ -43,6 +43,9 @@ async fn the_answerer_lists_a_choosers_devices_and_picks_one() -> Result<()> {
     let held = answerer_hook(runtime, json!({"op": "want", "devices": true})).await?;
     ensure!(held["held"] == true, "the host holds a connection: {held}");
     answerer_hook(runtime, json!({"op": "wait", "which": "devices", "for": "covered", "url": url})).await?;
+    // What `device_picks::with_the_pilot_off_nothing_is_picked` reads as false, true here.
+    let covers = answerer_hook(runtime, json!({"op": "covers", "which": "devices", "url": url})).await?;
+    ensure!(covers == json!({"covered": true, "attaching": true}), "{covers}");
     let open = activation::click_until(&s.page, "#b", "the answerer's chooser", || async {
         let now = answerer_hook(runtime, json!({"op": "prompts"})).await?;
         Ok(now["prompts"].as_array().is_some_and(|p| !p.is_empty()).then_some(now))

@@ -276,12 +276,12 @@ async fn with_the_pilot_off_nothing_is_picked() -> Result<()> {
     let v = s.agent.ok("interact", rule).await?;
     ensure!(v["rules_in_force"] == false, "the pilot is off: {v}");
     // Devices wanted (as the rule asks, and through the hook besides), yet with the pilot
-    // off the answerer attaches to nothing: the page is not covered, now that the hook's
-    // `want` answered (the answerer's book is current then).
+    // off the answerer attaches for nothing, and the page is not covered: both read once the
+    // hook's `want` answered, which sets what the answerer attaches for (no timer).
     let runtime = &s.browser.runtime;
     answerer_hook(runtime, json!({"op": "want", "devices": true})).await?;
     let covers = answerer_hook(runtime, json!({"op": "covers", "which": "devices", "url": url})).await?;
-    ensure!(covers["covered"] == false, "pilot off: nothing attached: {covers}");
+    ensure!(covers == json!({"covered": false, "attaching": false}), "pilot off: nothing attached: {covers}");
     // A try the browser refused for want of the click's activation opened no chooser (and
     // made no record: the hook asks only after the browser's answer on Bluetooth's
     // availability, which comes after its refusal), so it says nothing of a pick.

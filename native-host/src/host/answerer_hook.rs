@@ -63,11 +63,15 @@ pub async fn run(shared: &Shared, args: Value) -> Result<Value, ToolError> {
             }
         }
         "prompts" => Ok(json!({"prompts": answerer.prompts(), "held": answerer.held()})),
-        // Whether a page or frame at `url` is covered now (no wait: the answerer's book is
-        // current once `want` answered, so a test can check "not covered" without a timeout).
+        // Whether a page or frame at `url` is covered now, and whether the answerer attaches
+        // for `which` at all (no wait: what it attaches for is set once `want` answered, so a
+        // test checks "nothing attached, pilot off" without a timeout).
         "covers" => {
             let which = if args["which"] == "accounts" { Which::Accounts } else { Which::Devices };
-            Ok(json!({"covered": answerer.covers(args["url"].as_str().unwrap_or_default(), which)}))
+            Ok(json!({
+                "covered": answerer.covers(args["url"].as_str().unwrap_or_default(), which),
+                "attaching": answerer.attaching().has(which),
+            }))
         }
         "watch_downloads" => {
             answerer.watch_transfers(args["on"] == true);

@@ -420,6 +420,12 @@ impl Answerer {
         self.book().live && self.conn().is_some()
     }
 
+    /// What the answerer attaches for now: what the host wants, and nothing with the pilot
+    /// off (set synchronously by `set`; the attaching itself follows).
+    pub fn attaching(&self) -> Want {
+        self.book().effective()
+    }
+
     /// Whether a page or frame at `url` is attached with `which` on: a prompt there will be
     /// seen.
     pub fn covers(&self, url: &str, which: Which) -> bool {
