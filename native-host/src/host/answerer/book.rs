@@ -46,6 +46,9 @@ struct Target {
     frame: bool,
     /// `Some` once attached; `attaching` while the command is on its way.
     session: Option<String>,
+    /// The answerer's session the browser attached this one under (`Step::AutoAttach`):
+    /// the browser ends it with that one, and its own detach has no session left to come on.
+    under: Option<String>,
     attaching: bool,
     enabled: Want,
     /// Attaches the browser refused so far (a frame's target can refuse while its process
@@ -195,14 +198,15 @@ impl Book {
             return vec![Step::AttachLater { target: target.to_owned(), after }];
         };
         t.refused = 0;
-        self.take(target, session, seen)
+        self.take(target, session, None, seen)
     }
 
     /// `session` is the answerer's on target `id` (known): its frames asked for as they
     /// come, and its domains brought to what is wanted.
-    fn take(&mut self, id: &str, session: String, seen: &mut Vec<Seen>) -> Vec<Step> {
+    fn take(&mut self, id: &str, session: String, under: Option<&str>, seen: &mut Vec<Seen>) -> Vec<Step> {
         if let Some(t) = self.targets.get_mut(id) {
             t.session = Some(session.clone());
+            t.under = under.map(str::to_owned);
             t.enabled = Want::NONE;
         }
         self.sessions.insert(session.clone(), id.to_owned());
@@ -213,7 +217,7 @@ impl Book {
 
     /// The browser attached a frame of another site under one of the answerer's sessions
     /// (`Step::AutoAttach`): the answerer's session on it, unless it has one or wants none.
-    fn auto_attached(&mut self, params: &Value, seen: &mut Vec<Seen>) -> Vec<Step> {
+    fn auto_attached(&mut self, params: &Value, under: &str, seen: &mut Vec<Seen>) -> Vec<Step> {
         let Some(session) = params["sessionId"].as_str().map(str::to_owned) else { return Vec::new() };
         let info = &params["targetInfo"];
         let url = text(&info["url"]);
@@ -231,7 +235,32 @@ impl Book {
         t.url = url;
         t.frame = true;
         let id = id.to_owned();
-        self.take(&id, session, seen)
+        self.take(&id, session, Some(under), seen)
+    }
+
+    /// The browser let session `s` go: its target loses it (and is attached again while
+    /// wanted, `REATTACHES` times at most), and so do the sessions the browser attached
+    /// under it, whose own detach never comes.
+    fn lost(&mut self, s: &str, seen: &mut Vec<Seen>) -> Vec<Step> {
+        let Some(target) = self.sessions.remove(s) else { return Vec::new() };
+        let again = self.targets.get_mut(&target).is_some_and(|t| {
+            t.session = None;
+            t.under = None;
+            t.enabled = Want::NONE;
+            t.detached = t.detached.saturating_add(1);
+            t.detached <= REATTACHES
+        });
+        self.close_where(seen, ClosedBy::Gone, |p| p.session == s);
+        // The browser let the session go but the target stays (it said nothing of it
+        // going): attached again while wanted, or it is never covered again.
+        tracing::debug!(target_id = %target, again, "the browser detached the answerer from a target");
+        let mut steps = if again { self.bring_in_line(&target, seen) } else { Vec::new() };
+        let below: Vec<String> =
+            self.targets.values().filter(|t| t.under.as_deref() == Some(s)).filter_map(|t| t.session.clone()).collect();
+        for child in below {
+            steps.extend(self.lost(&child, seen));
+        }
+        steps
     }
 
     /// The wait after a refused attach is over: attach if still wanted and not attached.
@@ -265,24 +294,13 @@ impl Book {
                 self.forget(id, seen);
                 Vec::new()
             }
-            ("Target.attachedToTarget", Some(_)) => self.auto_attached(params, seen),
+            ("Target.attachedToTarget", Some(under)) => self.auto_attached(params, under, seen),
             // On the browser's connection for a session the answerer attached, on its
             // page's session for one the browser attached under it.
-            ("Target.detachedFromTarget", _) => {
-                let Some(s) = params["sessionId"].as_str() else { return Vec::new() };
-                let Some(target) = self.sessions.remove(s) else { return Vec::new() };
-                let again = self.targets.get_mut(&target).is_some_and(|t| {
-                    t.session = None;
-                    t.enabled = Want::NONE;
-                    t.detached = t.detached.saturating_add(1);
-                    t.detached <= REATTACHES
-                });
-                self.close_where(seen, ClosedBy::Gone, |p| p.session == s);
-                // The browser let the session go but the target stays (it said nothing of it
-                // going): attached again while wanted, or it is never covered again.
-                tracing::debug!(target_id = %target, again, "the browser detached the answerer from a target");
-                if again { self.bring_in_line(&target, seen) } else { Vec::new() }
-            }
+            ("Target.detachedFromTarget", _) => match params["sessionId"].as_str() {
+                Some(s) => self.lost(s, seen),
+                None => Vec::new(),
+            },
             ("DeviceAccess.deviceRequestPrompted", Some(s)) => {
                 self.prompted(
                     s,
@@ -376,7 +394,14 @@ impl Book {
         let Some(s) = t.session else { return Vec::new() };
         self.sessions.remove(&s);
         self.close_where(seen, ClosedBy::Gone, |p| p.session == s);
-        vec![Step::Detach(s)]
+        let mut steps = vec![Step::Detach(s.clone())];
+        // The frames the browser attached under it go with it.
+        let below: Vec<String> =
+            self.targets.iter().filter(|(_, t)| t.under.as_deref() == Some(&s)).map(|(id, _)| id.clone()).collect();
+        for child in below {
+            steps.extend(self.forget(&child, seen));
+        }
+        steps
     }
 
     pub(super) fn close_where(&mut self, seen: &mut Vec<Seen>, by: ClosedBy, f: impl Fn(&Prompt) -> bool) {

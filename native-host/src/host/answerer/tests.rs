@@ -235,6 +235,37 @@ async fn a_frame_the_browser_attached_under_its_page_is_the_answerers() {
     until("F3 let go", || gone("A-F3")).await;
 }
 
+/// The browser drops the sessions it attached under a page's session with that session,
+/// without a word of their own: they are the answerer's no more, and attached again while
+/// the frame stays; a frame attached under a page the browser destroyed goes with it.
+#[tokio::test]
+async fn frames_the_browser_attached_go_with_their_pages_session() {
+    let (peer, a, rx) = Peer::start().await;
+    feed(&a, rx);
+    a.set(true, Want::ALL);
+    peer.page("P1", "page", "http://127.0.0.1:1/top");
+    until("frames asked for", || peer.sent().iter().any(|m| m == "Target.setAutoAttach @S-P1")).await;
+    let frame = |id: &str, session: &str, url: &str| {
+        json!({"sessionId": session, "waitingForDebugger": false,
+            "targetInfo": {"targetId": id, "type": "iframe", "url": url}})
+    };
+    peer.send("Target.attachedToTarget", frame("F1", "A-F1", "http://localhost:2/rp"), Some("S-P1"));
+    until("F1 covered", || a.covers("http://localhost:2/rp", Which::Accounts)).await;
+    // The page's session dropped (its frames' with it): both attached again by the answerer.
+    peer.send("Target.detachedFromTarget", json!({"sessionId": "S-P1", "targetId": "P1"}), None);
+    let attached = |id: &str| peer.params("Target.attachToTarget").iter().filter(|p| p["targetId"] == id).count();
+    until("P1 and F1 attached again", || attached("P1") == 2 && attached("F1") == 1).await;
+    until("F1 covered by its own session", || peer.sent().iter().any(|m| m == "FedCm.enable @S-F1")).await;
+    assert!(a.settled(Duration::from_secs(10)).await);
+    assert!(a.covers("http://localhost:2/rp", Which::Accounts));
+    // A frame the browser attached under the page's new session, then the page destroyed.
+    peer.send("Target.attachedToTarget", frame("F2", "A-F2", "http://localhost:3/rp"), Some("S-P1"));
+    until("F2 covered", || a.covers("http://localhost:3/rp", Which::Accounts)).await;
+    peer.send("Target.targetDestroyed", json!({"targetId": "P1"}), None);
+    until("F2 gone with it", || !a.covers("http://localhost:3/rp", Which::Accounts)).await;
+    assert!(a.covers("http://localhost:2/rp", Which::Accounts), "F1 is attached on its own");
+}
+
 /// A page's second `requestDevice` cancels its first chooser without a word over CDP: the
 /// new prompt in the session closes the old one (`remote`), so nothing picks a chooser gone.
 #[tokio::test]
@@ -416,6 +447,9 @@ fn a_flood_of_targets_and_long_texts_stay_bounded() {
     let steps = b.set(true, Want::ALL, &mut seen);
     assert_eq!(steps.len(), book::MAX_TARGETS);
     b.attached("T0", Some("S".into()), &mut seen);
+    // A frame the browser attaches under a page once the book is full: let go.
+    let frame = json!({"sessionId": "A-X", "targetInfo": {"targetId": "X", "type": "iframe", "url": "http://b/"}});
+    assert_eq!(b.on_event("Target.attachedToTarget", &frame, Some("S"), &mut seen), [Step::Detach("A-X".into())]);
     let long = "x".repeat(100_000);
     let devices: Vec<Value> = (0..1000).map(|i| json!({"id": format!("{i}{long}"), "name": long})).collect();
     b.on_event(BT, &json!({"id": "R", "devices": devices}), Some("S"), &mut seen);
